@@ -1,0 +1,127 @@
+package graphs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// Options configure one instance of a registered net.
+type Options struct {
+	// NumClasses is the size of the logits; 0 means the net's default.
+	NumClasses int
+	// Width multiplies every hidden width (channels, units); 0 means 1.
+	Width float64
+	// Seed makes the initial weights a pure function of (seed, variable name).
+	Seed uint64
+	// Stats, when set, receives the forward multiply-accumulate count of every layer built.
+	Stats *Stats
+}
+
+// Stats collects what a forward pass costs; layers add to it while the graph is built.
+type Stats struct {
+	MACs int64
+}
+
+func (s *Stats) add(macs int64) {
+	if s != nil {
+		s.MACs += macs
+	}
+}
+
+// BuildFn builds the forward graph: images [batch, height, width, channels] in [0,1]-normalised
+// float32, to logits [batch, classes]. train says whether training-only behaviour applies.
+type BuildFn func(ctx *context.Context, images *Node, train bool, opts Options) *Node
+
+// Spec is one registered net.
+type Spec struct {
+	Name        string
+	Description string
+	// InputShape is the default (height, width, channels) of one example.
+	InputShape [3]int
+	// NumClasses is the default number of classes.
+	NumClasses int
+	Build      BuildFn
+	// NoWeightDecay reports whether a variable (by its scope and name) is in the no-decay group
+	// (biases, norms, embeddings). Nil means: biases only.
+	NoWeightDecay func(scope, name string) bool
+}
+
+// ExcludedFromWeightDecay applies the spec's no-decay rule, defaulting to "biases".
+func (s Spec) ExcludedFromWeightDecay(scope, name string) bool {
+	if s.NoWeightDecay != nil {
+		return s.NoWeightDecay(scope, name)
+	}
+	return name == "biases"
+}
+
+var registry = map[string]Spec{}
+
+// Register adds a net; it panics on a duplicate name, which is a programming error.
+func Register(spec Spec) {
+	if _, dup := registry[spec.Name]; dup {
+		panic(fmt.Sprintf("graphs: net %q registered twice", spec.Name))
+	}
+	registry[spec.Name] = spec
+}
+
+// Get returns the named net, or an error listing the registered names.
+func Get(name string) (Spec, error) {
+	spec, ok := registry[name]
+	if !ok {
+		return Spec{}, fmt.Errorf("unknown net %q; registered nets: %s", name, strings.Join(Names(), ", "))
+	}
+	return spec, nil
+}
+
+// Names lists the registered nets in alphabetical order.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for name := range registry {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Summary is what `trainer nets` shows of one net.
+type Summary struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	InputShape  [3]int `json:"input_shape"`
+	NumClasses  int    `json:"num_classes"`
+	Parameters  int    `json:"parameters"`
+	// ForwardFLOPs counts one example's forward pass, two FLOPs per multiply-accumulate.
+	ForwardFLOPs int64 `json:"forward_flops"`
+}
+
+// Summarize builds the net's graph once (nothing runs) to count its parameters and forward FLOPs.
+func Summarize(backend backends.Backend, spec Spec, opts Options) (sum Summary, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("building net %q: %v", spec.Name, r)
+		}
+	}()
+	var stats Stats
+	opts.Stats = &stats
+	ctx := context.New()
+	g := NewGraph(backend, "summary_"+spec.Name)
+	defer g.Finalize()
+	h, w, c := spec.InputShape[0], spec.InputShape[1], spec.InputShape[2]
+	images := Parameter(g, "images", shapes.Make(dtypes.Float32, 1, h, w, c))
+	spec.Build(ctx, images, false, opts)
+	classes := opts.NumClasses
+	if classes == 0 {
+		classes = spec.NumClasses
+	}
+	return Summary{
+		Name: spec.Name, Description: spec.Description, InputShape: spec.InputShape, NumClasses: classes,
+		Parameters: ctx.NumParameters(), ForwardFLOPs: 2 * stats.MACs,
+	}, nil
+}

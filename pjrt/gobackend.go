@@ -1,0 +1,280 @@
+package pjrt
+
+import (
+	"os"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/pkg/errors"
+)
+
+func init() {
+	// Never let GoMLX try to download PJRT plugins: these machines are offline, and a silent download is
+	// not what a user asking for "xla:cpu" expects. (The xla backend reads this variable in its own init,
+	// which may run before ours: open_xla.go also disables auto-install explicitly.)
+	_ = os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
+}
+
+// DefaultGoConfig is the simplego configuration used when none is given. simplego's default (parallel op
+// execution when a single computation runs) can deadlock when several DotGenerals wait in its workers pool;
+// sequential op execution avoids it (DotGeneral itself still uses every core).
+const DefaultGoConfig = "ops_sequential"
+
+// addedOps are the ops the wrapper adds to simplego (ConvGeneral is overridden, not added).
+var addedOps = []backends.OpType{
+	backends.OpTypePad,
+	backends.OpTypeReverse,
+	backends.OpTypeSelectAndScatterMax,
+	backends.OpTypeSelectAndScatterMin,
+	backends.OpTypeBatchNormForTraining,
+	backends.OpTypeBatchNormForInference,
+	backends.OpTypeBatchNormGradient,
+}
+
+// GoBackend is GoMLX's pure-Go backend (simplego, name "go") completed with the ops its gradients need:
+// Pad, Reverse, SelectAndScatterMax/Min and the three BatchNorm ops, composed from ops simplego supports.
+// It also replaces two slow simplego ops: ConvGeneral (a single-threaded loop) by im2col or col2im around
+// one multi-threaded DotGeneral, and ReduceWindow (pooling) by strided Slices. Everything else (buffers,
+// execution) is simplego's.
+type GoBackend struct {
+	*simplego.Backend
+	config       string
+	capabilities backends.Capabilities
+	convMode     convMode
+}
+
+var _ backends.Backend = (*GoBackend)(nil)
+
+// NewGoBackend returns the completed pure-Go backend. simplegoConfig is simplego's comma-separated option
+// list (e.g. "parallelism=2,ops_sequential"); when it names neither "ops_sequential" nor "ops_parallel",
+// "ops_sequential" is added (see DefaultGoConfig).
+func NewGoBackend(simplegoConfig string) (backends.Backend, error) {
+	return newGoBackend(simplegoConfig)
+}
+
+func newGoBackend(simplegoConfig string) (*GoBackend, error) {
+	config := normalizeGoConfig(simplegoConfig)
+	inner, err := simplego.New(config)
+	if err != nil {
+		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
+	}
+	sg, ok := inner.(*simplego.Backend)
+	if !ok {
+		return nil, errors.Errorf("simplego.New returned %T, expected *simplego.Backend", inner)
+	}
+	caps := simplego.Capabilities.Clone()
+	for _, op := range addedOps {
+		caps.Operations[op] = true
+	}
+	return &GoBackend{Backend: sg, config: config, capabilities: caps}, nil
+}
+
+// normalizeGoConfig adds DefaultGoConfig unless the config already chooses an op-execution mode.
+func normalizeGoConfig(config string) string {
+	var parts []string
+	hasMode := false
+	for _, p := range strings.Split(config, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if p == "ops_sequential" || p == "ops_parallel" {
+			hasMode = true
+		}
+		parts = append(parts, p)
+	}
+	if !hasMode {
+		parts = append(parts, DefaultGoConfig)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Config returns the simplego configuration the backend was created with.
+func (b *GoBackend) Config() string { return b.config }
+
+// String returns "go", the name to select this backend with.
+func (b *GoBackend) String() string { return simplego.BackendName }
+
+// Description is simplego's description plus what the wrapper adds.
+func (b *GoBackend) Description() string {
+	return b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm; im2col/col2im ConvGeneral, sliced ReduceWindow"
+}
+
+// Capabilities reports simplego's capabilities plus the ops the wrapper adds.
+func (b *GoBackend) Capabilities() backends.Capabilities { return b.capabilities }
+
+// Builder returns a builder that embeds simplego's and overrides the added ops and ConvGeneral.
+func (b *GoBackend) Builder(name string) backends.Builder {
+	return &goBuilder{Builder: b.Backend.Builder(name), convMode: b.convMode}
+}
+
+// goBuilder embeds simplego's builder; every op it composes is built with that inner builder.
+type goBuilder struct {
+	backends.Builder
+	convMode convMode
+}
+
+// composer builds ops on the inner builder and keeps the first error, so compositions read as formulas and
+// the error is checked once at the end.
+type composer struct {
+	b   backends.Builder
+	err error
+}
+
+func (b *goBuilder) composer() *composer { return &composer{b: b.Builder} }
+
+func (c *composer) keep(op backends.Op, err error) backends.Op {
+	if c.err == nil && err != nil {
+		c.err = err
+	}
+	return op
+}
+
+func (c *composer) shape(x backends.Op) shapes.Shape {
+	if c.err != nil {
+		return shapes.Invalid()
+	}
+	s, err := c.b.OpShape(x)
+	if err != nil {
+		c.err = err
+		return shapes.Invalid()
+	}
+	return s
+}
+
+func (c *composer) slice(x backends.Op, starts, limits, strides []int) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	if strides == nil {
+		strides = ones(len(starts))
+	}
+	return c.keep(c.b.Slice(x, starts, limits, strides))
+}
+
+func (c *composer) concat(axis int, xs ...backends.Op) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return c.keep(c.b.Concatenate(axis, xs...))
+}
+
+func (c *composer) reshape(x backends.Op, dims ...int) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	return c.keep(c.b.Reshape(x, dims...))
+}
+
+func (c *composer) transpose(x backends.Op, perm ...int) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	identity := true
+	for i, p := range perm {
+		if p != i {
+			identity = false
+		}
+	}
+	if identity {
+		return x
+	}
+	return c.keep(c.b.Transpose(x, perm...))
+}
+
+// broadcast broadcasts x (whose axes map to axes of shape) to shape.
+func (c *composer) broadcast(x backends.Op, shape shapes.Shape, axes ...int) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	if axes == nil {
+		axes = []int{}
+	}
+	return c.keep(c.b.BroadcastInDim(x, shape, axes))
+}
+
+func (c *composer) binary(fn func(a, b backends.Op) (backends.Op, error), a, b backends.Op) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	return c.keep(fn(a, b))
+}
+
+func (c *composer) add(a, b backends.Op) backends.Op { return c.binary(c.b.Add, a, b) }
+func (c *composer) sub(a, b backends.Op) backends.Op { return c.binary(c.b.Sub, a, b) }
+func (c *composer) mul(a, b backends.Op) backends.Op { return c.binary(c.b.Mul, a, b) }
+
+func (c *composer) unary(fn func(a backends.Op) (backends.Op, error), a backends.Op) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	return c.keep(fn(a))
+}
+
+func (c *composer) reduceSum(x backends.Op, axes ...int) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	return c.keep(c.b.ReduceSum(x, axes...))
+}
+
+func (c *composer) constant(flat any, dims ...int) backends.Op {
+	if c.err != nil {
+		return nil
+	}
+	return c.keep(c.b.Constant(flat, dims...))
+}
+
+// scalar returns a float constant of the given dtype.
+func (c *composer) scalar(dtype dtypes.DType, v float64) backends.Op {
+	switch dtype {
+	case dtypes.Float64:
+		return c.constant([]float64{v})
+	case dtypes.Float32:
+		return c.constant([]float32{float32(v)})
+	case dtypes.BFloat16:
+		return c.constant([]bfloat16.BFloat16{bfloat16.FromFloat64(v)})
+	}
+	x := c.constant([]float64{v})
+	if c.err != nil {
+		return nil
+	}
+	return c.keep(c.b.ConvertDType(x, dtype))
+}
+
+// zero returns a 0 scalar constant of the given dtype.
+func (c *composer) zero(dtype dtypes.DType) backends.Op {
+	return c.constant(zeroFlat(dtype))
+}
+
+// extreme returns the lowest (or highest) value of dtype as a scalar constant: -inf/+inf for floats.
+func (c *composer) extreme(dtype dtypes.DType, highest bool) backends.Op {
+	v := dtype.LowestValue()
+	if highest {
+		v = dtype.HighestValue()
+	}
+	return c.constant(flatOf(dtype, v))
+}
+
+func ones(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = 1
+	}
+	return s
+}
+
+func prod(dims []int) int {
+	p := 1
+	for _, d := range dims {
+		p *= d
+	}
+	return p
+}

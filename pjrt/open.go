@@ -1,0 +1,236 @@
+package pjrt
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/pkg/errors"
+)
+
+// AcceptedForms lists the backend configurations Open accepts, for help texts and errors.
+const AcceptedForms = `accepted backends:
+  go | go:<simplego options>     pure-Go backend (default; options e.g. "parallelism=2,ops_parallel")
+  xla:cpu | xla:cuda | xla:tpu   XLA through a PJRT plugin found in the plugin directories (xla: best of cuda, cpu)
+  xla:<name>                     the PJRT plugin named pjrt_c_api_<name>_plugin.so
+  /abs/path/plugin.so            that PJRT plugin file (also xla:/abs/path/plugin.so), e.g. JAX's xla_cuda_plugin.so
+  any xla form may end in ",<plugin options>" (e.g. xla:cuda,tf32)`
+
+// Spec is a parsed backend configuration.
+type Spec struct {
+	Config     string   // As given.
+	Backend    string   // "go" or "xla".
+	GoConfig   string   // simplego options ("go" only).
+	Platform   string   // PJRT platform ("cpu", "cuda", "tpu", other plugin name); "" for the default or a path.
+	PluginPath string   // Absolute plugin path, when given.
+	Options    []string // PJRT backend options after the first ",".
+}
+
+var rePlatform = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
+
+// ParseConfig parses a backend configuration (see AcceptedForms).
+func ParseConfig(config string) (Spec, error) {
+	spec := Spec{Config: config}
+	c := strings.TrimSpace(config)
+	switch {
+	case c == "" || c == "go":
+		spec.Backend = "go"
+		return spec, nil
+	case strings.HasPrefix(c, "go:"):
+		spec.Backend = "go"
+		spec.GoConfig = strings.TrimPrefix(c, "go:")
+		return spec, nil
+	case filepath.IsAbs(c):
+		c = "xla:" + c
+	case c == "xla":
+		c = "xla:"
+	}
+	rest, ok := strings.CutPrefix(c, "xla:")
+	if !ok {
+		return spec, errors.Errorf("unknown backend %q\n%s", config, AcceptedForms)
+	}
+	spec.Backend = "xla"
+	parts := strings.Split(rest, ",")
+	target := strings.TrimSpace(parts[0])
+	for _, o := range parts[1:] {
+		if o = strings.TrimSpace(o); o != "" {
+			spec.Options = append(spec.Options, o)
+		}
+	}
+	switch {
+	case target == "":
+	case filepath.IsAbs(target):
+		spec.PluginPath = filepath.Clean(target)
+	case rePlatform.MatchString(target):
+		spec.Platform = target
+		if target == "gpu" {
+			spec.Platform = "cuda"
+		}
+	default:
+		return spec, errors.Errorf("unknown backend %q: %q is neither a plugin name nor an absolute path\n%s", config, target, AcceptedForms)
+	}
+	return spec, nil
+}
+
+// Open opens the backend named by config (see AcceptedForms). For PJRT backends, the plugin is found and
+// checked here first: when there is none, the error lists every directory searched and how to install one.
+func Open(config string) (backends.Backend, error) {
+	b, _, err := open(config)
+	return b, err
+}
+
+// openResult holds what open learned on the way, for Describe.
+type openResult struct {
+	spec   Spec
+	search *PluginSearch
+	plugin string
+}
+
+func open(config string) (backends.Backend, openResult, error) {
+	var r openResult
+	spec, err := ParseConfig(config)
+	r.spec = spec
+	if err != nil {
+		return nil, r, err
+	}
+	if spec.Backend == "go" {
+		b, err := NewGoBackend(spec.GoConfig)
+		return b, r, err
+	}
+	if !xlaAvailable {
+		return nil, r, errors.Errorf("backend %q: this program was built without cgo, and the xla backend (PJRT plugins) "+
+			"needs it: rebuild with CGO_ENABLED=1, or use --backend go", config)
+	}
+	r.plugin, r.search, err = resolvePlugin(spec)
+	if err != nil {
+		return nil, r, err
+	}
+	b, err := openXLA(r.plugin, spec)
+	if err != nil {
+		return nil, r, errors.WithMessagef(err, "backend %q (plugin %s)", config, r.plugin)
+	}
+	return b, r, nil
+}
+
+// resolvePlugin returns the absolute path of the checked plugin for spec.
+func resolvePlugin(spec Spec) (string, *PluginSearch, error) {
+	if spec.PluginPath != "" {
+		if err := CheckPlugin(spec.PluginPath); err != nil {
+			return "", nil, err
+		}
+		return spec.PluginPath, nil, nil
+	}
+	search := FindPlugins()
+	platforms := []string{spec.Platform}
+	if spec.Platform == "" {
+		platforms = []string{"cuda", "cpu"} // GoMLX's default preference.
+	}
+	for _, platform := range platforms {
+		if p, ok := search.Find(platform); ok {
+			return p.Path, &search, nil
+		}
+	}
+	want := spec.Platform
+	if want == "" {
+		want = "cpu"
+	}
+	return "", &search, search.notFoundError(want)
+}
+
+// Description describes a backend configuration, for `trainer devices`.
+type Description struct {
+	Config      string   // As given.
+	Backend     string   // "go" or "xla".
+	Name        string   // The backend's Name().
+	Text        string   // The backend's Description().
+	NumDevices  int      // Devices the backend can use.
+	Devices     []string // Description of each device.
+	PluginPath  string   // PJRT: the plugin used.
+	SearchDirs  []string // PJRT: directories searched (empty when a path was given).
+	SearchEnv   bool     // PJRT: SearchDirs came from PJRT_PLUGIN_LIBRARY_PATH.
+	PluginFiles []Plugin // PJRT: plugin files found.
+	Err         error    // Why the backend couldn't be opened (Describe also returns it).
+}
+
+// Describe opens the backend named by config, describes it and its devices, and finalizes it. On failure
+// the returned Description still holds what was learned (for PJRT, the directories searched and the
+// plugins found) and Err.
+func Describe(config string) (Description, error) {
+	b, r, err := open(config)
+	d := Description{Config: config, Backend: r.spec.Backend, PluginPath: r.plugin, Err: err}
+	if r.search != nil {
+		d.SearchDirs, d.SearchEnv, d.PluginFiles = r.search.Dirs, r.search.FromEnv, r.search.Plugins
+	}
+	if err != nil {
+		return d, err
+	}
+	defer b.Finalize()
+	d.Name, d.Text, d.NumDevices = b.Name(), b.Description(), b.NumDevices()
+	for i := range d.NumDevices {
+		d.Devices = append(d.Devices, b.DeviceDescription(backends.DeviceNum(i)))
+	}
+	return d, nil
+}
+
+// String renders the description as text.
+func (d Description) String() string {
+	var b strings.Builder
+	cfg := d.Config
+	if cfg == "" {
+		cfg = `"" (default: go)`
+	}
+	fmt.Fprintf(&b, "backend config: %s\n", cfg)
+	if d.Backend != "" {
+		fmt.Fprintf(&b, "backend:        %s\n", d.Backend)
+	}
+	if d.Name != "" {
+		fmt.Fprintf(&b, "name:           %s\n", d.Name)
+		fmt.Fprintf(&b, "description:    %s\n", d.Text)
+	}
+	if d.PluginPath != "" {
+		fmt.Fprintf(&b, "plugin:         %s\n", d.PluginPath)
+	}
+	if d.Err == nil {
+		fmt.Fprintf(&b, "devices:        %d\n", d.NumDevices)
+		for i, dev := range d.Devices {
+			fmt.Fprintf(&b, "  #%d: %s\n", i, dev)
+		}
+	}
+	if len(d.SearchDirs) > 0 {
+		src := "defaults"
+		if d.SearchEnv {
+			src = PluginPathEnv
+		}
+		fmt.Fprintf(&b, "plugin directories searched (%s):\n", src)
+		for _, dir := range d.SearchDirs {
+			fmt.Fprintf(&b, "  %s\n", dir)
+		}
+		if len(d.PluginFiles) == 0 {
+			b.WriteString("plugin files found: none\n")
+		} else {
+			b.WriteString("plugin files found:\n")
+			for _, p := range d.PluginFiles {
+				status := "usable"
+				if p.Err != nil {
+					status = "unusable: " + p.Err.Error()
+				}
+				fmt.Fprintf(&b, "  %s [%s] %s\n", p.Path, p.Name, status)
+			}
+		}
+	}
+	if d.Err != nil {
+		msg := d.Err.Error()
+		if len(d.SearchDirs) > 0 {
+			// The directories are listed above: keep the error's first line and its install hint.
+			first, _, _ := strings.Cut(msg, "\n")
+			if i := strings.Index(msg, "To use PJRT"); i > 0 {
+				first += "\n" + msg[i:]
+			}
+			msg = first
+		}
+		fmt.Fprintf(&b, "error: %s\n", msg)
+	}
+	return b.String()
+}

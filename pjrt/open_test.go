@@ -1,0 +1,295 @@
+package pjrt
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		config                              string
+		backend, goConfig, platform, plugin string
+		options                             []string
+	}{
+		{config: "", backend: "go"},
+		{config: "go", backend: "go"},
+		{config: "go:parallelism=1,ops_parallel", backend: "go", goConfig: "parallelism=1,ops_parallel"},
+		{config: "xla", backend: "xla"},
+		{config: "xla:cpu", backend: "xla", platform: "cpu"},
+		{config: "xla:cuda,tf32", backend: "xla", platform: "cuda", options: []string{"tf32"}},
+		{config: "xla:gpu", backend: "xla", platform: "cuda"},
+		{config: "xla:tpu", backend: "xla", platform: "tpu"},
+		{config: "/opt/jax/xla_cuda_plugin.so", backend: "xla", plugin: "/opt/jax/xla_cuda_plugin.so"},
+		{config: "xla:/opt/jax/xla_cuda_plugin.so,shared_buffers", backend: "xla", plugin: "/opt/jax/xla_cuda_plugin.so", options: []string{"shared_buffers"}},
+	} {
+		s, err := ParseConfig(tc.config)
+		if err != nil {
+			t.Errorf("ParseConfig(%q): %v", tc.config, err)
+			continue
+		}
+		if s.Backend != tc.backend || s.GoConfig != tc.goConfig || s.Platform != tc.platform || s.PluginPath != tc.plugin || !slices.Equal(s.Options, tc.options) {
+			t.Errorf("ParseConfig(%q) = %+v", tc.config, s)
+		}
+	}
+	for _, bad := range []string{"bogus", "cuda", "xla:relative/path.so", "XLA:cpu", "go2"} {
+		_, err := ParseConfig(bad)
+		if err == nil || !strings.Contains(err.Error(), "accepted backends") || !strings.Contains(err.Error(), "xla:cuda") {
+			t.Errorf("ParseConfig(%q): want an error listing the accepted forms, got %v", bad, err)
+		}
+	}
+}
+
+func TestOpenGo(t *testing.T) {
+	for _, config := range []string{"", "go", "go:parallelism=1"} {
+		b, err := Open(config)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", config, err)
+		}
+		if b.String() != "go" {
+			t.Errorf("Open(%q).String() = %q", config, b.String())
+		}
+		got := runGraph(t, b, func(in []*Node) []*Node { return []*Node{AddScalar(MulScalar(in[0], 2), 1)} },
+			tt{dims: []int{3}, data: []float64{1, 2, 3}})[0]
+		assertClose(t, "2x+1", got, tt{dims: []int{3}, data: []float64{3, 5, 7}}, 0)
+		b.Finalize()
+	}
+	if _, err := Open("bogus"); err == nil || !strings.Contains(err.Error(), "accepted backends") {
+		t.Errorf(`Open("bogus"): want the list of accepted forms, got %v`, err)
+	}
+}
+
+// xlaErrorMustMention checks an xla Open error: without cgo it must say so, else contain every want.
+func xlaErrorMustMention(t *testing.T, config string, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("Open(%q) succeeded", config)
+	}
+	if !xlaAvailable {
+		if !strings.Contains(err.Error(), "built without cgo") {
+			t.Errorf("Open(%q) without cgo: %v", config, err)
+		}
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Open(%q): error doesn't mention %q:\n%v", config, w, err)
+		}
+	}
+}
+
+func TestOpenXLAWithoutPlugin(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(PluginPathEnv, dir)
+	start := time.Now()
+	_, err := Open("xla:cpu")
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("failing took %s", elapsed)
+	}
+	xlaErrorMustMention(t, "xla:cpu", err, dir, PluginPathEnv, "pjrt_c_api_cpu_plugin.so", "--backend")
+	_, err = Open("xla:cuda")
+	xlaErrorMustMention(t, "xla:cuda", err, dir, "xla_cuda_plugin.so")
+
+	d, err := Describe("xla:cpu")
+	if err == nil {
+		t.Fatal("Describe succeeded")
+	}
+	if xlaAvailable && (!slices.Equal(d.SearchDirs, []string{dir}) || !d.SearchEnv || !strings.Contains(d.String(), dir)) {
+		t.Errorf("Describe: %+v\n%s", d, d)
+	}
+}
+
+// fakePlugins writes files named like plugins that aren't: text, an ELF executable (the test binary)
+// and, when found, an ELF shared library without GetPjrtApi (the test binary's dynamic loader).
+func fakePlugins(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	dir := t.TempDir()
+	write := func(kind, name string, data []byte) {
+		path := filepath.Join(dir, kind, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files[kind] = path
+	}
+	write("text", "pjrt_c_api_cpu_plugin.so", []byte("not a library\n"))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("executable", "pjrt_c_api_cpu_plugin.so", data)
+	if f, err := elf.Open(self); err == nil {
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				b := make([]byte, p.Filesz)
+				if _, err := p.ReadAt(b, 0); err == nil {
+					if lib, err := os.ReadFile(strings.TrimRight(string(b), "\x00")); err == nil {
+						write("nosymbol", "pjrt-plugin-cpu.so", lib)
+					}
+				}
+			}
+		}
+		_ = f.Close()
+	}
+	return files
+}
+
+func TestFakePluginsAreRefused(t *testing.T) {
+	for kind, path := range fakePlugins(t) {
+		t.Run(kind, func(t *testing.T) {
+			err := CheckPlugin(path)
+			if err == nil {
+				t.Fatalf("CheckPlugin accepted %s", path)
+			}
+			want := map[string]string{"text": "not an ELF", "executable": "not a shared library", "nosymbol": "GetPjrtApi"}[kind]
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("CheckPlugin(%s): %v, want mention of %q", kind, err, want)
+			}
+			// Found by discovery, but unusable: "xla:cpu" fails and says why.
+			t.Setenv(PluginPathEnv, filepath.Dir(path))
+			s := FindPlugins()
+			if len(s.Plugins) != 1 || s.Plugins[0].Name != "cpu" || s.Plugins[0].Err == nil {
+				t.Errorf("FindPlugins: %+v", s)
+			}
+			_, err = Open("xla:cpu")
+			xlaErrorMustMention(t, "xla:cpu", err, path, want)
+			// Given by path, it is refused before go-xla sees it (go-xla would SIGSEGV).
+			_, err = Open(path)
+			xlaErrorMustMention(t, path, err, want)
+			_, err = Open("xla:" + path)
+			xlaErrorMustMention(t, "xla:"+path, err, want)
+		})
+	}
+}
+
+// With gcc, build real shared libraries: one exporting GetPjrtApi (returning NULL) and one not.
+func TestCheckPluginStub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: compiles with gcc")
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	build := func(name, src string) string {
+		c := filepath.Join(dir, name+".c")
+		so := filepath.Join(dir, "plugins", name)
+		_ = os.MkdirAll(filepath.Dir(so), 0o755)
+		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(gcc, "-shared", "-fPIC", "-o", so, c).CombinedOutput(); err != nil {
+			t.Skipf("gcc failed: %v\n%s", err, out)
+		}
+		return so
+	}
+	good := build("pjrt_c_api_cpu_plugin.so", "void *GetPjrtApi(void) { return 0; }\n")
+	bad := build("pjrt_plugin_tpu.so", "int NotTheApi(void) { return 1; }\n")
+	if err := CheckPlugin(good); err != nil {
+		t.Errorf("CheckPlugin(stub with GetPjrtApi): %v", err)
+	}
+	if err := CheckPlugin(bad); err == nil || !strings.Contains(err.Error(), "GetPjrtApi") {
+		t.Errorf("CheckPlugin(stub without GetPjrtApi): %v", err)
+	}
+	t.Setenv(PluginPathEnv, filepath.Dir(good))
+	s := FindPlugins()
+	if p, ok := s.Find("cpu"); !ok || p.Path != good {
+		t.Errorf("Find(cpu) = %+v, %v in %+v", p, ok, s)
+	}
+	if _, ok := s.Find("tpu"); ok {
+		t.Errorf("Find(tpu) found the stub without GetPjrtApi")
+	}
+	if !xlaAvailable {
+		return
+	}
+	// The stub passes our checks but its GetPjrtApi returns NULL, on which go-xla dereferences nil:
+	// Open must return an error, not crash.
+	if _, err := Open("xla:cpu"); err == nil {
+		t.Errorf("Open on a stub plugin succeeded")
+	} else {
+		t.Logf("stub plugin refused: %v", err)
+	}
+}
+
+func TestPluginSearchDirs(t *testing.T) {
+	t.Setenv(PluginPathEnv, "/a::/b:/a")
+	dirs, fromEnv := PluginSearchDirs()
+	if !fromEnv || !slices.Equal(dirs, []string{"/a", "/b"}) {
+		t.Errorf("with %s set: %v %v", PluginPathEnv, dirs, fromEnv)
+	}
+	if err := os.Unsetenv(PluginPathEnv); err != nil { // t.Setenv restores it afterwards.
+		t.Fatal(err)
+	}
+	t.Setenv("LD_LIBRARY_PATH", "/opt/ld1:relative/dir:")
+	dirs, fromEnv = PluginSearchDirs()
+	home, _ := os.UserHomeDir()
+	for _, want := range []string{filepath.Join(home, ".local/lib/go-xla"), "/usr/local/lib/go-xla", "/opt/ld1"} {
+		if !slices.Contains(dirs, want) {
+			t.Errorf("defaults %v lack %s", dirs, want)
+		}
+	}
+	if fromEnv || slices.Contains(dirs, "relative/dir") {
+		t.Errorf("defaults: %v (fromEnv %v)", dirs, fromEnv)
+	}
+
+	// ld.so.conf parsing: comments, includes (globs, relative to the file), plain directories.
+	dir := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(dir, "conf.d"), 0o755)
+	_ = os.WriteFile(filepath.Join(dir, "ld.so.conf"), []byte("# comment\ninclude conf.d/*.conf\n/lib/one  # trailing\n\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "conf.d", "x.conf"), []byte("/lib/two\n"), 0o644)
+	if got := ldSoConfDirs(nil, filepath.Join(dir, "ld.so.conf"), 0); !slices.Equal(got, []string{"/lib/two", "/lib/one"}) {
+		t.Errorf("ldSoConfDirs = %v", got)
+	}
+}
+
+func TestPluginNames(t *testing.T) {
+	for path, want := range map[string]string{
+		"/x/pjrt_c_api_cpu_plugin.so":          "cpu",
+		"/x/pjrt_c_api_cpu_v0.83.1_plugin.so":  "cpu_v0.83.1",
+		"/x/pjrt-plugin-cuda.so":               "cuda",
+		"/x/pjrt_plugin_tpu.so":                "tpu",
+		"/x/xla_cuda_plugin.so":                "",
+		"/x/pjrt_c_api_cpu_plugin.so.bak":      "",
+		"/x/libpjrt_c_api_cpu_plugin.so.dylib": "",
+	} {
+		if got := pluginName(path); got != want {
+			t.Errorf("pluginName(%s) = %q, want %q", path, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		platform, name string
+		want           bool
+	}{{"cpu", "cpu", true}, {"cpu", "cpu_v0.83.1", true}, {"cuda", "cuda13", true}, {"cuda", "gpu", true}, {"cpu", "cpux", false}, {"tpu", "cpu", false}} {
+		if got := platformMatches(tc.platform, tc.name); got != tc.want {
+			t.Errorf("platformMatches(%q, %q) = %v", tc.platform, tc.name, got)
+		}
+	}
+}
+
+func TestDescribeGo(t *testing.T) {
+	d, err := Describe("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Backend != "go" || d.NumDevices != 1 || len(d.Devices) != 1 || !strings.Contains(d.Text, "ops_sequential") {
+		t.Errorf("Describe(go) = %+v", d)
+	}
+	if s := d.String(); !strings.Contains(s, "devices:        1") || !strings.Contains(s, "backend:        go") {
+		t.Errorf("Describe(go).String():\n%s", s)
+	}
+}

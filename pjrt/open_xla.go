@@ -1,0 +1,39 @@
+//go:build cgo
+
+package pjrt
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/xla"
+)
+
+// xlaAvailable: the xla backend is compiled in (it needs cgo).
+const xlaAvailable = true
+
+func init() {
+	// The xla package reads GOMLX_NO_AUTO_INSTALL in its own init, possibly before ours sets it.
+	xla.EnableAutoInstall(false)
+}
+
+// openXLA opens GoMLX's xla backend on the plugin at pluginPath (absolute, already checked), so go-xla
+// never runs its own plugin search.
+func openXLA(pluginPath string, spec Spec) (b backends.Backend, err error) {
+	options := slices.Clone(spec.Options)
+	// GoMLX shares host and device buffers when the plugin is *named* "cpu"; loaded by path it isn't.
+	if name := pluginName(pluginPath); name != "" && platformMatches("cpu", name) &&
+		!slices.Contains(options, "noshared_buffers") && !slices.Contains(options, "shared_buffers") {
+		options = append(options, "shared_buffers")
+	}
+	config := strings.Join(append([]string{pluginPath}, options...), ",")
+	defer func() {
+		// go-xla dereferences nil on some load failures (e.g. GetPjrtApi returning NULL): report, don't die.
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("loading PJRT plugin %s panicked: %v", pluginPath, r)
+		}
+	}()
+	return xla.New(config)
+}
