@@ -141,17 +141,18 @@ func resolvePlugin(spec Spec) (string, *PluginSearch, error) {
 
 // Description describes a backend configuration, for `trainer devices`.
 type Description struct {
-	Config      string   // As given.
-	Backend     string   // "go" or "xla".
-	Name        string   // The backend's Name().
-	Text        string   // The backend's Description().
-	NumDevices  int      // Devices the backend can use.
-	Devices     []string // Description of each device.
-	PluginPath  string   // PJRT: the plugin used.
-	SearchDirs  []string // PJRT: directories searched (empty when a path was given).
-	SearchEnv   bool     // PJRT: SearchDirs came from PJRT_PLUGIN_LIBRARY_PATH.
-	PluginFiles []Plugin // PJRT: plugin files found.
-	Err         error    // Why the backend couldn't be opened (Describe also returns it).
+	Config      string   `json:"config"`                 // As given.
+	Backend     string   `json:"backend"`                // "go" or "xla".
+	Name        string   `json:"name,omitempty"`         // The backend's Name().
+	Text        string   `json:"description,omitempty"`  // The backend's Description().
+	NumDevices  int      `json:"num_devices"`            // Devices the backend can use.
+	Devices     []string `json:"devices,omitempty"`      // Description of each device.
+	PluginPath  string   `json:"plugin,omitempty"`       // PJRT: the plugin used.
+	SearchDirs  []string `json:"search_dirs,omitempty"`  // PJRT: directories searched (empty when a path was given).
+	SearchEnv   bool     `json:"search_env,omitempty"`   // PJRT: SearchDirs came from PJRT_PLUGIN_LIBRARY_PATH.
+	PluginFiles []Plugin `json:"plugin_files,omitempty"` // PJRT: plugin files found.
+	Err         error    `json:"-"`                      // Why the backend couldn't be opened (Describe also returns it).
+	Error       string   `json:"error,omitempty"`        // Err's text, for JSON.
 }
 
 // Describe opens the backend named by config, describes it and its devices, and finalizes it. On failure
@@ -160,6 +161,9 @@ type Description struct {
 func Describe(config string) (Description, error) {
 	b, r, err := open(config)
 	d := Description{Config: config, Backend: r.spec.Backend, PluginPath: r.plugin, Err: err}
+	if err != nil {
+		d.Error = err.Error()
+	}
 	if r.search != nil {
 		d.SearchDirs, d.SearchEnv, d.PluginFiles = r.search.Dirs, r.search.FromEnv, r.search.Plugins
 	}

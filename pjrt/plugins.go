@@ -3,6 +3,7 @@ package pjrt
 import (
 	"bufio"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,6 +48,19 @@ type Plugin struct {
 	Name string // Platform name from the file name: "cpu", "cuda", ...
 	Path string
 	Err  error // Why the file can't be used (not an ELF shared library, no GetPjrtApi, no GPU); nil if usable.
+}
+
+// MarshalJSON renders the plugin with its error as text.
+func (p Plugin) MarshalJSON() ([]byte, error) {
+	view := struct {
+		Name  string `json:"name"`
+		Path  string `json:"path"`
+		Error string `json:"error,omitempty"`
+	}{Name: p.Name, Path: p.Path}
+	if p.Err != nil {
+		view.Error = p.Err.Error()
+	}
+	return json.Marshal(view)
 }
 
 // PluginSearch is the result of a plugin search.

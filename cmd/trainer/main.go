@@ -209,7 +209,11 @@ func cmdDevices(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprint(stdout, desc.String())
 	}
-	return err
+	if err != nil {
+		// The description above already says why; the exit status says it failed.
+		return fmt.Errorf("backend %q is not usable", desc.Config)
+	}
+	return nil
 }
 
 // isTerminal reports whether w is a character device (a terminal), where a redrawn bar makes sense.

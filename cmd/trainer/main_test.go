@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestNetsJSON(t *testing.T) {
+	out, _, err := runCLI(t, "nets", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nets []struct {
+		Name         string `json:"name"`
+		Parameters   int    `json:"parameters"`
+		InputShape   [3]int `json:"input_shape"`
+		ForwardFLOPs int64  `json:"forward_flops"`
+	}
+	if err := json.Unmarshal([]byte(out), &nets); err != nil {
+		t.Fatalf("nets --json is not JSON: %v\n%s", err, out)
+	}
+	byName := map[string]int{}
+	for _, n := range nets {
+		byName[n.Name] = n.Parameters
+		if n.ForwardFLOPs <= 0 || n.InputShape != [3]int{28, 28, 1} {
+			t.Errorf("%s: flops %d input %v", n.Name, n.ForwardFLOPs, n.InputShape)
+		}
+	}
+	if byName["linear"] != 7850 || byName["mnist_cnn"] != 1199882 || byName["mlp"] == 0 {
+		t.Errorf("parameter counts %v", byName)
+	}
+}
+
+func TestRunEvalAndResumeThroughTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tiny.yaml")
+	body := "net:\n  name: linear\nsteps: 4\ndata:\n  batch_size: 32\n  eval_batch_size: 2500\ncheckpoint:\n  every_steps: 2\nlog:\n  every_steps: 2\nrun_dir: " + filepath.Join(dir, "runs") + "\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "run", cfg, "--set", "optimizer.lr=0.02", "--no-progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "final eval") || !strings.Contains(out, "img/s") {
+		t.Errorf("run output lacks the progress or the eval:\n%s", out)
+	}
+	resolved, err := os.ReadFile(filepath.Join(dir, "runs", "tiny", "config.yaml"))
+	if err != nil || !strings.Contains(string(resolved), "lr: 0.02") {
+		t.Errorf("resolved config should record the override: %v\n%s", err, resolved)
+	}
+	ckpt := filepath.Join(dir, "runs", "tiny", "checkpoints", "ckpt-000000004.tckpt")
+	out, _, err = runCLI(t, "eval", cfg, "--checkpoint", ckpt)
+	if err != nil || !strings.Contains(out, "top-1") || !strings.Contains(out, "10000 images") {
+		t.Errorf("eval: %v\n%s", err, out)
+	}
+	// Resuming a finished run with more steps continues from step 4.
+	out, _, err = runCLI(t, "run", cfg, "--resume", "--set", "steps=6", "--no-progress")
+	if err != nil || !strings.Contains(out, "step 4") || !strings.Contains(out, "6/6") {
+		t.Errorf("resume: %v\n%s", err, out)
+	}
+}
+
+func TestBadInputsAreRefused(t *testing.T) {
+	cases := [][]string{
+		{"run"},
+		{"run", "/nonexistent/x.yaml"},
+		{"run", "../../configs/mnist_linear.yaml", "--set", "optimizer.lr=-1"},
+		{"run", "../../configs/mnist_linear.yaml", "--set", "bogus.key=1"},
+		{"eval", "../../configs/mnist_linear.yaml"},
+		{"devices", "--backend", "bogus"},
+		{"frobnicate"},
+	}
+	for _, args := range cases {
+		if _, _, err := runCLI(t, args...); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	_, _, err := runCLI(t, "run", "../../configs/mnist_linear.yaml", "--set", "optimizer.lr=-1")
+	if err == nil || !strings.Contains(err.Error(), "optimizer.lr") || !strings.Contains(err.Error(), "mnist_linear.yaml") {
+		t.Errorf("out-of-range lr: %v", err)
+	}
+}
+
+func TestDevicesDescribesTheGoBackend(t *testing.T) {
+	out, _, err := runCLI(t, "devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "devices:        1") || !strings.Contains(out, "go") {
+		t.Errorf("devices output:\n%s", out)
+	}
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", t.TempDir())
+	out, _, err = runCLI(t, "devices", "--backend", "xla:cpu")
+	if err == nil || !strings.Contains(out, os.Getenv("PJRT_PLUGIN_LIBRARY_PATH")) {
+		t.Errorf("xla:cpu without a plugin should fail naming the searched directory: %v\n%s", err, out)
+	}
+}
