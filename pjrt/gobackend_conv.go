@@ -210,19 +210,7 @@ func (b *goBuilder) col2imConv(input, kernel backends.Op, p *convParams) (backen
 			out = c.add(out, term)
 		}
 	}
-	outAxes := append(append([]int{a.OutputBatch}, a.OutputSpatial...), a.OutputChannels)
-	perm := make([]int, S+2)
-	for i, axis := range outAxes {
-		perm[axis] = i
-	}
-	out = c.transpose(out, perm...)
-	if c.err != nil {
-		return nil, errors.WithMessage(c.err, "ConvGeneral (col2im)")
-	}
-	if got := c.shape(out); !got.Equal(p.output) {
-		return nil, errors.Errorf("ConvGeneral (col2im): built %s, expected %s", got, p.output)
-	}
-	return out, nil
+	return c.toOutputLayout(out, p, "col2im")
 }
 
 func (b *goBuilder) im2colConv(input, kernel backends.Op, p *convParams) (backends.Op, error) {
@@ -340,17 +328,24 @@ func (b *goBuilder) im2colConv(input, kernel backends.Op, p *convParams) (backen
 	}
 
 	// Back to the requested output layout: canonical axis i holds output axis outAxes[i].
+	return c.toOutputLayout(out, p, "im2col")
+}
+
+// toOutputLayout transposes a canonical [batch, spatial..., channels] result to the requested output
+// layout (canonical axis i holds output axis outAxes[i]) and checks the shape against shape inference.
+func (c *composer) toOutputLayout(out backends.Op, p *convParams, method string) (backends.Op, error) {
+	a := p.axes
 	outAxes := append(append([]int{a.OutputBatch}, a.OutputSpatial...), a.OutputChannels)
-	perm := make([]int, S+2)
+	perm := make([]int, len(outAxes))
 	for i, axis := range outAxes {
 		perm[axis] = i
 	}
 	out = c.transpose(out, perm...)
 	if c.err != nil {
-		return nil, errors.WithMessage(c.err, "ConvGeneral (im2col)")
+		return nil, errors.WithMessage(c.err, "ConvGeneral ("+method+")")
 	}
 	if got := c.shape(out); !got.Equal(p.output) {
-		return nil, errors.Errorf("ConvGeneral (im2col): built %s, expected %s", got, p.output)
+		return nil, errors.Errorf("ConvGeneral (%s): built %s, expected %s", method, got, p.output)
 	}
 	return out, nil
 }

@@ -216,11 +216,7 @@ func (d Description) String() string {
 		} else {
 			b.WriteString("plugin files found:\n")
 			for _, p := range d.PluginFiles {
-				status := "usable"
-				if p.Err != nil {
-					status = "unusable: " + p.Err.Error()
-				}
-				fmt.Fprintf(&b, "  %s [%s] %s\n", p.Path, p.Name, status)
+				fmt.Fprintf(&b, "  %s\n", p)
 			}
 		}
 	}

@@ -50,6 +50,15 @@ type Plugin struct {
 	Err  error // Why the file can't be used (not an ELF shared library, no GetPjrtApi, no GPU); nil if usable.
 }
 
+// String renders the plugin as "path [platform] usable" or "... unusable: why".
+func (p Plugin) String() string {
+	status := "usable"
+	if p.Err != nil {
+		status = "unusable: " + p.Err.Error()
+	}
+	return fmt.Sprintf("%s [%s] %s", p.Path, p.Name, status)
+}
+
 // MarshalJSON renders the plugin with its error as text.
 func (p Plugin) MarshalJSON() ([]byte, error) {
 	view := struct {
@@ -293,11 +302,7 @@ func (s PluginSearch) notFoundError(platform string) error {
 	if len(s.Plugins) > 0 {
 		b.WriteString("plugin files found:\n")
 		for _, p := range s.Plugins {
-			status := "usable"
-			if p.Err != nil {
-				status = "unusable: " + p.Err.Error()
-			}
-			fmt.Fprintf(&b, "  %s (%s) %s\n", p.Path, p.Name, status)
+			fmt.Fprintf(&b, "  %s\n", p)
 		}
 	}
 	b.WriteString(installHint(platform))
