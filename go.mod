@@ -1,6 +1,6 @@
 module github.com/trainer/trainer
 
-go 1.26.8
+go 1.24.3
 
 require (
 	github.com/gomlx/gomlx v0.26.0
