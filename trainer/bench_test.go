@@ -1,0 +1,57 @@
+package trainer
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// BenchmarkTrainStep times one compiled SGD-momentum train step (forward, loss, backward, update) of
+// each small net at batch 128 on the pure-Go backend, on random data. The numbers and the PyTorch peer
+// are in docs/benchmarks.md; rerun with:
+//
+//	go test ./trainer/ -run XXX -bench TrainStep -benchtime 5x
+func BenchmarkTrainStep(b *testing.B) {
+	for _, net := range []string{"linear", "mlp", "mnist_cnn"} {
+		b.Run(net, func(b *testing.B) {
+			cfg := Defaults()
+			cfg.Net.Name = net
+			s, err := newSession(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opt, err := NewOptimizer(cfg.Optimizer)
+			if err != nil {
+				b.Fatal(err)
+			}
+			step, err := s.trainStep(opt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const batch = 128
+			rng := rand.New(rand.NewPCG(1, 2))
+			images := make([]float32, batch*28*28)
+			labels := make([]int32, batch)
+			for i := range images {
+				images[i] = rng.Float32()
+			}
+			for i := range labels {
+				labels[i] = int32(rng.IntN(10))
+			}
+			run := func() {
+				x := tensors.FromFlatDataAndDimensions(images, batch, 28, 28, 1)
+				y := tensors.FromFlatDataAndDimensions(labels, batch)
+				if _, err := step.Exec(x, y, float32(0.01)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			run() // compile
+			b.ResetTimer()
+			for range b.N {
+				run()
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "images/s")
+		})
+	}
+}

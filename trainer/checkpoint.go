@@ -1,0 +1,244 @@
+package trainer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// Checkpoint file layout (little-endian), version 1:
+//
+//	magic "TRNCKPT\x00" | u32 version | u32 header length | header JSON | tensor payload | u32 CRC-32C
+//
+// The CRC covers every byte before it, so a truncated or altered file is refused as a whole.
+const (
+	checkpointMagic   = "TRNCKPT\x00"
+	checkpointVersion = 1
+	checkpointExt     = ".tckpt"
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// CheckpointHeader describes a checkpoint: where the run was and what tensors follow.
+type CheckpointHeader struct {
+	TrainerVersion string         `json:"trainer_version"`
+	ConfigHash     string         `json:"config_hash"`
+	Net            string         `json:"net"`
+	Step           int            `json:"step"`
+	Epoch          int            `json:"epoch"`
+	Tensors        []TensorRecord `json:"tensors"`
+}
+
+// TensorRecord places one variable in the payload.
+type TensorRecord struct {
+	Name   string `json:"name"` // scope/name, e.g. "/model/conv1/conv/weights"
+	DType  string `json:"dtype"`
+	Shape  []int  `json:"shape"`
+	Offset int64  `json:"offset"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// Checkpoint is a loaded checkpoint: its header and its tensors by name.
+type Checkpoint struct {
+	Path    string
+	Header  CheckpointHeader
+	Tensors map[string]*tensors.Tensor
+}
+
+// checkpointName is the file name of the checkpoint at a step; names sort by step.
+func checkpointName(step int) string { return fmt.Sprintf("ckpt-%09d%s", step, checkpointExt) }
+
+// SaveCheckpoint writes every variable of ctx to dir atomically (temp file, fsync, rename, fsync of
+// the directory) and then deletes all but the newest keep checkpoints.
+func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, keep int) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	var payload bytes.Buffer
+	header.Tensors = nil
+	var errs []error
+	ctx.EnumerateVariables(func(v *context.Variable) {
+		value, err := v.Value()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("variable %s: %w", v.ScopeAndName(), err))
+			return
+		}
+		rec := TensorRecord{Name: v.ScopeAndName(), DType: value.DType().String(),
+			Shape: value.Shape().Dimensions, Offset: int64(payload.Len())}
+		if err := value.ConstBytes(func(data []byte) { payload.Write(data) }); err != nil {
+			errs = append(errs, fmt.Errorf("variable %s: %w", v.ScopeAndName(), err))
+			return
+		}
+		rec.Bytes = int64(payload.Len()) - rec.Offset
+		header.Tensors = append(header.Tensors, rec)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	headerJSON, err := json.Marshal(header)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	var file bytes.Buffer
+	file.WriteString(checkpointMagic)
+	_ = binary.Write(&file, binary.LittleEndian, uint32(checkpointVersion))
+	_ = binary.Write(&file, binary.LittleEndian, uint32(len(headerJSON)))
+	file.Write(headerJSON)
+	file.Write(payload.Bytes())
+	_ = binary.Write(&file, binary.LittleEndian, crc32.Checksum(file.Bytes(), crcTable))
+
+	path := filepath.Join(dir, checkpointName(header.Step))
+	if err := writeFileAtomic(path, file.Bytes()); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	return path, pruneCheckpoints(dir, keep)
+}
+
+// writeFileAtomic leaves either the old file or the complete new one at path, never a partial one.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ListCheckpoints returns the checkpoint files in dir, oldest first.
+func ListCheckpoints(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasPrefix(e.Name(), "ckpt-") && strings.HasSuffix(e.Name(), checkpointExt) {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+func pruneCheckpoints(dir string, keep int) error {
+	paths, err := ListCheckpoints(dir)
+	if err != nil {
+		return err
+	}
+	for len(paths) > keep {
+		if err := os.Remove(paths[0]); err != nil {
+			return fmt.Errorf("checkpoint: pruning: %w", err)
+		}
+		paths = paths[1:]
+	}
+	return nil
+}
+
+// LoadCheckpoint reads and verifies a checkpoint file; any mismatch is an error naming the file and
+// what was expected.
+func LoadCheckpoint(path string) (*Checkpoint, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	fail := func(format string, args ...any) (*Checkpoint, error) {
+		return nil, fmt.Errorf("checkpoint %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	const fixed = len(checkpointMagic) + 8
+	if len(data) < fixed+4 {
+		return fail("truncated: %d bytes, expected at least %d", len(data), fixed+4)
+	}
+	if string(data[:len(checkpointMagic)]) != checkpointMagic {
+		return fail("not a trainer checkpoint (magic %q, expected %q)", data[:len(checkpointMagic)], checkpointMagic)
+	}
+	body, stored := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if sum := crc32.Checksum(body, crcTable); sum != stored {
+		return fail("checksum mismatch (stored %08x, computed %08x): the file is truncated or corrupt", stored, sum)
+	}
+	version := binary.LittleEndian.Uint32(data[len(checkpointMagic):])
+	if version != checkpointVersion {
+		return fail("format version %d, this trainer reads version %d", version, checkpointVersion)
+	}
+	headerLen := int(binary.LittleEndian.Uint32(data[len(checkpointMagic)+4:]))
+	if fixed+headerLen > len(body) {
+		return fail("header length %d exceeds the file", headerLen)
+	}
+	ckpt := &Checkpoint{Path: path, Tensors: map[string]*tensors.Tensor{}}
+	if err := json.Unmarshal(body[fixed:fixed+headerLen], &ckpt.Header); err != nil {
+		return fail("header: %v", err)
+	}
+	payload := body[fixed+headerLen:]
+	for _, rec := range ckpt.Header.Tensors {
+		dtype, err := dtypes.DTypeString(rec.DType)
+		if err != nil {
+			return fail("tensor %s: unknown dtype %q", rec.Name, rec.DType)
+		}
+		shape := shapes.Make(dtype, rec.Shape...)
+		if int64(shape.Memory()) != rec.Bytes || rec.Offset < 0 || rec.Offset+rec.Bytes > int64(len(payload)) {
+			return fail("tensor %s: %d bytes at offset %d do not fit shape %s in a %d-byte payload",
+				rec.Name, rec.Bytes, rec.Offset, shape, len(payload))
+		}
+		t := tensors.FromShape(shape)
+		t.MutableBytes(func(dst []byte) { copy(dst, payload[rec.Offset:rec.Offset+rec.Bytes]) })
+		ckpt.Tensors[rec.Name] = t
+	}
+	return ckpt, nil
+}
+
+// LatestCheckpoint loads the newest checkpoint in dir; ok is false when there is none.
+func LatestCheckpoint(dir string) (ckpt *Checkpoint, ok bool, err error) {
+	paths, err := ListCheckpoints(dir)
+	if err != nil || len(paths) == 0 {
+		return nil, false, err
+	}
+	ckpt, err = LoadCheckpoint(paths[len(paths)-1])
+	return ckpt, err == nil, err
+}
+
+// LoadVariable implements context.Loader: variables are filled from the checkpoint as the graph asks.
+func (c *Checkpoint) LoadVariable(_ *context.Context, scope, name string) (*tensors.Tensor, bool) {
+	t, ok := c.Tensors[context.JoinScope(scope, name)]
+	return t, ok
+}
+
+// DeleteVariable implements context.Loader.
+func (c *Checkpoint) DeleteVariable(_ *context.Context, scope, name string) error {
+	delete(c.Tensors, context.JoinScope(scope, name))
+	return nil
+}

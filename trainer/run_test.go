@@ -1,0 +1,123 @@
+package trainer
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// smallRun is a few steps of softmax regression on real MNIST: enough to learn, cheap enough for CI.
+func smallRun(t *testing.T, name string) Config {
+	t.Helper()
+	cfg := Defaults()
+	cfg.Name = name
+	cfg.RunDir = t.TempDir()
+	cfg.Net.Name = "linear"
+	cfg.Steps = 24
+	cfg.Data.BatchSize = 64
+	cfg.Data.EvalBatchSize = 2000
+	cfg.Optimizer.LR = 0.05
+	cfg.Schedule = ScheduleConfig{Name: "cosine", WarmupEpochs: 0.002}
+	cfg.Checkpoint = CheckpointConfig{EverySteps: 10, Keep: 5}
+	cfg.Log.EverySteps = 5
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestRunLearnsAndResumesExactly(t *testing.T) {
+	// Uninterrupted run.
+	a := smallRun(t, "a")
+	resA, err := Run(a, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resA.Step != 24 {
+		t.Fatalf("ran %d steps, want 24", resA.Step)
+	}
+	if resA.Eval.Examples != 10000 {
+		t.Errorf("eval saw %d images, want all 10000", resA.Eval.Examples)
+	}
+	if resA.Eval.Top1 < 0.80 || resA.Eval.Top5 < resA.Eval.Top1 {
+		t.Errorf("after 24 steps: top-1 %.3f, top-5 %.3f; want top-1 >= 0.80 and top-5 >= top-1", resA.Eval.Top1, resA.Eval.Top5)
+	}
+	for _, f := range []string{"config.yaml", "metrics.jsonl"} {
+		if _, err := os.Stat(filepath.Join(resA.Dir, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(resA.Dir, "metrics.jsonl"))
+	if n := strings.Count(string(log), `"type":"train"`); n != 5 {
+		t.Errorf("metrics.jsonl has %d train records, want 5 (every 5 of 24 steps, and the last)", n)
+	}
+	if !strings.Contains(string(log), `"type":"eval"`) {
+		t.Error("metrics.jsonl has no eval record")
+	}
+
+	// The same run, stopped after the checkpoint of step 20 (mid-epoch), then resumed.
+	b := smallRun(t, "b")
+	if _, err := Run(b, RunOptions{Out: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	ckptDir := filepath.Join(b.Dir(), "checkpoints")
+	if err := os.Remove(filepath.Join(ckptDir, checkpointName(24))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(b, RunOptions{Out: io.Discard}); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("re-running into a directory with checkpoints should ask for --resume, got %v", err)
+	}
+	resB, err := Run(b, RunOptions{Out: io.Discard, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckA, err := LoadCheckpoint(resA.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckB, err := LoadCheckpoint(resB.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ckA.Tensors) != len(ckB.Tensors) || len(ckA.Tensors) < 4 {
+		t.Fatalf("checkpoints hold %d and %d tensors; want the same, weights, biases and their momenta", len(ckA.Tensors), len(ckB.Tensors))
+	}
+	for name, ta := range ckA.Tensors {
+		tb, ok := ckB.Tensors[name]
+		if !ok {
+			t.Fatalf("resumed checkpoint lacks %s", name)
+		}
+		va, vb := tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)
+		if !equalSlices(va, vb) {
+			t.Errorf("%s differs between the uninterrupted and the resumed run", name)
+		}
+	}
+
+	// Evaluating the checkpoint reproduces the run's final score.
+	ev, err := Evaluate(a, resA.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev != resA.Eval {
+		t.Errorf("eval of the checkpoint = %+v, the run reported %+v", ev, resA.Eval)
+	}
+}
+
+func TestResumeRefusesAnotherNetsCheckpoint(t *testing.T) {
+	cfg := smallRun(t, "c")
+	cfg.Steps = 2
+	res, err := Run(cfg, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cfg
+	other.Net.Name = "mlp"
+	_, err = Run(other, RunOptions{Out: io.Discard, ResumeFrom: res.Checkpoint})
+	if err == nil || !strings.Contains(err.Error(), res.Checkpoint) || !strings.Contains(err.Error(), "linear") {
+		t.Fatalf("resuming an mlp from a linear checkpoint: %v", err)
+	}
+}
