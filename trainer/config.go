@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -304,9 +303,3 @@ func (c Config) Hash() string {
 
 // Dir is the run directory, runs/<name>.
 func (c Config) Dir() string { return filepath.Join(c.RunDir, c.Name) }
-
-// fileExists reports whether path names an existing file.
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
