@@ -244,26 +244,9 @@ func (b *goBuilder) im2colConv(input, kernel backends.Op, p *convParams) (backen
 	Cout := p.outChannels
 	outDims := append(append([]int{N / BG}, p.outSpatial...), Cout) // canonical output [N/BG, out..., Cout].
 
-	// Kernel position kk (row-major over the kernel spatial axes) -> its spatial indices.
-	kernelPos := func(kk int) []int {
-		pos := make([]int, S)
-		for i := S - 1; i >= 0; i-- {
-			pos[i] = kk % p.kernelSpatial[i]
-			kk /= p.kernelSpatial[i]
-		}
-		return pos
-	}
 	// slab returns, for kernel position kk, the input values it meets at every output position: [N, out..., C].
 	slab := func(kk int) backends.Op {
-		pos := kernelPos(kk)
-		starts, limits, strides := make([]int, S+2), make([]int, S+2), ones(S+2)
-		limits[0], limits[S+1] = N, C
-		for i := range S {
-			starts[1+i] = pos[i] * p.kernelDilations[i]
-			limits[1+i] = starts[1+i] + (p.outSpatial[i]-1)*p.strides[i] + 1
-			strides[1+i] = p.strides[i]
-		}
-		return c.slice(x, starts, limits, strides)
+		return c.spatialWindow(x, p, unravel(kk, p.kernelSpatial), p.kernelDilations, p.outSpatial, p.strides)
 	}
 
 	var out backends.Op
@@ -350,11 +333,36 @@ func (c *composer) toOutputLayout(out backends.Op, p *convParams, method string)
 	return out, nil
 }
 
+// unravel turns a row-major flat index over dims into per-axis indices.
+func unravel(flat int, dims []int) []int {
+	pos := make([]int, len(dims))
+	for i := len(dims) - 1; i >= 0; i-- {
+		pos[i] = flat % dims[i]
+		flat /= dims[i]
+	}
+	return pos
+}
+
+// spatialWindow slices the canonical padded input [N, spatial..., C] along each spatial axis i from
+// pos[i]·posStep[i], taking count[i] values step[i] apart. A kernel position's slab (posStep = kernel
+// dilation, count = output size, step = stride) and an output position's window (posStep = stride,
+// count = kernel size, step = dilation) are the two uses.
+func (c *composer) spatialWindow(x backends.Op, p *convParams, pos, posStep, count, step []int) backends.Op {
+	S := p.spatialRank
+	starts, limits, strides := make([]int, S+2), make([]int, S+2), ones(S+2)
+	limits[0], limits[S+1] = p.batch, p.inChannels
+	for i := range S {
+		starts[1+i] = pos[i] * posStep[i]
+		limits[1+i] = starts[1+i] + (count[i]-1)*step[i] + 1
+		strides[1+i] = step[i]
+	}
+	return c.slice(x, starts, limits, strides)
+}
+
 // patches builds the im2col tensor from the padded canonical input: [KK, N·Y, C] slicing once per kernel
 // position (kLoop) or, when there are fewer output positions than kernel positions (the kernel gradient,
 // whose "kernel" is the output gradient), [Y, N, KK·C] slicing once per output position.
 func (c *composer) patches(x backends.Op, p *convParams, slab func(kk int) backends.Op) (patches backends.Op, kLoop bool) {
-	S := p.spatialRank
 	N, C, Y, KK := p.batch, p.inChannels, p.numOutputPositions, p.kkernel
 	if KK <= Y {
 		parts := make([]backends.Op, KK)
@@ -365,20 +373,9 @@ func (c *composer) patches(x backends.Op, p *convParams, slab func(kk int) backe
 	}
 	parts := make([]backends.Op, Y)
 	for y := range parts {
-		pos := make([]int, S)
-		rem := y
-		for i := S - 1; i >= 0; i-- {
-			pos[i] = rem % p.outSpatial[i]
-			rem /= p.outSpatial[i]
-		}
-		starts, limits, strides := make([]int, S+2), make([]int, S+2), ones(S+2)
-		limits[0], limits[S+1] = N, C
-		for i := range S {
-			starts[1+i] = pos[i] * p.strides[i]
-			limits[1+i] = starts[1+i] + (p.kernelSpatial[i]-1)*p.kernelDilations[i] + 1
-			strides[1+i] = p.kernelDilations[i]
-		}
-		parts[y] = c.reshape(c.slice(x, starts, limits, strides), 1, N, KK*C) // [N, kspatial..., C] flattened.
+		// The input values output position y meets under every kernel position: [N, kspatial..., C].
+		window := c.spatialWindow(x, p, unravel(y, p.outSpatial), p.strides, p.kernelSpatial, p.kernelDilations)
+		parts[y] = c.reshape(window, 1, N, KK*C)
 	}
 	return c.concat(0, parts...), false
 }
