@@ -61,6 +61,8 @@ type session struct {
 	ctx     *context.Context
 	// loaded is set once variables come from a checkpoint: the net must then reuse them, not create them.
 	loaded bool
+	// evalExec is the compiled eval forward pass, built at the first eval.
+	evalExec *context.Exec
 }
 
 func newSession(cfg Config) (*session, error) {
@@ -152,13 +154,17 @@ func (s *session) trainStep(opt Optimizer) (*context.Exec, error) {
 
 // evaluate scores the current variables on every example of the loader (the padded tail is masked).
 func (s *session) evaluate(loader *data.Loader) (EvalResult, error) {
-	exec, err := context.NewExec(s.backend, s.ctx.Reuse(), func(ctx *context.Context, images *Node) *Node {
-		return s.forward(ctx, images, false)
-	})
-	if err != nil {
-		return EvalResult{}, err
+	if s.evalExec == nil {
+		// Built once per session: every eval of a run reuses the compiled forward graph.
+		exec, err := context.NewExec(s.backend, s.ctx.Reuse(), func(ctx *context.Context, images *Node) *Node {
+			return s.forward(ctx, images, false)
+		})
+		if err != nil {
+			return EvalResult{}, err
+		}
+		s.evalExec = exec
 	}
-	defer exec.Finalize()
+	exec := s.evalExec
 	var res EvalResult
 	it := loader.Iterate(0, 0)
 	defer it.Close()
