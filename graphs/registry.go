@@ -18,10 +18,41 @@ type Options struct {
 	NumClasses int
 	// Width multiplies every hidden width (channels, units); 0 means 1.
 	Width float64
+	// ImageSize is the square input resolution; 0 means the net's default. Convolutional nets take
+	// any size; ViT sizes its position embedding from it.
+	ImageSize int
+	// Precision is the compute dtype: "" or "float32", or "bfloat16" (float32 master weights, norms and
+	// logits; convolutions and matmuls in bfloat16).
+	Precision string
+	// DropoutRate before the classifier and DropPathRate (stochastic depth, the largest rate of a linear
+	// ramp over blocks) override the reference's defaults when non-nil.
+	DropoutRate, DropPathRate *float64
+	// Padding overrides the padding phase of strided convolutions (PadDefault: the reference's).
+	Padding Padding
+	// GELU overrides the GELU form (GELUDefault: the reference's).
+	GELU GELUForm
+	// BNEpsilon and BNDecay override the nets' BatchNorm numerics when positive.
+	BNEpsilon, BNDecay float64
 	// Seed makes the initial weights a pure function of (seed, variable name).
 	Seed uint64
 	// Stats, when set, receives the forward multiply-accumulate count of every layer built.
 	Stats *Stats
+}
+
+// Dropout returns the dropout rate: the override, or the reference's def.
+func (o Options) Dropout(def float64) float64 {
+	if o.DropoutRate != nil {
+		return *o.DropoutRate
+	}
+	return def
+}
+
+// DropPath returns the stochastic-depth rate: the override, or the reference's def.
+func (o Options) DropPath(def float64) float64 {
+	if o.DropPathRate != nil {
+		return *o.DropPathRate
+	}
+	return def
 }
 
 // Stats collects what a forward pass costs; layers add to it while the graph is built.
@@ -51,14 +82,42 @@ type Spec struct {
 	// NoWeightDecay reports whether a variable (by its scope and name) is in the no-decay group
 	// (biases, norms, embeddings). Nil means: biases only.
 	NoWeightDecay func(scope, name string) bool
+	// Reference names the implementation the net reproduces (e.g. "torchvision resnet50") and whose
+	// state_dict names TorchName produces.
+	Reference string
+	// TorchName, when set, maps a variable to its reference state_dict key where the default rule
+	// (DefaultTorchName) does not apply; ok false means the variable has no counterpart.
+	TorchName func(scope, name string) (key string, ok bool)
 }
+
+// StateDictKey maps a variable of the model scope to the reference's state_dict key.
+func (s Spec) StateDictKey(scope, name string) (string, bool) {
+	if s.TorchName != nil {
+		return s.TorchName(scope, name)
+	}
+	return DefaultTorchName(scope, name)
+}
+
+// DefaultTorchName joins the variable's scope below the model scope with dots:
+// ("/model/layer1/0/conv1", "weight") -> "layer1.0.conv1.weight". Nets name their scopes after the
+// reference's module paths so that this is the whole mapping.
+func DefaultTorchName(scope, name string) (string, bool) {
+	parts := strings.Split(strings.Trim(scope, "/"), "/")
+	if len(parts) == 0 || parts[0] != ModelScope {
+		return "", false
+	}
+	return strings.Join(append(parts[1:], name), "."), true
+}
+
+// ModelScope is the top scope under which the trainer builds nets.
+const ModelScope = "model"
 
 // ExcludedFromWeightDecay applies the spec's no-decay rule, defaulting to "biases".
 func (s Spec) ExcludedFromWeightDecay(scope, name string) bool {
 	if s.NoWeightDecay != nil {
 		return s.NoWeightDecay(scope, name)
 	}
-	return name == "biases"
+	return name == "bias"
 }
 
 var registry = map[string]Spec{}

@@ -57,7 +57,7 @@ func TestUnknownNetListsRegistered(t *testing.T) {
 
 func TestNoWeightDecayDefaultsToBiases(t *testing.T) {
 	spec, _ := Get("linear")
-	if !spec.ExcludedFromWeightDecay("/model/logits/dense", "biases") || spec.ExcludedFromWeightDecay("/model/logits/dense", "weights") {
+	if !spec.ExcludedFromWeightDecay("/model/fc2", "bias") || spec.ExcludedFromWeightDecay("/model/fc2", "weight") {
 		t.Error("default no-decay group should hold biases and only biases")
 	}
 }

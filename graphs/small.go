@@ -5,7 +5,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// The seed's small nets for 28x28 grey images (MNIST, Fashion-MNIST).
+// The seed's small nets for 28x28 grey images (MNIST, Fashion-MNIST), with PyTorch's default
+// initialisation and module names (fc1, conv1, ...).
 func init() {
 	mnist := [3]int{28, 28, 1}
 	Register(Spec{
@@ -13,7 +14,7 @@ func init() {
 		Description: "softmax regression: flatten, one dense layer",
 		InputShape:  mnist, NumClasses: 10,
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
-			return Dense(ctx.In("logits"), Flatten(x), classes(opts, 10), opts)
+			return Linear(ctx.In("fc"), Flatten(x), LinearConfig{Units: classes(opts, 10)}, opts)
 		},
 	})
 	Register(Spec{
@@ -22,21 +23,22 @@ func init() {
 		InputShape:  mnist, NumClasses: 10,
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
 			x = Flatten(x)
-			x = ReLU(Dense(ctx.In("hidden1"), x, scaled(512, opts.Width), opts))
-			x = ReLU(Dense(ctx.In("hidden2"), x, scaled(256, opts.Width), opts))
-			return Dense(ctx.In("logits"), x, classes(opts, 10), opts)
+			x = ReLU(Linear(ctx.In("fc1"), x, LinearConfig{Units: scaled(512, opts.Width)}, opts))
+			x = ReLU(Linear(ctx.In("fc2"), x, LinearConfig{Units: scaled(256, opts.Width)}, opts))
+			return Linear(ctx.In("fc3"), x, LinearConfig{Units: classes(opts, 10)}, opts)
 		},
 	})
 	Register(Spec{
 		Name:        "mnist_cnn",
 		Description: "conv3x3(32), conv3x3(64), max-pool 2, dense 128, dense head (PyTorch's MNIST example)",
 		InputShape:  mnist, NumClasses: 10,
+		Reference: "pytorch/examples mnist Net (without dropout); fc1 reads NHWC-flattened features",
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
-			x = ReLU(Conv2D(ctx.In("conv1"), x, scaled(32, opts.Width), 3, 1, 0, opts))
-			x = ReLU(Conv2D(ctx.In("conv2"), x, scaled(64, opts.Width), 3, 1, 0, opts))
-			x = Flatten(MaxPool2D(x, 2))
-			x = ReLU(Dense(ctx.In("fc1"), x, scaled(128, opts.Width), opts))
-			return Dense(ctx.In("logits"), x, classes(opts, 10), opts)
+			x = ReLU(Conv(ctx.In("conv1"), x, ConvConfig{Filters: scaled(32, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
+			x = ReLU(Conv(ctx.In("conv2"), x, ConvConfig{Filters: scaled(64, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
+			x = Flatten(MaxPool2D(x, 2, 2, 0))
+			x = ReLU(Linear(ctx.In("fc1"), x, LinearConfig{Units: scaled(128, opts.Width)}, opts))
+			return Linear(ctx.In("fc2"), x, LinearConfig{Units: classes(opts, 10)}, opts)
 		},
 	})
 }

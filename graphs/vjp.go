@@ -95,8 +95,8 @@ func crossAxes(rank int, contracting, batch []int) []int {
 	return cross
 }
 
-// iota returns [start, start+1, ..., start+n-1].
-func iota(start, n int) []int {
+// seqInts returns [start, start+1, ..., start+n-1].
+func seqInts(start, n int) []int {
 	s := make([]int, n)
 	for i := range s {
 		s[i] = start + i
@@ -110,9 +110,9 @@ func dotGeneralGradients(lhs, rhs *Node, ax dotAxes, v *Node) []*Node {
 	nb := len(ax.lhsBatch)
 	lhsCross := crossAxes(lhs.Rank(), ax.lhsContracting, ax.lhsBatch)
 	rhsCross := crossAxes(rhs.Rank(), ax.rhsContracting, ax.rhsBatch)
-	vBatch := iota(0, nb)
-	vLhsCross := iota(nb, len(lhsCross))
-	vRhsCross := iota(nb+len(lhsCross), len(rhsCross))
+	vBatch := seqInts(0, nb)
+	vLhsCross := seqInts(nb, len(lhsCross))
+	vRhsCross := seqInts(nb+len(lhsCross), len(rhsCross))
 
 	// dlhs: contract v's rhs-cross axes with rhs's cross axes -> [batch, lhsCross, rhs's contracting
 	// axes in ascending order], each of which stands for its lhs partner.

@@ -27,7 +27,7 @@ import (
 const Version = "0.1.0"
 
 // modelScope holds the net's variables; optimizer slots live under /optimizer.
-const modelScope = "model"
+const modelScope = graphs.ModelScope
 
 // RunOptions are the per-invocation choices that are not part of the recipe.
 type RunOptions struct {
@@ -74,8 +74,12 @@ func newSession(cfg Config) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Backend, err)
 	}
+	// The graph RNG (dropout and drop-path masks) starts from the run's seed; its state is a variable,
+	// so checkpoints carry it and a resumed run draws the same masks.
+	ctx := context.New()
+	ctx.SetParam(context.ParamInitialSeed, int64(cfg.Seed))
 	return &session{
-		cfg: cfg, spec: spec, backend: backend, ctx: context.New(),
+		cfg: cfg, spec: spec, backend: backend, ctx: ctx,
 		netOpts: graphs.Options{NumClasses: cfg.Net.NumClasses, Width: cfg.Net.Width, Seed: uint64(cfg.Seed)},
 	}, nil
 }

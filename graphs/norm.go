@@ -1,0 +1,108 @@
+package graphs
+
+import (
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// BNConfig is a BatchNorm's numerics.
+type BNConfig struct {
+	// Epsilon inside the root (PyTorch 1e-5; the TF-origin mobile nets 1e-3).
+	Epsilon float64
+	// Decay is the running statistics' decay d: running' = d·running + (1−d)·batch. PyTorch's
+	// momentum 0.1 is d = 0.9; TF/Keras' momentum 0.99 is d = 0.99.
+	Decay float64
+	// BiasedVariance keeps the batch's biased variance in running_var (Keras); PyTorch stores the
+	// unbiased one (×m/(m−1)).
+	BiasedVariance bool
+}
+
+// TorchBN is PyTorch's nn.BatchNorm2d default (eps 1e-5, momentum 0.1).
+var TorchBN = BNConfig{Epsilon: 1e-5, Decay: 0.9}
+
+// resolve applies the per-run overrides of Options.
+func (c BNConfig) resolve(opts Options) BNConfig {
+	if opts.BNEpsilon > 0 {
+		c.Epsilon = opts.BNEpsilon
+	}
+	if opts.BNDecay > 0 {
+		c.Decay = opts.BNDecay
+	}
+	return c
+}
+
+// BatchNorm normalises NHWC (or [batch, features]) activations per channel (the last axis). In training
+// it uses the batch's statistics over every other axis (m = N·H·W values per channel) and updates the
+// running statistics; in eval it uses the running ones. Variables: weight (γ), bias (β), running_mean,
+// running_var.
+//
+// The batch statistics are ordinary graph values, so the gradient flows through them (the coupled
+// BatchNorm backward); GoMLX v0.26's batchnorm layer puts them behind StopGradient, which is wrong.
+func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Options) *Node {
+	c = c.resolve(opts)
+	g := x.Graph()
+	ch := x.Shape().Dimensions[x.Rank()-1]
+	gamma := Param(ctx, g, opts, "weight", InitConst(1), 0, 0, ch)
+	beta := Param(ctx, g, opts, "bias", InitConst(0), 0, 0, ch)
+	meanVar := ctx.WithInitializer(hostInitializer(0, "", "", InitConst(0), 0, 0)).
+		VariableWithShape("running_mean", gamma.Shape()).SetTrainable(false)
+	varVar := ctx.WithInitializer(hostInitializer(0, "", "", InitConst(1), 0, 0)).
+		VariableWithShape("running_var", gamma.Shape()).SetTrainable(false)
+
+	// Statistics and normalisation in the master dtype even under bfloat16 compute.
+	dtype := x.DType()
+	xf := x
+	if halfPrecision(x) {
+		xf = ConvertDType(x, gamma.DType())
+	}
+	axes := make([]int, x.Rank()-1)
+	for i := range axes {
+		axes[i] = i
+	}
+	var mean, variance *Node
+	if train {
+		mean = ReduceMean(xf, axes...)
+		centered := Sub(xf, mean)
+		variance = ReduceMean(Square(centered), axes...)
+		m := float64(x.Shape().Size() / ch)
+		stored := variance
+		if !c.BiasedVariance && m > 1 {
+			stored = MulScalar(variance, m/(m-1))
+		}
+		d := c.Decay
+		meanVar.SetValueGraph(Add(MulScalar(StopGradient(meanVar.ValueGraph(g)), d), MulScalar(StopGradient(mean), 1-d)))
+		varVar.SetValueGraph(Add(MulScalar(StopGradient(varVar.ValueGraph(g)), d), MulScalar(StopGradient(stored), 1-d)))
+	} else {
+		mean = meanVar.ValueGraph(g)
+		variance = varVar.ValueGraph(g)
+	}
+	scale := Mul(Rsqrt(AddScalar(variance, c.Epsilon)), gamma)
+	y := Add(Mul(Sub(xf, mean), scale), beta)
+	if y.DType() != dtype {
+		y = ConvertDType(y, dtype)
+	}
+	return y
+}
+
+// LayerNorm normalises over the last axis (ViT's tokens; ConvNeXt's channels, which in NHWC are the
+// last axis too, so its "channels-first" LayerNorm2d is this same op). Variables: weight, bias.
+func LayerNorm(ctx *context.Context, x *Node, epsilon float64, opts Options) *Node {
+	g := x.Graph()
+	ch := x.Shape().Dimensions[x.Rank()-1]
+	gamma := Param(ctx, g, opts, "weight", InitConst(1), 0, 0, ch)
+	beta := Param(ctx, g, opts, "bias", InitConst(0), 0, 0, ch)
+	dtype := x.DType()
+	xf := x
+	if halfPrecision(x) {
+		xf = ConvertDType(x, gamma.DType())
+	}
+	last := x.Rank() - 1
+	mean := ReduceAndKeep(xf, ReduceMean, last)
+	centered := Sub(xf, mean)
+	variance := ReduceAndKeep(Square(centered), ReduceMean, last)
+	y := Add(Mul(Mul(centered, Rsqrt(AddScalar(variance, epsilon))), gamma), beta)
+	if y.DType() != dtype {
+		y = ConvertDType(y, dtype)
+	}
+	return y
+}

@@ -1,0 +1,185 @@
+package graphs
+
+import (
+	"reflect"
+
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// GoMLX v0.26's convolution gradient has two faults the nets here would hit: the input gradient is
+// wrong for even kernels (ConvNeXt's 4x4 stem and 2x2 downsamples, ViT's 16x16 patchify), and a
+// grouped convolution's gradient is built as two convolutions per group (thousands for a depthwise
+// conv). This replacement computes both gradients of an NHWC/HWIO convolution the way XLA's own
+// autodiff does, each as one convolution:
+//
+//	dx = conv(v dilated by the strides, kernel flipped with in/out swapped per group)
+//	dw = conv(x with batch and channels exchanged, v as the kernel), batch-grouped for G > 1
+//
+// Other layouts, input dilations and padding beyond the kernel fall back to the stock gradient.
+var stockConvVJP = VJPRegistration[NodeTypeConvGeneral]
+
+func init() {
+	stock := stockConvVJP
+	VJPRegistration[NodeTypeConvGeneral] = func(node *Node, v []*Node, out shapes.Shape) []*Node {
+		p, ok := readConvParams(node)
+		if !ok || !p.standard() {
+			return stock(node, v, out)
+		}
+		x, kernel := node.Inputs()[0], node.Inputs()[1]
+		dx, ok := convInputGradient(x, kernel, v[0], p)
+		if !ok {
+			return stock(node, v, out)
+		}
+		return []*Node{dx, convKernelGradient(x, kernel, v[0], p)}
+	}
+}
+
+// convParams are the attributes of one ConvGeneral node.
+type convParams struct {
+	axes                               backends.ConvolveAxesConfig
+	strides, inputDilations, dilations []int
+	paddings                           [][2]int
+	groups, batchGroups                int
+}
+
+// nhwc is the axes layout every layer here uses.
+var nhwc = backends.ConvolveAxesConfig{
+	InputBatch: 0, InputChannels: 3, InputSpatial: []int{1, 2},
+	KernelInputChannels: 2, KernelOutputChannels: 3, KernelSpatial: []int{0, 1},
+	OutputBatch: 0, OutputChannels: 3, OutputSpatial: []int{1, 2},
+}
+
+// standard reports whether the gradient below applies: NHWC/HWIO, no input dilation, no batch groups.
+func (p convParams) standard() bool {
+	if !reflect.DeepEqual(p.axes, nhwc) || p.batchGroups > 1 {
+		return false
+	}
+	for _, d := range p.inputDilations {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// readConvParams reads the unexported attributes of a ConvGeneral node by reflection; ok is false if
+// GoMLX's layout ever changes (then the stock gradient is used; the tests compare against both).
+func readConvParams(node *Node) (p convParams, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	params := reflect.ValueOf(node).Elem().FieldByName("inputs").Elem().Elem()
+	ints := func(field string) []int {
+		f := params.FieldByName(field)
+		out := make([]int, f.Len())
+		for i := range out {
+			out[i] = int(f.Index(i).Int())
+		}
+		return out
+	}
+	p.axes = reflectCopy[backends.ConvolveAxesConfig](params.FieldByName("axes"))
+	p.strides = fill(ints("strides"), 2)
+	p.inputDilations = fill(ints("inputDilations"), 2)
+	p.dilations = fill(ints("kernelDilations"), 2)
+	pads := params.FieldByName("paddings")
+	p.paddings = make([][2]int, 2)
+	for i := 0; i < pads.Len() && i < 2; i++ {
+		p.paddings[i] = [2]int{int(pads.Index(i).Index(0).Int()), int(pads.Index(i).Index(1).Int())}
+	}
+	p.groups = max(int(params.FieldByName("channelGroupCount").Int()), 1)
+	p.batchGroups = max(int(params.FieldByName("batchGroupCount").Int()), 1)
+	return p, true
+}
+
+// reflectCopy copies an unexported struct field of exported type T.
+func reflectCopy[T any](v reflect.Value) T {
+	var out T
+	dst := reflect.ValueOf(&out).Elem()
+	for i := range dst.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int:
+			dst.Field(i).SetInt(f.Int())
+		case reflect.Slice:
+			s := make([]int, f.Len())
+			for j := range s {
+				s[j] = int(f.Index(j).Int())
+			}
+			dst.Field(i).Set(reflect.ValueOf(s))
+		}
+	}
+	return out
+}
+
+// fill returns values, or n ones when values is empty.
+func fill(values []int, n int) []int {
+	if len(values) > 0 {
+		return values
+	}
+	ones := make([]int, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	return ones
+}
+
+// convInputGradient is the transposed convolution of v: v dilated by the strides, padded so the output
+// is x's size, convolved with the spatially flipped kernel whose in/out channels are swapped per group.
+func convInputGradient(x, kernel, v *Node, p convParams) (*Node, bool) {
+	kd := kernel.Shape().Dimensions
+	xd, vd := x.Shape().Dimensions, v.Shape().Dimensions
+	pads := make([][2]int, 2)
+	for a := range 2 {
+		k, s, d := kd[a], p.strides[a], p.dilations[a]
+		eff := (k-1)*d + 1
+		in, out := xd[1+a], vd[1+a]
+		lo := eff - 1 - p.paddings[a][0]
+		hi := in - (out-1)*s + p.paddings[a][0] - 1
+		if lo < 0 || hi < 0 {
+			return nil, false
+		}
+		pads[a] = [2]int{lo, hi}
+	}
+	flipped := Reverse(kernel, 0, 1)
+	axes := nhwc
+	if p.groups == 1 {
+		// Read the kernel's output channels as input channels instead of transposing it.
+		axes.KernelInputChannels, axes.KernelOutputChannels = 3, 2
+	} else {
+		g, inPer, outPer := p.groups, kd[2], kd[3]/p.groups
+		flipped = Reshape(flipped, kd[0], kd[1], inPer, g, outPer)
+		flipped = TransposeAllAxes(flipped, 0, 1, 4, 3, 2)
+		flipped = Reshape(flipped, kd[0], kd[1], outPer, g*inPer)
+	}
+	return ConvGeneral(v, flipped, axes, []int{1, 1}, pads, p.strides, p.dilations, p.groups, 1), true
+}
+
+// convKernelGradient correlates x with v: dw[t, i, o] = Σ_{n, pos} xpad[n, pos·s + t·d, i]·v[n, pos, o].
+// x's channels play the batch (one output row per input channel) and its batch is contracted; for
+// grouped convolutions batch groups pair each channel group with its outputs.
+func convKernelGradient(x, kernel, v *Node, p convParams) *Node {
+	kd := kernel.Shape().Dimensions
+	xd, vd := x.Shape().Dimensions, v.Shape().Dimensions
+	pads := make([][2]int, 2)
+	for a := range 2 {
+		k, s, d := kd[a], p.strides[a], p.dilations[a]
+		in, out := xd[1+a], vd[1+a]
+		// The last input row the forward conv reads; rows beyond it (and unused padding) are dropped.
+		hi := (k-1)*d + (out-1)*s + 1 - in - p.paddings[a][0]
+		if hi < 0 {
+			x = SliceAxis(x, 1+a, AxisRange(0, in+hi))
+			hi = 0
+		}
+		pads[a] = [2]int{p.paddings[a][0], hi}
+	}
+	axes := backends.ConvolveAxesConfig{
+		InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
+		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1},
+	}
+	return ConvGeneral(x, v, axes, p.dilations, pads, nil, p.strides, 1, p.groups)
+}
