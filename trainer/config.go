@@ -34,11 +34,52 @@ type Config struct {
 	Log        LogConfig        `yaml:"log"`
 }
 
-// NetConfig picks a registered net and its size.
+// NetConfig picks a registered net, its size and the options every net takes.
 type NetConfig struct {
 	Name       string  `yaml:"name"`
 	Width      float64 `yaml:"width"`
 	NumClasses int     `yaml:"num_classes"`
+	// ImageSize is the square input resolution; 0: the net's default.
+	ImageSize int `yaml:"image_size"`
+	// Precision is the compute dtype: float32 or bfloat16 (float32 master weights).
+	Precision string `yaml:"precision"`
+	// Dropout before the classifier and DropPath (stochastic depth, the last block's rate); −1: the
+	// reference's default.
+	Dropout  float64 `yaml:"dropout"`
+	DropPath float64 `yaml:"drop_path"`
+	// Padding of strided convolutions: "" (the reference's), symmetric or same (XLA/TF phase).
+	Padding string `yaml:"padding"`
+	// GELU form: "" (the reference's), erf or tanh.
+	GELU string `yaml:"gelu"`
+	// BNEpsilon and BNDecay override the net's BatchNorm numerics when > 0 (decay form: 0.9 is
+	// PyTorch's momentum 0.1).
+	BNEpsilon float64 `yaml:"bn_eps"`
+	BNDecay   float64 `yaml:"bn_decay"`
+}
+
+// Options resolves the net options for graphs.
+func (n NetConfig) Options(seed int) (graphs.Options, error) {
+	padding, err := graphs.ParsePadding(n.Padding)
+	if err != nil {
+		return graphs.Options{}, fmt.Errorf("net.padding: %w", err)
+	}
+	gelu, err := graphs.ParseGELU(n.GELU)
+	if err != nil {
+		return graphs.Options{}, fmt.Errorf("net.gelu: %w", err)
+	}
+	opts := graphs.Options{
+		NumClasses: n.NumClasses, Width: n.Width, ImageSize: n.ImageSize, Precision: n.Precision,
+		Padding: padding, GELU: gelu, BNEpsilon: n.BNEpsilon, BNDecay: n.BNDecay, Seed: uint64(seed),
+	}
+	if n.Dropout >= 0 {
+		rate := n.Dropout
+		opts.DropoutRate = &rate
+	}
+	if n.DropPath >= 0 {
+		rate := n.DropPath
+		opts.DropPathRate = &rate
+	}
+	return opts, nil
 }
 
 // DataConfig names the dataset and how it is batched.
@@ -92,7 +133,8 @@ func Defaults() Config {
 		Epochs:  1,
 		Steps:   0,
 		RunDir:  "runs",
-		Net:     NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0},
+		Net: NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0, Precision: "float32",
+			Dropout: -1, DropPath: -1},
 		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000,
 			Mean: 0.1307, Std: 0.3081},
 		Optimizer:  OptimizerConfig{Name: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: false, WeightDecay: 0},
@@ -267,6 +309,16 @@ func (c Config) Validate() error {
 	}
 	check(c.Net.Width > 0 && c.Net.Width <= 16, "net.width", "got %g, expected in (0, 16]", c.Net.Width)
 	check(c.Net.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", c.Net.NumClasses)
+	check(c.Net.ImageSize >= 0 && c.Net.ImageSize <= 4096, "net.image_size", "got %d, expected in [0, 4096] (0: the net's default)", c.Net.ImageSize)
+	oneOf(c.Net.Precision, "net.precision", "float32", "bfloat16")
+	check(c.Net.Dropout == -1 || (c.Net.Dropout >= 0 && c.Net.Dropout < 1), "net.dropout", "got %g, expected in [0, 1) or -1 (the net's default)", c.Net.Dropout)
+	check(c.Net.DropPath == -1 || (c.Net.DropPath >= 0 && c.Net.DropPath < 1), "net.drop_path", "got %g, expected in [0, 1) or -1 (the net's default)", c.Net.DropPath)
+	_, padErr := graphs.ParsePadding(c.Net.Padding)
+	check(padErr == nil && c.Net.Padding != "valid", "net.padding", "got %q, expected symmetric or same (empty: the net's default)", c.Net.Padding)
+	_, geluErr := graphs.ParseGELU(c.Net.GELU)
+	check(geluErr == nil, "net.gelu", "got %q, expected erf or tanh (empty: the net's default)", c.Net.GELU)
+	check(c.Net.BNEpsilon >= 0 && c.Net.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", c.Net.BNEpsilon)
+	check(c.Net.BNDecay >= 0 && c.Net.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", c.Net.BNDecay)
 	oneOf(c.Data.Source, "data.source", "mnist", "fashion-mnist")
 	check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
 	check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainer/trainer/graphs"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -55,6 +57,10 @@ func TestLoadConfigErrorsNameFileKeyAndExpectation(t *testing.T) {
 		{"bad --set key", "", []string{"optimizer.lrr=0.1"}, []string{"--set optimizer.lrr", "unknown key"}},
 		{"bad --set type", "", []string{"epochs=two"}, []string{"--set epochs", "expected an integer"}},
 		{"bad --set form", "", []string{"epochs"}, []string{"--set", "key=value"}},
+		{"unknown padding", "net:\n  padding: diagonal\n", nil, []string{"net.padding", "diagonal", "symmetric or same"}},
+		{"unknown gelu", "", []string{"net.gelu=relu"}, []string{"net.gelu", "erf or tanh"}},
+		{"dropout out of range", "net:\n  dropout: 1.5\n", nil, []string{"net.dropout", "[0, 1) or -1"}},
+		{"unknown precision", "net:\n  precision: float8\n", nil, []string{"net.precision", "float32, bfloat16"}},
 		{"nothing to train", "epochs: 0\nsteps: 0\n", nil, []string{"epochs", "nothing to train"}},
 	}
 	for _, c := range cases {
@@ -69,6 +75,25 @@ func TestLoadConfigErrorsNameFileKeyAndExpectation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestNetOptionsResolve(t *testing.T) {
+	n := Defaults().Net
+	opts, err := n.Options(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.DropoutRate != nil || opts.DropPathRate != nil || opts.Padding != graphs.PadDefault || opts.Seed != 7 {
+		t.Errorf("defaults should leave the net's own choices: %+v", opts)
+	}
+	n.Dropout, n.DropPath, n.Padding, n.GELU = 0, 0.1, "same", "tanh"
+	opts, err = n.Options(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Dropout(0.2) != 0 || opts.DropPath(0.2) != 0.1 || opts.Padding != graphs.PadSame || opts.GELU != graphs.GELUTanh {
+		t.Errorf("overrides not applied: %+v", opts)
 	}
 }
 

@@ -78,10 +78,11 @@ func newSession(cfg Config) (*session, error) {
 	// so checkpoints carry it and a resumed run draws the same masks.
 	ctx := context.New()
 	ctx.SetParam(context.ParamInitialSeed, int64(cfg.Seed))
-	return &session{
-		cfg: cfg, spec: spec, backend: backend, ctx: ctx,
-		netOpts: graphs.Options{NumClasses: cfg.Net.NumClasses, Width: cfg.Net.Width, Seed: uint64(cfg.Seed)},
-	}, nil
+	netOpts, err := cfg.Net.Options(cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	return &session{cfg: cfg, spec: spec, backend: backend, ctx: ctx, netOpts: netOpts}, nil
 }
 
 // loader opens a split and checks it fits the net's input.
@@ -91,6 +92,9 @@ func (s *session) loader(split string, batch int, train bool) (*data.Loader, err
 		return nil, err
 	}
 	want := s.spec.InputShape
+	if size := s.cfg.Net.ImageSize; size > 0 {
+		want[0], want[1] = size, size
+	}
 	if ds.Height != want[0] || ds.Width != want[1] || ds.Channels != want[2] {
 		return nil, fmt.Errorf("data.source %q gives %dx%dx%d images, net %q expects %dx%dx%d",
 			s.cfg.Data.Source, ds.Height, ds.Width, ds.Channels, s.spec.Name, want[0], want[1], want[2])
