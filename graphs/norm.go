@@ -59,10 +59,10 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 	for i := range axes {
 		axes[i] = i
 	}
-	var mean, variance *Node
+	var mean, variance *Node // [C]
 	if train {
 		mean = ReduceMean(xf, axes...)
-		centered := Sub(xf, mean)
+		centered := Sub(xf, asChannels(mean, x.Rank()))
 		variance = ReduceMean(Square(centered), axes...)
 		m := float64(x.Shape().Size() / ch)
 		stored := variance
@@ -77,7 +77,7 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 		variance = varVar.ValueGraph(g)
 	}
 	scale := Mul(Rsqrt(AddScalar(variance, c.Epsilon)), gamma)
-	y := Add(Mul(Sub(xf, mean), scale), beta)
+	y := Add(Mul(Sub(xf, asChannels(mean, x.Rank())), asChannels(scale, x.Rank())), asChannels(beta, x.Rank()))
 	if y.DType() != dtype {
 		y = ConvertDType(y, dtype)
 	}
@@ -100,9 +100,19 @@ func LayerNorm(ctx *context.Context, x *Node, epsilon float64, opts Options) *No
 	mean := ReduceAndKeep(xf, ReduceMean, last)
 	centered := Sub(xf, mean)
 	variance := ReduceAndKeep(Square(centered), ReduceMean, last)
-	y := Add(Mul(Mul(centered, Rsqrt(AddScalar(variance, epsilon))), gamma), beta)
+	y := Add(Mul(Mul(centered, Rsqrt(AddScalar(variance, epsilon))), asChannels(gamma, x.Rank())), asChannels(beta, x.Rank()))
 	if y.DType() != dtype {
 		y = ConvertDType(y, dtype)
 	}
 	return y
+}
+
+// asChannels reshapes a per-channel vector [C] to [1, ..., 1, C] so it broadcasts over a rank-r tensor.
+func asChannels(v *Node, rank int) *Node {
+	dims := make([]int, rank)
+	for i := range dims {
+		dims[i] = 1
+	}
+	dims[rank-1] = v.Shape().Dimensions[0]
+	return Reshape(v, dims...)
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -173,14 +172,17 @@ func Summarize(backend backends.Backend, spec Spec, opts Options) (sum Summary, 
 	g := NewGraph(backend, "summary_"+spec.Name)
 	defer g.Finalize()
 	h, w, c := spec.InputShape[0], spec.InputShape[1], spec.InputShape[2]
-	images := Parameter(g, "images", shapes.Make(dtypes.Float32, 1, h, w, c))
+	if opts.ImageSize > 0 {
+		h, w = opts.ImageSize, opts.ImageSize
+	}
+	images := Parameter(g, "images", shapes.Make(opts.ParamDType(), 1, h, w, c))
 	spec.Build(ctx, images, false, opts)
 	classes := opts.NumClasses
 	if classes == 0 {
 		classes = spec.NumClasses
 	}
 	return Summary{
-		Name: spec.Name, Description: spec.Description, InputShape: spec.InputShape, NumClasses: classes,
+		Name: spec.Name, Description: spec.Description, InputShape: [3]int{h, w, c}, NumClasses: classes,
 		Parameters: ctx.NumParameters(), ForwardFLOPs: 2 * stats.MACs,
 	}, nil
 }

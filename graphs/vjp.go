@@ -17,6 +17,13 @@ var (
 )
 
 func init() {
+	// GoMLX v0.26 registers no gradient for Rsqrt, which the norms use: d rsqrt(x) = −½·rsqrt(x)³.
+	if VJPRegistration[NodeTypeRsqrt] == nil {
+		VJPRegistration[NodeTypeRsqrt] = func(node *Node, v []*Node, _ shapes.Shape) []*Node {
+			y := node
+			return []*Node{Mul(v[0], MulScalar(Mul(Square(y), y), -0.5))}
+		}
+	}
 	stockDot := stockDotVJP
 	VJPRegistration[NodeTypeDot] = func(node *Node, v []*Node, out shapes.Shape) []*Node {
 		lhs, rhs := node.Inputs()[0], node.Inputs()[1]
