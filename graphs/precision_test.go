@@ -29,7 +29,7 @@ func TestBFloat16ComputeTracksFloat32(t *testing.T) {
 		ctx := context.New()
 		opts := Options{Width: 0.25, Seed: 3, Precision: precision}
 		exec := context.MustNewExec(testBackend(), ctx, func(ctx *context.Context, x *Node) []*Node {
-			out := spec.Build(ctx, ToCompute(x, opts), true, opts)
+			out := spec.Build(ctx, x, true, opts)
 			out = FromCompute(out, opts)
 			loss := ReduceAllSum(Square(out))
 			w := ctx.In("conv1").GetVariable("weight").ValueGraph(x.Graph())

@@ -155,6 +155,8 @@ type Summary struct {
 	InputShape  [3]int `json:"input_shape"`
 	NumClasses  int    `json:"num_classes"`
 	Parameters  int    `json:"parameters"`
+	// Buffers counts the non-trainable state (BatchNorm running statistics).
+	Buffers int `json:"buffers"`
 	// ForwardFLOPs counts one example's forward pass, two FLOPs per multiply-accumulate.
 	ForwardFLOPs int64 `json:"forward_flops"`
 }
@@ -177,12 +179,22 @@ func Summarize(backend backends.Backend, spec Spec, opts Options) (sum Summary, 
 	}
 	images := Parameter(g, "images", shapes.Make(opts.ParamDType(), 1, h, w, c))
 	spec.Build(ctx, images, false, opts)
+	// Parameters are the trainable variables, as PyTorch counts them; BatchNorm running statistics
+	// (and the RNG state) are buffers.
+	var params, buffers int
+	ctx.EnumerateVariables(func(v *context.Variable) {
+		if v.Trainable {
+			params += v.Shape().Size()
+		} else {
+			buffers += v.Shape().Size()
+		}
+	})
 	classes := opts.NumClasses
 	if classes == 0 {
 		classes = spec.NumClasses
 	}
 	return Summary{
 		Name: spec.Name, Description: spec.Description, InputShape: [3]int{h, w, c}, NumClasses: classes,
-		Parameters: ctx.NumParameters(), ForwardFLOPs: 2 * stats.MACs,
+		Parameters: params, Buffers: buffers, ForwardFLOPs: 2 * stats.MACs,
 	}, nil
 }

@@ -14,7 +14,8 @@ func init() {
 		Description: "softmax regression: flatten, one dense layer",
 		InputShape:  mnist, NumClasses: 10,
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
-			return Linear(ctx.In("fc"), Flatten(x), LinearConfig{Units: classes(opts, 10)}, opts)
+			x = ToCompute(x, opts)
+			return FromCompute(Linear(ctx.In("fc"), Flatten(x), LinearConfig{Units: classes(opts, 10)}, opts), opts)
 		},
 	})
 	Register(Spec{
@@ -22,10 +23,10 @@ func init() {
 		Description: "two ReLU hidden layers (512, 256) and a dense head",
 		InputShape:  mnist, NumClasses: 10,
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
-			x = Flatten(x)
+			x = Flatten(ToCompute(x, opts))
 			x = ReLU(Linear(ctx.In("fc1"), x, LinearConfig{Units: scaled(512, opts.Width)}, opts))
 			x = ReLU(Linear(ctx.In("fc2"), x, LinearConfig{Units: scaled(256, opts.Width)}, opts))
-			return Linear(ctx.In("fc3"), x, LinearConfig{Units: classes(opts, 10)}, opts)
+			return FromCompute(Linear(ctx.In("fc3"), x, LinearConfig{Units: classes(opts, 10)}, opts), opts)
 		},
 	})
 	Register(Spec{
@@ -34,11 +35,11 @@ func init() {
 		InputShape:  mnist, NumClasses: 10,
 		Reference: "pytorch/examples mnist Net (without dropout); fc1 reads NHWC-flattened features",
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
-			x = ReLU(Conv(ctx.In("conv1"), x, ConvConfig{Filters: scaled(32, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
+			x = ReLU(Conv(ctx.In("conv1"), ToCompute(x, opts), ConvConfig{Filters: scaled(32, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
 			x = ReLU(Conv(ctx.In("conv2"), x, ConvConfig{Filters: scaled(64, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
 			x = Flatten(MaxPool2D(x, 2, 2, 0))
 			x = ReLU(Linear(ctx.In("fc1"), x, LinearConfig{Units: scaled(128, opts.Width)}, opts))
-			return Linear(ctx.In("fc2"), x, LinearConfig{Units: classes(opts, 10)}, opts)
+			return FromCompute(Linear(ctx.In("fc2"), x, LinearConfig{Units: classes(opts, 10)}, opts), opts)
 		},
 	})
 }
