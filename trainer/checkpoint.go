@@ -67,6 +67,35 @@ func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, k
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
+	file, err := encodeCheckpoint(ctx, header)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, checkpointName(header.Step))
+	if err := writeFileAtomic(path, file); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	return path, pruneCheckpoints(dir, keep)
+}
+
+// SaveCheckpointFile writes every variable of ctx as a checkpoint at exactly path, atomically, for
+// checkpoints made outside a run (`trainer import`); it never prunes the files beside it.
+func SaveCheckpointFile(path string, ctx *context.Context, header CheckpointHeader) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	file, err := encodeCheckpoint(ctx, header)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, file); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// encodeCheckpoint lays out the checkpoint file: magic, version, header, payload, CRC-32C.
+func encodeCheckpoint(ctx *context.Context, header CheckpointHeader) ([]byte, error) {
 	var payload bytes.Buffer
 	header.Tensors = nil
 	var errs []error
@@ -86,11 +115,11 @@ func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, k
 		header.Tensors = append(header.Tensors, rec)
 	})
 	if err := errors.Join(errs...); err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	headerJSON, err := json.Marshal(header)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	var file bytes.Buffer
 	file.WriteString(checkpointMagic)
@@ -99,12 +128,7 @@ func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, k
 	file.Write(headerJSON)
 	file.Write(payload.Bytes())
 	_ = binary.Write(&file, binary.LittleEndian, crc32.Checksum(file.Bytes(), crcTable))
-
-	path := filepath.Join(dir, checkpointName(header.Step))
-	if err := writeFileAtomic(path, file.Bytes()); err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
-	}
-	return path, pruneCheckpoints(dir, keep)
+	return file.Bytes(), nil
 }
 
 // writeFileAtomic leaves either the old file or the complete new one at path, never a partial one.

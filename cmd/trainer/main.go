@@ -24,6 +24,10 @@ Usage:
   trainer run CONFIG [--set key=value]... [--resume | --resume-from PATH] [--backend B]
   trainer eval CONFIG --checkpoint PATH [--set key=value]... [--backend B]
   trainer nets [--json]
+  trainer verify [--net NAME] [--ops-only | --nets-only] [--backend B] [--json]
+  trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors
+  trainer import NET FILE.safetensors --out CKPT
+  trainer predict --net NAME --weights FILE [--classes FILE] [--size S] IMAGE...
   trainer devices [--backend B] [--json]
 
 Backends: go (pure Go, default), xla:cpu, xla:cuda, xla:tpu, or the path of a PJRT plugin .so.
@@ -54,6 +58,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdNets(rest, stdout, stderr)
 	case "devices":
 		return cmdDevices(rest, stdout, stderr)
+	case "export":
+		return cmdExport(rest, stdout, stderr)
+	case "import":
+		return cmdImport(rest, stdout, stderr)
+	case "predict":
+		return cmdPredict(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

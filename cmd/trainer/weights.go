@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/weights"
+)
+
+// Weight interchange with PyTorch (docs/weights.md): export a checkpoint as a safetensors state_dict,
+// import one as a checkpoint, and classify images with either.
+
+// netFlags fix the shapes of a net's variables when it is named rather than given by a config.
+type netFlags struct {
+	fs      *flag.FlagSet
+	width   *float64
+	classes *int
+	size    *int
+}
+
+func addNetFlags(fs *flag.FlagSet) *netFlags {
+	return &netFlags{
+		fs:      fs,
+		width:   fs.Float64("width", 1, "width multiplier of the net (net.width)"),
+		classes: fs.Int("num-classes", 0, "number of classes (net.num_classes; 0: the net's default)"),
+		size:    fs.Int("size", 0, "input size (net.image_size; 0: the net's default; ViT sizes its position embedding from it)"),
+	}
+}
+
+// resolveNet reads CONFIG_OR_NET: a registered net's name (shaped by the flags), or a YAML recipe whose
+// net section gives the net and its options (flags given explicitly override it).
+func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string, error) {
+	set := map[string]bool{}
+	nf.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	spec, err := graphs.Get(arg)
+	var opts graphs.Options
+	configHash := ""
+	if err != nil {
+		if _, statErr := os.Stat(arg); statErr != nil {
+			return spec, opts, "", fmt.Errorf("%q is neither a registered net nor a config file: %v", arg, err)
+		}
+		cfg, err := trainer.LoadConfig(arg, nil)
+		if err != nil {
+			return spec, opts, "", err
+		}
+		if opts, err = cfg.Net.Options(cfg.Seed); err != nil {
+			return spec, opts, "", err
+		}
+		if spec, err = graphs.Get(cfg.Net.Name); err != nil {
+			return spec, opts, "", err
+		}
+		configHash = cfg.Hash()
+	}
+	if set["width"] || configHash == "" {
+		opts.Width = *nf.width
+	}
+	if set["num-classes"] || configHash == "" {
+		opts.NumClasses = *nf.classes
+	}
+	if set["size"] || configHash == "" {
+		opts.ImageSize = *nf.size
+	}
+	if !(opts.Width > 0) || opts.NumClasses < 0 || opts.ImageSize < 0 {
+		return spec, opts, "", fmt.Errorf("--width %g, --num-classes %d, --size %d: expected width > 0 and no negative values",
+			opts.Width, opts.NumClasses, opts.ImageSize)
+	}
+	// Checkpoints and state_dicts hold float32 master weights whatever the compute precision.
+	opts.Precision = ""
+	return spec, opts, configHash, nil
+}
+
+// shapeHint adds to a fit error the flags that change variable shapes.
+func shapeHint(err error) error {
+	var fit *weights.FitError
+	if errors.As(err, &fit) && len(fit.Mismatched) > 0 {
+		return fmt.Errorf("%w\n(shapes depend on --width, --num-classes and --size)", err)
+	}
+	return err
+}
+
+// template lists the variables the net declares.
+func template(spec graphs.Spec, opts graphs.Options) ([]weights.Variable, error) {
+	backend, err := pjrt.Open("go")
+	if err != nil {
+		return nil, err
+	}
+	return weights.Template(backend, spec, opts)
+}
+
+// checkpointVariables loads a checkpoint of spec and returns its model variables (template paths only).
+func checkpointVariables(path string, spec graphs.Spec, vars []weights.Variable) (*trainer.Checkpoint, map[string]*tensors.Tensor, error) {
+	ckpt, err := trainer.LoadCheckpoint(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ckpt.Header.Net != "" && ckpt.Header.Net != spec.Name {
+		return nil, nil, fmt.Errorf("checkpoint %s holds net %q, not %q", path, ckpt.Header.Net, spec.Name)
+	}
+	if err := weights.CheckVariables(spec, vars, ckpt.Tensors, path); err != nil {
+		return nil, nil, shapeHint(err)
+	}
+	model := make(map[string]*tensors.Tensor, len(vars))
+	for _, v := range vars {
+		model[v.Path()] = ckpt.Tensors[v.Path()]
+	}
+	return ckpt, model, nil
+}
+
+func cmdExport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nf := addNetFlags(fs)
+	checkpoint := fs.String("checkpoint", "", "checkpoint file to export (required)")
+	out := fs.String("out", "", "safetensors file to write (required)")
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 || *checkpoint == "" || *out == "" {
+		return errors.New("export: usage: trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors")
+	}
+	spec, opts, _, err := nf.resolveNet(positional[0])
+	if err != nil {
+		return err
+	}
+	vars, err := template(spec, opts)
+	if err != nil {
+		return err
+	}
+	ckpt, model, err := checkpointVariables(*checkpoint, spec, vars)
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{
+		"step": strconv.Itoa(ckpt.Header.Step), "epoch": strconv.Itoa(ckpt.Header.Epoch),
+		"trainer_version": trainer.Version, "source": filepath.Base(*checkpoint),
+	}
+	if ckpt.Header.ConfigHash != "" {
+		meta["config_hash"] = ckpt.Header.ConfigHash
+	}
+	if err := weights.SaveVariables(*out, spec, model, meta); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d variables of %s (step %d) as a PyTorch state_dict\n",
+		*out, len(model), spec.Name, ckpt.Header.Step)
+	return nil
+}
+
+func cmdImport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nf := addNetFlags(fs)
+	out := fs.String("out", "", "checkpoint file to write (required)")
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 2 || *out == "" {
+		return errors.New("import: usage: trainer import CONFIG_OR_NET FILE.safetensors --out CKPT")
+	}
+	spec, opts, configHash, err := nf.resolveNet(positional[0])
+	if err != nil {
+		return err
+	}
+	ctx, n, err := loadSafetensors(spec, opts, positional[1])
+	if err != nil {
+		return err
+	}
+	header := trainer.CheckpointHeader{TrainerVersion: trainer.Version, ConfigHash: configHash, Net: spec.Name}
+	if err := trainer.SaveCheckpointFile(*out, ctx, header); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d variables of %s from %s (step 0: `trainer eval` scores it, `trainer run --resume-from` fine-tunes it)\n",
+		*out, n, spec.Name, positional[1])
+	return nil
+}
+
+// loadSafetensors creates the net's variables from a state_dict in a fresh context.
+func loadSafetensors(spec graphs.Spec, opts graphs.Options, path string) (*context.Context, int, error) {
+	f, err := weights.Read(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	vars, err := template(spec, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	values, err := weights.FromStateDict(spec, vars, f)
+	if err != nil {
+		return nil, 0, shapeHint(err)
+	}
+	ctx := context.New()
+	return ctx, len(values), weights.SetVariables(ctx, vars, values)
+}
+
+// floatList parses "a,b,c".
+func floatList(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a list of numbers", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// readClassNames reads one class name per line (a trailing empty line is ignored).
+func readClassNames(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var names []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		names = append(names, strings.TrimSpace(sc.Text()))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("class names file %s is empty", path)
+	}
+	return names, nil
+}
+
+func cmdPredict(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nf := addNetFlags(fs)
+	net := fs.String("net", "", "registered net or config file (required)")
+	weightsPath := fs.String("weights", "", "weights: a .safetensors state_dict or a trainer checkpoint (required)")
+	classesPath := fs.String("classes", "", "text file of class names, one per line (sets --num-classes)")
+	cropPct := fs.Float64("crop-pct", 0, "center-crop fraction of the resized image (0: 0.875 for RGB nets, 1 for grey ones)")
+	meanFlag := fs.String("mean", "", "per-channel mean (default ImageNet's for RGB nets, MNIST's for grey ones)")
+	stdFlag := fs.String("std", "", "per-channel std (default as --mean)")
+	top := fs.Int("top", 5, "how many classes to print per image")
+	backendName := fs.String("backend", "go", "backend: go, xla:cpu, xla:cuda, or a plugin path")
+	images, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *net == "" || *weightsPath == "" || len(images) == 0 {
+		return errors.New("predict: usage: trainer predict --net NAME --weights FILE [--classes FILE] [--size S] IMAGE...")
+	}
+	var names []string
+	if *classesPath != "" {
+		if names, err = readClassNames(*classesPath); err != nil {
+			return err
+		}
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "num-classes" })
+		if !set {
+			*nf.classes = len(names)
+		}
+	}
+	spec, opts, _, err := nf.resolveNet(*net)
+	if err != nil {
+		return err
+	}
+	classes := opts.NumClasses
+	if classes == 0 {
+		classes = spec.NumClasses
+	}
+	if names != nil && len(names) != classes {
+		return fmt.Errorf("%s has %d class names, the net has %d classes", *classesPath, len(names), classes)
+	}
+	in := weights.InputShape(spec, opts)
+	size, channels := in[1], in[3]
+	tr := data.EvalTransform{Size: size, CropPct: *cropPct, Mean: data.ImageNetMean, Std: data.ImageNetStd}
+	if channels == 1 {
+		tr.Mean, tr.Std = []float64{0.1307}, []float64{0.3081}
+		if tr.CropPct == 0 {
+			tr.CropPct = 1
+		}
+	}
+	if tr.CropPct == 0 {
+		tr.CropPct = 0.875
+	}
+	if *meanFlag != "" {
+		if tr.Mean, err = floatList(*meanFlag); err != nil {
+			return fmt.Errorf("--mean: %w", err)
+		}
+	}
+	if *stdFlag != "" {
+		if tr.Std, err = floatList(*stdFlag); err != nil {
+			return fmt.Errorf("--std: %w", err)
+		}
+	}
+	if len(tr.Mean) != channels || len(tr.Std) != channels {
+		return fmt.Errorf("--mean/--std: %d and %d values for a net with %d input channels", len(tr.Mean), len(tr.Std), channels)
+	}
+
+	var ctx *context.Context
+	if filepath.Ext(*weightsPath) == ".safetensors" {
+		if ctx, _, err = loadSafetensors(spec, opts, *weightsPath); err != nil {
+			return err
+		}
+	} else {
+		vars, err := template(spec, opts)
+		if err != nil {
+			return err
+		}
+		_, model, err := checkpointVariables(*weightsPath, spec, vars)
+		if err != nil {
+			return err
+		}
+		ctx = context.New()
+		if err := weights.SetVariables(ctx, vars, model); err != nil {
+			return err
+		}
+	}
+	backend, err := pjrt.Open(*backendName)
+	if err != nil {
+		return err
+	}
+	ev, err := weights.NewEvaluator(backend, ctx, spec, opts, true)
+	if err != nil {
+		return err
+	}
+	defer ev.Finalize()
+
+	const batch = 16 // one compiled shape for every chunk but the last
+	for start := 0; start < len(images); start += batch {
+		chunk := images[start:min(start+batch, len(images))]
+		var pixels []float32
+		for _, path := range chunk {
+			x, err := tr.LoadFile(path)
+			if err != nil {
+				return err
+			}
+			pixels = append(pixels, x...)
+		}
+		rows, err := ev.Logits(pixels, len(chunk), size, size, channels)
+		if err != nil {
+			return err
+		}
+		for i, path := range chunk {
+			fmt.Fprintln(stdout, path)
+			for rank, c := range topK(softmax(rows[i]), *top) {
+				name := "class " + strconv.Itoa(c.index)
+				if names != nil {
+					name = names[c.index]
+				}
+				fmt.Fprintf(stdout, "  %d  %7.3f%%  %s\n", rank+1, 100*c.p, name)
+			}
+		}
+	}
+	return nil
+}
+
+func softmax(logits []float64) []float64 {
+	m := math.Inf(-1)
+	for _, v := range logits {
+		m = math.Max(m, v)
+	}
+	out := make([]float64, len(logits))
+	var sum float64
+	for i, v := range logits {
+		out[i] = math.Exp(v - m)
+		sum += out[i]
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}
+
+type classProb struct {
+	index int
+	p     float64
+}
+
+// topK returns the k most probable classes, most probable first (ties: lower index first).
+func topK(p []float64, k int) []classProb {
+	all := make([]classProb, len(p))
+	for i, v := range p {
+		all[i] = classProb{i, v}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].p > all[j].p })
+	return all[:min(max(k, 0), len(all))]
+}

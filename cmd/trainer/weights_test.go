@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/weights"
+)
+
+// tinyNet is mnist_cnn at a quarter width (75k parameters): small enough for end-to-end CLI tests.
+var tinyArgs = []string{"--width", "0.25"}
+
+func call(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) error, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := fn(args, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+func exportCmd(a []string, o, e *bytes.Buffer) error  { return cmdExport(a, o, e) }
+func importCmd(a []string, o, e *bytes.Buffer) error  { return cmdImport(a, o, e) }
+func predictCmd(a []string, o, e *bytes.Buffer) error { return cmdPredict(a, o, e) }
+
+// tinyWeights writes mnist_cnn's (quarter width) initial weights as a safetensors state_dict.
+func tinyWeights(t *testing.T, dir string) string {
+	t.Helper()
+	spec, _ := graphs.Get("mnist_cnn")
+	opts := graphs.Options{Width: 0.25, Seed: 3}
+	backend, err := pjrt.NewGoBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.New()
+	ev, err := weights.NewEvaluator(backend, ctx, spec, opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Logits(make([]float32, 28*28), 1, 28, 28, 1); err != nil { // creates the variables
+		t.Fatal(err)
+	}
+	ev.Finalize()
+	path := filepath.Join(dir, "tiny.safetensors")
+	if err := weights.Save(path, spec, ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// digitPNG draws a light ring on black, 40x36 (not square, so resize and crop both act).
+func digitPNG(t *testing.T, path string) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 40, 36))
+	for y := range 36 {
+		for x := range 40 {
+			r := math.Hypot(float64(x)-20, float64(y)-18)
+			v := uint8(0)
+			if r > 7 && r < 12 {
+				v = 230
+			}
+			img.Set(x, y, color.RGBA{v, v, v, 255})
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var predictLine = regexp.MustCompile(`^  (\d)\s+([0-9.]+)%  (.+)$`)
+
+func TestPredictEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	w := tinyWeights(t, dir)
+	img := filepath.Join(dir, "ring.png")
+	digitPNG(t, img)
+	names := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+	classesFile := filepath.Join(dir, "classes.txt")
+	os.WriteFile(classesFile, []byte(strings.Join(names, "\n")+"\n"), 0o644)
+
+	out, err := call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--classes", classesFile, img}, tinyArgs...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 || lines[0] != img {
+		t.Fatalf("expected the image path and 5 classes:\n%s", out)
+	}
+	// The expected ranking: the same net and weights on the same preprocessing (MNIST statistics,
+	// no crop for a grey net), evaluated directly.
+	spec, _ := graphs.Get("mnist_cnn")
+	opts := graphs.Options{Width: 0.25}
+	backend, _ := pjrt.NewGoBackend("")
+	ctx := context.New()
+	if _, err := weights.Load(ctx, backend, spec, opts, w); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := weights.NewEvaluator(backend, ctx, spec, opts, true)
+	defer ev.Finalize()
+	x, err := data.EvalTransform{Size: 28, CropPct: 1, Mean: []float64{0.1307}, Std: []float64{0.3081}}.LoadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ev.Logits(x, 1, 28, 28, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := topK(softmax(rows[0]), 5)
+	prev := 2.0
+	for i, line := range lines[1:] {
+		m := predictLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("line %q is not 'rank  p%%  name'", line)
+		}
+		p, _ := strconv.ParseFloat(m[2], 64)
+		if m[1] != strconv.Itoa(i+1) || m[3] != names[want[i].index] || math.Abs(p-100*want[i].p) > 0.0006 || p/100 > prev {
+			t.Errorf("rank %d: got %q, want %s at %.3f%%", i+1, line, names[want[i].index], 100*want[i].p)
+		}
+		prev = p / 100
+	}
+
+	// Without names: class indices; two images in one batch give the same answer for each.
+	out2, err := call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--top", "2", img, img}, tinyArgs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2 := strings.Split(strings.TrimSpace(out2), "\n")
+	if len(l2) != 6 || l2[1] != l2[4] || !strings.HasSuffix(l2[1], "class "+strconv.Itoa(want[0].index)) {
+		t.Errorf("two images, top 2:\n%s", out2)
+	}
+}
+
+func TestImportExportThroughCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	w := tinyWeights(t, dir)
+	ckpt := filepath.Join(dir, "imported.tckpt")
+	out, err := call(t, importCmd, append([]string{"mnist_cnn", w, "--out", ckpt}, tinyArgs...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "8 variables") {
+		t.Errorf("import output: %s", out)
+	}
+	back := filepath.Join(dir, "back.safetensors")
+	if out, err := call(t, exportCmd, append([]string{"mnist_cnn", "--checkpoint", ckpt, "--out", back}, tinyArgs...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	a, _ := weights.Read(w)
+	b, err := weights.Read(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Tensors) != 8 || len(b.Tensors) != len(a.Tensors) {
+		t.Fatalf("%d tensors exported, %d imported", len(b.Tensors), len(a.Tensors))
+	}
+	for name, ta := range a.Tensors {
+		if tb := b.Tensors[name]; tb == nil || !bytes.Equal(ta.Data, tb.Data) {
+			t.Errorf("%s changed through import and export", name)
+		}
+	}
+	if b.Metadata["step"] != "0" || b.Metadata["net"] != "mnist_cnn" {
+		t.Errorf("metadata %v", b.Metadata)
+	}
+
+	// A config gives the net and its width instead of the flags.
+	cfg := filepath.Join(dir, "tiny.yaml")
+	os.WriteFile(cfg, []byte("net:\n  name: mnist_cnn\n  width: 0.25\n"), 0o644)
+	ckpt2 := filepath.Join(dir, "from-config.tckpt")
+	if out, err := call(t, importCmd, cfg, w, "--out", ckpt2); err != nil {
+		t.Fatalf("import with a config: %v\n%s", err, out)
+	}
+	back2 := filepath.Join(dir, "back2.safetensors")
+	if out, err := call(t, exportCmd, cfg, "--checkpoint", ckpt2, "--out", back2); err != nil {
+		t.Fatalf("export with a config: %v\n%s", err, out)
+	}
+	if c, _ := weights.Read(back2); c == nil || c.Metadata["config_hash"] == "" || !bytes.Equal(c.Tensors["fc1.weight"].Data, a.Tensors["fc1.weight"].Data) {
+		t.Errorf("export through a config: %+v", c)
+	}
+
+	// The checkpoint predicts like the state_dict it came from.
+	img := filepath.Join(dir, "ring.png")
+	digitPNG(t, img)
+	p1, err1 := call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, img}, tinyArgs...)...)
+	p2, err2 := call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", ckpt, img}, tinyArgs...)...)
+	if err1 != nil || err2 != nil || p1 != p2 {
+		t.Errorf("predict from safetensors and from the imported checkpoint differ:\n%s%v\n%s%v", p1, err1, p2, err2)
+	}
+}
+
+// A config names the net and its width; `trainer eval` scores an imported checkpoint on MNIST's test
+// split (10,000 images: about 45 s on two cores).
+func TestEvalOfImportedCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("evaluates 10,000 MNIST images")
+	}
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "imported.tckpt")
+	if out, err := call(t, importCmd, append([]string{"mnist_cnn", tinyWeights(t, dir), "--out", ckpt}, tinyArgs...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "tiny.yaml")
+	os.WriteFile(cfg, []byte("net:\n  name: mnist_cnn\n  width: 0.25\ndata:\n  eval_batch_size: 2500\nrun_dir: "+dir+"\n"), 0o644)
+	var o, e bytes.Buffer
+	if err := cmdEval([]string{cfg, "--checkpoint", ckpt}, &o, &e); err != nil {
+		if strings.Contains(err.Error(), "MNIST") || strings.Contains(err.Error(), "GoMNIST") {
+			t.Skipf("no MNIST here: %v", err)
+		}
+		t.Fatalf("eval of the imported checkpoint: %v\n%s", err, e.String())
+	}
+	if !strings.Contains(o.String(), "10000 images") {
+		t.Errorf("eval output: %s", o.String())
+	}
+}
+
+func TestImportRefusesWithEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	w := tinyWeights(t, dir)
+	// At full width every kernel and matrix has another shape.
+	out, err := call(t, importCmd, "mnist_cnn", w, "--out", filepath.Join(dir, "x.tckpt"))
+	if err == nil {
+		t.Fatalf("full-width import of quarter-width weights succeeded:\n%s", out)
+	}
+	msg := err.Error()
+	for _, want := range []string{"shape mismatches (7)", "conv1.weight: file [8 1 3 3], net expects [32 1 3 3]", "fc2.weight: file [10 32]", "--width"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.tckpt")); err == nil {
+		t.Error("a refused import wrote a checkpoint")
+	}
+	if _, err := call(t, importCmd, "no_such_net", w, "--out", "x"); err == nil || !strings.Contains(err.Error(), "registered") {
+		t.Errorf("unknown net: %v", err)
+	}
+	if _, err := call(t, exportCmd, "mnist_cnn", "--checkpoint", w, "--out", filepath.Join(dir, "y.safetensors")); err == nil ||
+		!strings.Contains(err.Error(), "not a trainer checkpoint") {
+		t.Errorf("exporting a safetensors file as a checkpoint: %v", err)
+	}
+}

@@ -1,0 +1,244 @@
+package data
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	_ "image/jpeg" // registers the JPEG decoder for image.Decode
+	_ "image/png"  // registers the PNG decoder for image.Decode
+	"math"
+	"os"
+)
+
+// Eval preprocessing of single images, as the references evaluate: torchvision's
+// Resize(⌊size/crop_pct⌋) + CenterCrop(size) + ToTensor + Normalize(mean, std) on a PIL image.
+
+// ImageNet's per-channel statistics (torchvision and timm).
+var (
+	ImageNetMean = []float64{0.485, 0.456, 0.406}
+	ImageNetStd  = []float64{0.229, 0.224, 0.225}
+)
+
+// EvalTransform turns a decoded image into one normalised HWC float32 example.
+type EvalTransform struct {
+	// Size is the side of the square output (224).
+	Size int
+	// CropPct is the fraction of the resized shorter side that the center crop keeps (0.875: resize to
+	// 256, crop 224); 1 resizes the shorter side straight to Size.
+	CropPct float64
+	// Mean and Std normalise each channel of the [0,1] pixels; their length is the number of channels
+	// (3: RGB, 1: grey by ITU-R 601 luma, as PIL's convert("L")).
+	Mean, Std []float64
+}
+
+// ImageNetEval is the ImageNet eval transform at the given size (224: resize 256, crop 224).
+func ImageNetEval(size int) EvalTransform {
+	return EvalTransform{Size: size, CropPct: 0.875, Mean: ImageNetMean, Std: ImageNetStd}
+}
+
+// ResizeSize is the shorter side after resizing: ⌊Size/CropPct⌋ (timm's rule; 256 for 224).
+func (t EvalTransform) ResizeSize() int {
+	pct := t.CropPct
+	if pct <= 0 {
+		pct = 1
+	}
+	return int(math.Floor(float64(t.Size)/pct + 1e-9))
+}
+
+func (t EvalTransform) validate() error {
+	if t.Size < 1 || t.CropPct < 0 || t.CropPct > 1 {
+		return fmt.Errorf("eval transform: size %d, crop_pct %g (expected size >= 1, crop_pct in (0, 1])", t.Size, t.CropPct)
+	}
+	if len(t.Mean) != len(t.Std) || (len(t.Mean) != 1 && len(t.Mean) != 3) {
+		return fmt.Errorf("eval transform: %d means and %d stds, expected 1 or 3 of each", len(t.Mean), len(t.Std))
+	}
+	for _, s := range t.Std {
+		if !(s > 0) {
+			return fmt.Errorf("eval transform: std %v must be positive", t.Std)
+		}
+	}
+	return nil
+}
+
+// LoadImage decodes a JPEG or PNG file.
+func LoadImage(path string) (image.Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, format, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("decoding image %s: %w (JPEG and PNG are supported)", path, err)
+	}
+	if b := img.Bounds(); b.Dx() < 1 || b.Dy() < 1 {
+		return nil, fmt.Errorf("image %s (%s) is empty", path, format)
+	}
+	return img, nil
+}
+
+// LoadFile decodes and transforms one image file.
+func (t EvalTransform) LoadFile(path string) ([]float32, error) {
+	img, err := LoadImage(path)
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.Apply(img)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// Apply returns the Size×Size×channels example (HWC, float32).
+func (t EvalTransform) Apply(img image.Image) ([]float32, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	channels := len(t.Mean)
+	src := toPixels(img, channels)
+	// torchvision's Resize(int): the shorter side becomes s, the longer int(s·long/short).
+	s := t.ResizeSize()
+	w, h := src.w, src.h
+	if w <= h {
+		w, h = s, int(float64(s)*float64(h)/float64(w))
+	} else {
+		w, h = int(float64(s)*float64(w)/float64(h)), s
+	}
+	resized := src
+	if w != src.w || h != src.h {
+		resized = resizeBilinear(src, w, h)
+	}
+	if t.Size > w || t.Size > h {
+		return nil, fmt.Errorf("crop %d larger than the resized %dx%d image", t.Size, w, h)
+	}
+	// CenterCrop: offsets int(round((in−crop)/2)), Python's round (half to even).
+	top := int(math.RoundToEven(float64(h-t.Size) / 2))
+	left := int(math.RoundToEven(float64(w-t.Size) / 2))
+	out := make([]float32, t.Size*t.Size*channels)
+	for y := range t.Size {
+		row := resized.pix[((top+y)*resized.w+left)*channels:]
+		for i := range t.Size * channels {
+			c := i % channels
+			v := float32(row[i]) / 255
+			out[y*t.Size*channels+i] = (v - float32(t.Mean[c])) / float32(t.Std[c])
+		}
+	}
+	return out, nil
+}
+
+// pixels is an 8-bit image with interleaved channels.
+type pixels struct {
+	w, h, c int
+	pix     []uint8
+}
+
+// toPixels converts to 8-bit RGB (alpha dropped without blending, as PIL's convert("RGB")) or grey.
+func toPixels(img image.Image, channels int) pixels {
+	b := img.Bounds()
+	p := pixels{w: b.Dx(), h: b.Dy(), c: channels, pix: make([]uint8, b.Dx()*b.Dy()*channels)}
+	i := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
+			if channels == 1 {
+				// PIL's L = (19595 R + 38470 G + 7471 B + 2^15) >> 16.
+				p.pix[i] = uint8((19595*uint32(c.R) + 38470*uint32(c.G) + 7471*uint32(c.B) + 1<<15) >> 16)
+				i++
+				continue
+			}
+			p.pix[i], p.pix[i+1], p.pix[i+2] = c.R, c.G, c.B
+			i += 3
+		}
+	}
+	return p
+}
+
+// Resampling as Pillow's Resample.c does it for 8-bit images with the bilinear filter: a separable
+// triangle filter widened by the downscale factor (so downscaling averages, i.e. antialiases),
+// fixed-point weights with 22 fractional bits, horizontal pass first, each pass rounded to 8 bits.
+const resamplePrecision = 32 - 8 - 2
+
+// resampleCoeffs returns, for each output index, the first input index and the fixed-point weights.
+func resampleCoeffs(in, out int) (starts []int, weights [][]int32) {
+	scale := float64(in) / float64(out)
+	filterScale := max(scale, 1)
+	support := filterScale // the bilinear filter's support is 1
+	starts = make([]int, out)
+	weights = make([][]int32, out)
+	for o := range out {
+		center := (float64(o) + 0.5) * scale
+		lo := max(int(center-support+0.5), 0)
+		hi := min(int(center+support+0.5), in)
+		k := make([]float64, hi-lo)
+		var sum float64
+		for i := range k {
+			x := math.Abs((float64(i+lo) - center + 0.5) / filterScale)
+			if x < 1 {
+				k[i] = 1 - x
+			}
+			sum += k[i]
+		}
+		w := make([]int32, len(k))
+		for i := range k {
+			if sum != 0 {
+				k[i] /= sum
+			}
+			if k[i] < 0 {
+				w[i] = int32(-0.5 + k[i]*(1<<resamplePrecision))
+			} else {
+				w[i] = int32(0.5 + k[i]*(1<<resamplePrecision))
+			}
+		}
+		starts[o], weights[o] = lo, w
+	}
+	return starts, weights
+}
+
+func clip8(v int64) uint8 {
+	v >>= resamplePrecision
+	if v < 0 {
+		return 0
+	}
+	if v > 255 {
+		return 255
+	}
+	return uint8(v)
+}
+
+// resizeBilinear resizes to w×h (Pillow's Image.resize(..., BILINEAR)).
+func resizeBilinear(src pixels, w, h int) pixels {
+	c := src.c
+	tmp := src
+	if w != src.w {
+		starts, weights := resampleCoeffs(src.w, w)
+		tmp = pixels{w: w, h: src.h, c: c, pix: make([]uint8, w*src.h*c)}
+		for y := range src.h {
+			in := src.pix[y*src.w*c:]
+			for x := range w {
+				for ch := range c {
+					acc := int64(1) << (resamplePrecision - 1)
+					for i, k := range weights[x] {
+						acc += int64(in[(starts[x]+i)*c+ch]) * int64(k)
+					}
+					tmp.pix[(y*w+x)*c+ch] = clip8(acc)
+				}
+			}
+		}
+	}
+	if h == tmp.h {
+		return tmp
+	}
+	starts, weights := resampleCoeffs(tmp.h, h)
+	out := pixels{w: w, h: h, c: c, pix: make([]uint8, w*h*c)}
+	for y := range h {
+		for i := range w * c {
+			acc := int64(1) << (resamplePrecision - 1)
+			for j, k := range weights[y] {
+				acc += int64(tmp.pix[(starts[y]+j)*w*c+i]) * int64(k)
+			}
+			out.pix[y*w*c+i] = clip8(acc)
+		}
+	}
+	return out
+}
