@@ -24,7 +24,7 @@ Usage:
   trainer run CONFIG [--set key=value]... [--resume | --resume-from PATH] [--backend B]
   trainer eval CONFIG --checkpoint PATH [--set key=value]... [--backend B]
   trainer nets [--json]
-  trainer verify [--net NAME] [--ops-only | --nets-only] [--backend B] [--json]
+  trainer verify [--net NAME[,NAME]] [--ops-only | --nets-only] [--check REGEXP] [--coords N] [--backend B] [--json]
   trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors
   trainer import NET FILE.safetensors --out CKPT
   trainer predict --net NAME --weights FILE [--classes FILE] [--size S] IMAGE...
@@ -58,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdNets(rest, stdout, stderr)
 	case "devices":
 		return cmdDevices(rest, stdout, stderr)
+	case "verify":
+		return cmdVerify(rest, stdout, stderr)
 	case "export":
 		return cmdExport(rest, stdout, stderr)
 	case "import":

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func runVerify(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := cmdVerify(args, &out, &errOut)
+	return out.String(), err
+}
+
+func TestVerifyOpsJSON(t *testing.T) {
+	out, err := runVerify(t, "--ops-only", "--check", "^(relu|conv3x3_s2_same|maxpool2x2_s2_ties|sgd_nesterov_step)$", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var report struct {
+		Backend string `json:"backend"`
+		Results []struct {
+			Name      string   `json:"name"`
+			MaxRelErr *float64 `json:"max_rel_err"`
+			Tolerance float64  `json:"tolerance"`
+			Pass      bool     `json:"pass"`
+		} `json:"results"`
+		Checks, Failures int
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	got := map[string]bool{}
+	for _, r := range report.Results {
+		got[r.Name] = r.Pass
+		if r.MaxRelErr == nil || *r.MaxRelErr > r.Tolerance {
+			t.Errorf("%s: rel err %v above tolerance %v", r.Name, r.MaxRelErr, r.Tolerance)
+		}
+	}
+	for _, want := range []string{"relu/forward", "relu/grad", "relu/float32", "conv3x3_s2_same/grad",
+		"maxpool2x2_s2_ties/grad", "sgd_nesterov_step/update"} {
+		if pass, ok := got[want]; !ok || !pass {
+			t.Errorf("%s: present %v, pass %v", want, ok, pass)
+		}
+	}
+	if report.Backend != "go" || report.Checks != len(report.Results) || report.Failures != 0 || report.Checks != 10 {
+		t.Errorf("report header: backend %q, %d checks, %d failures", report.Backend, report.Checks, report.Failures)
+	}
+}
+
+func TestVerifyNetTable(t *testing.T) {
+	out, err := runVerify(t, "--nets-only", "--net", "linear", "--coords", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "CHECK") || !strings.Contains(lines[0], "MAX REL ERR") {
+		t.Fatalf("want a header, two rows and a summary:\n%s", out)
+	}
+	for _, row := range lines[1:3] {
+		f := strings.Fields(row)
+		if !strings.HasPrefix(f[0], "net:linear/") || !strings.Contains(row, " ok ") {
+			t.Errorf("row %q", row)
+		}
+	}
+	if !strings.Contains(lines[1], "2 tensors (7850 params), 4 coords") {
+		t.Errorf("the plain pass should check 2 coords of each of linear's 2 tensors: %q", lines[1])
+	}
+	if lines[3] != "2 checks, 0 failed" {
+		t.Errorf("summary %q", lines[3])
+	}
+}
+
+func TestVerifyRefusesBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"--net", "no_such_net"},
+		{"--ops-only", "--nets-only"},
+		{"--ops-only", "--check", "("},
+		{"--ops-only", "--check", "^nothing matches this$"},
+		{"--backend", "bogus"},
+		{"extra"},
+	} {
+		if _, err := runVerify(t, args...); err == nil {
+			t.Errorf("%v: want an error", args)
+		}
+	}
+}

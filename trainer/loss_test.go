@@ -1,0 +1,129 @@
+package trainer
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/verify/reference"
+)
+
+// lossBackend is the completed pure-Go backend, shared by the loss and optimizer-law tests.
+var lossBackend = sync.OnceValue(func() backends.Backend {
+	b, err := pjrt.NewGoBackend("")
+	if err != nil {
+		panic(err)
+	}
+	return b
+})
+
+// lossAndGrad runs loss(logits, other) in float64 and returns its value and d/dlogits.
+func lossAndGrad(t *testing.T, loss func(logits, other *Node) *Node, logits reference.Tensor, other *tensors.Tensor) (float64, []float64) {
+	t.Helper()
+	exec := MustNewExec(lossBackend(), func(l, o *Node) []*Node {
+		value := loss(l, o)
+		return []*Node{value, Gradient(value, l)[0]}
+	})
+	defer exec.Finalize()
+	outs := exec.MustExec(tensors.FromFlatDataAndDimensions(append([]float64(nil), logits.Data...), logits.Dims...), other)
+	return tensors.ToScalar[float64](outs[0]), tensors.MustCopyFlatData[float64](outs[1])
+}
+
+func randomLogits(rng *rand.Rand, b, k int, scale float64) reference.Tensor {
+	t := reference.New(b, k)
+	for i := range t.Data {
+		t.Data[i] = scale * rng.NormFloat64()
+	}
+	return t
+}
+
+// checkAgainst compares a graph loss and its gradient with the reference value and the reference's
+// central differences.
+func checkAgainst(t *testing.T, name string, got float64, grad []float64, logits reference.Tensor, ref func(reference.Tensor) float64) {
+	t.Helper()
+	want := ref(logits)
+	if math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) {
+		t.Errorf("%s: loss %.15g, reference %.15g", name, got, want)
+	}
+	fd := reference.CentralDiffRichardson(func(x []float64) float64 {
+		return ref(reference.FromData(x, logits.Dims...))
+	}, append([]float64(nil), logits.Data...), 1e-3)
+	if _, rel := reference.Errors(grad, fd); rel > 1e-8 {
+		t.Errorf("%s: gradient relative error %.2e against central differences", name, rel)
+	}
+}
+
+func TestSoftmaxCrossEntropy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const b, k = 6, 5
+	logits := randomLogits(rng, b, k, 2)
+	labels := make([]int32, b)
+	ints := make([]int, b)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(k))
+		ints[i] = int(labels[i])
+	}
+	lab := tensors.FromFlatDataAndDimensions(labels, b)
+	for _, eps := range []float64{0, 0.1} {
+		got, grad := lossAndGrad(t, func(l, o *Node) *Node { return SoftmaxCrossEntropy(l, o, eps) }, logits, lab)
+		checkAgainst(t, "smoothing "+[]string{"0", "0.1"}[int(eps*10)], got, grad, logits, func(x reference.Tensor) float64 {
+			return reference.SoftmaxCrossEntropy(x, ints, eps)
+		})
+	}
+}
+
+// Smoothed one-hot targets (1−ε)·onehot + ε/K make the soft cross-entropy equal the smoothed one.
+func TestSoftCrossEntropyMatchesSmoothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const b, k, eps = 4, 7, 0.1
+	logits := randomLogits(rng, b, k, 3)
+	labels := make([]int32, b)
+	targets := reference.New(b, k)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(k))
+		for c := range k {
+			targets.Data[i*k+c] = eps / k
+		}
+		targets.Data[i*k+int(labels[i])] += 1 - eps
+	}
+	soft, softGrad := lossAndGrad(t, SoftCrossEntropy, logits, tensors.FromFlatDataAndDimensions(targets.Data, b, k))
+	hard, hardGrad := lossAndGrad(t, func(l, o *Node) *Node { return SoftmaxCrossEntropy(l, o, eps) }, logits,
+		tensors.FromFlatDataAndDimensions(labels, b))
+	if math.Abs(soft-hard) > 1e-14 {
+		t.Errorf("soft %v, smoothed hard %v", soft, hard)
+	}
+	if abs, _ := reference.Errors(softGrad, hardGrad); abs > 1e-15 {
+		t.Errorf("gradients differ by %g", abs)
+	}
+	checkAgainst(t, "soft", soft, softGrad, logits, func(x reference.Tensor) float64 {
+		return reference.SoftCrossEntropy(x, targets)
+	})
+}
+
+// BCE's gradient is (σ(x) − t)/n everywhere, at x = 0 and at large |x| included.
+func TestBCEWithLogits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const b, k = 3, 6
+	logits := randomLogits(rng, b, k, 3)
+	logits.Data[0], logits.Data[1], logits.Data[2], logits.Data[3] = 0, 0, 60, -60
+	targets := reference.New(b, k)
+	for i := range targets.Data {
+		targets.Data[i] = rng.Float64()
+	}
+	targets.Data[1] = 1
+	got, grad := lossAndGrad(t, BCEWithLogits, logits, tensors.FromFlatDataAndDimensions(targets.Data, b, k))
+	checkAgainst(t, "bce", got, grad, logits, func(x reference.Tensor) float64 { return reference.BCEWithLogits(x, targets) })
+	n := float64(b * k)
+	for i, x := range logits.Data {
+		want := (reference.Sigmoid(x) - targets.Data[i]) / n
+		if math.Abs(grad[i]-want) > 1e-15 {
+			t.Errorf("d/dx at x=%v, t=%v: %v, want (σ(x)−t)/n = %v", x, targets.Data[i], grad[i], want)
+		}
+	}
+}
