@@ -107,16 +107,7 @@ func Conv(ctx *context.Context, x *Node, c ConvConfig, opts Options) *Node {
 	}
 	fanIn := c.Kernel * c.Kernel * in / groups
 	fanOut := c.Kernel * c.Kernel * c.Filters / groups
-	init, biasInit := c.Init, c.BiasInit
-	if init == nil {
-		init = InitTorchDefault
-		if biasInit == nil {
-			biasInit = InitTorchDefault
-		}
-	}
-	if biasInit == nil {
-		biasInit = InitConst(0)
-	}
+	init, biasInit := defaultInits(c.Init, c.BiasInit)
 	w := asDType(Param(ctx, x.Graph(), opts, "weight", init, fanIn, fanOut, c.Kernel, c.Kernel, in/groups, c.Filters), x)
 	dims := x.Shape().Dimensions
 	pads := [][2]int{
@@ -138,6 +129,21 @@ func Conv(ctx *context.Context, x *Node, c ConvConfig, opts Options) *Node {
 	return y
 }
 
+// defaultInits applies the references' rule: PyTorch's default for both weight and bias unless the
+// weight has its own scheme, in which case the bias starts at zero.
+func defaultInits(init, biasInit Init) (Init, Init) {
+	if init == nil {
+		init = InitTorchDefault
+		if biasInit == nil {
+			biasInit = InitTorchDefault
+		}
+	}
+	if biasInit == nil {
+		biasInit = InitConst(0)
+	}
+	return init, biasInit
+}
+
 // LinearConfig describes one fully connected layer over the last axis.
 type LinearConfig struct {
 	Units int
@@ -152,16 +158,7 @@ type LinearConfig struct {
 func Linear(ctx *context.Context, x *Node, c LinearConfig, opts Options) *Node {
 	dims := x.Shape().Dimensions
 	in := dims[len(dims)-1]
-	init, biasInit := c.Init, c.BiasInit
-	if init == nil {
-		init = InitTorchDefault
-		if biasInit == nil {
-			biasInit = InitTorchDefault
-		}
-	}
-	if biasInit == nil {
-		biasInit = InitConst(0)
-	}
+	init, biasInit := defaultInits(c.Init, c.BiasInit)
 	w := asDType(Param(ctx, x.Graph(), opts, "weight", init, in, c.Units, in, c.Units), x)
 	rows := x.Shape().Size() / in
 	opts.Stats.add(int64(rows/max(dims[0], 1)) * int64(in) * int64(c.Units))

@@ -1,6 +1,8 @@
 package graphs
 
 import (
+	"math"
+
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -27,6 +29,9 @@ func (c BNConfig) resolve(opts Options) BNConfig {
 	}
 	if opts.BNDecay > 0 {
 		c.Decay = opts.BNDecay
+	}
+	if k := opts.BNMicroBatches; k > 1 {
+		c.Decay = math.Pow(c.Decay, 1/float64(k))
 	}
 	return c
 }

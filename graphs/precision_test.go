@@ -53,3 +53,17 @@ func TestBFloat16ComputeTracksFloat32(t *testing.T) {
 		t.Errorf("bfloat16 gradient norm² %g, float32 %g", g16, g32)
 	}
 }
+
+// TestBNMicroBatchesCompensateDecay: under accumulation of k micro-batches the decay is d^(1/k), for the
+// net's default decay and for an override alike.
+func TestBNMicroBatchesCompensateDecay(t *testing.T) {
+	if got := TorchBN.resolve(Options{BNMicroBatches: 2}).Decay; math.Abs(got-math.Sqrt(0.9)) > 1e-15 {
+		t.Errorf("default decay under k=2: %g, want sqrt(0.9)", got)
+	}
+	if got := TorchBN.resolve(Options{BNDecay: 0.99, BNMicroBatches: 4}).Decay; math.Abs(got-math.Pow(0.99, 0.25)) > 1e-15 {
+		t.Errorf("decay 0.99 under k=4: %g, want 0.99^(1/4)", got)
+	}
+	if got := TorchBN.resolve(Options{BNMicroBatches: 1}).Decay; got != 0.9 {
+		t.Errorf("k=1 must leave the decay: %g", got)
+	}
+}

@@ -32,6 +32,9 @@ type Options struct {
 	GELU GELUForm
 	// BNEpsilon and BNDecay override the nets' BatchNorm numerics when positive.
 	BNEpsilon, BNDecay float64
+	// BNMicroBatches is the gradient-accumulation factor k: the running statistics then update once
+	// per micro-batch at decay d^(1/k), so k updates decay them as one update at d (the seed's rule).
+	BNMicroBatches int
 	// Seed makes the initial weights a pure function of (seed, variable name).
 	Seed uint64
 	// Stats, when set, receives the forward multiply-accumulate count of every layer built.
