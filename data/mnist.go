@@ -24,6 +24,8 @@ type Dataset struct {
 	Split  string  // "train" or "test"
 	Images []uint8 // N*Height*Width*Channels bytes, row-major NHWC: image i is Images[i*H*W*C:(i+1)*H*W*C]
 	Labels []int32 // N labels, each in [0, NumClasses)
+	// ClassNames names the labels when the source has names (CIFAR-10, Imagenette); nil otherwise.
+	ClassNames []string
 
 	N, Height, Width, Channels, NumClasses int
 }

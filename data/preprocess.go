@@ -154,30 +154,83 @@ func toPixels(img image.Image, channels int) pixels {
 	return p
 }
 
-// Resampling as Pillow's Resample.c does it for 8-bit images with the bilinear filter: a separable
-// triangle filter widened by the downscale factor (so downscaling averages, i.e. antialiases),
-// fixed-point weights with 22 fractional bits, horizontal pass first, each pass rounded to 8 bits.
+// Resampling as Pillow's Resample.c does it for 8-bit images: a separable filter (triangle for
+// bilinear, Keys a=-0.5 for bicubic) widened by the downscale factor (so downscaling averages, i.e.
+// antialiases), fixed-point weights with 22 fractional bits, horizontal pass first, each pass rounded
+// to 8 bits.
 const resamplePrecision = 32 - 8 - 2
 
+// Interp is a resampling filter.
+type Interp int
+
+const (
+	Bilinear Interp = iota
+	Bicubic
+)
+
+// ParseInterp reads "bilinear" (or "") and "bicubic".
+func ParseInterp(s string) (Interp, error) {
+	switch s {
+	case "", "bilinear":
+		return Bilinear, nil
+	case "bicubic":
+		return Bicubic, nil
+	}
+	return 0, fmt.Errorf("interpolation %q, want bilinear or bicubic", s)
+}
+
+func (f Interp) String() string {
+	if f == Bicubic {
+		return "bicubic"
+	}
+	return "bilinear"
+}
+
+// support is the filter's half-width at scale 1.
+func (f Interp) support() float64 {
+	if f == Bicubic {
+		return 2
+	}
+	return 1
+}
+
+// weight is the filter's kernel.
+func (f Interp) weight(x float64) float64 {
+	x = math.Abs(x)
+	if f == Bicubic {
+		const a = -0.5
+		switch {
+		case x < 1:
+			return ((a+2)*x-(a+3))*x*x + 1
+		case x < 2:
+			return (((x-5)*x+8)*x - 4) * a
+		}
+		return 0
+	}
+	if x < 1 {
+		return 1 - x
+	}
+	return 0
+}
+
 // resampleCoeffs returns, for each output index, the first input index and the fixed-point weights.
-func resampleCoeffs(in, out int) (starts []int, weights [][]int32) {
+func resampleCoeffs(in, out int, filter Interp) (starts []int, weights [][]int32) {
 	scale := float64(in) / float64(out)
 	filterScale := max(scale, 1)
-	support := filterScale // the bilinear filter's support is 1
+	support := filter.support() * filterScale
 	starts = make([]int, out)
 	weights = make([][]int32, out)
+	k := make([]float64, 0, int(math.Ceil(support))*2+1)
 	for o := range out {
 		center := (float64(o) + 0.5) * scale
 		lo := max(int(center-support+0.5), 0)
 		hi := min(int(center+support+0.5), in)
-		k := make([]float64, hi-lo)
+		k = k[:0]
 		var sum float64
-		for i := range k {
-			x := math.Abs((float64(i+lo) - center + 0.5) / filterScale)
-			if x < 1 {
-				k[i] = 1 - x
-			}
-			sum += k[i]
+		for i := lo; i < hi; i++ {
+			v := filter.weight((float64(i) - center + 0.5) / filterScale)
+			k = append(k, v)
+			sum += v
 		}
 		w := make([]int32, len(k))
 		for i := range k {
@@ -208,37 +261,67 @@ func clip8(v int64) uint8 {
 
 // resizeBilinear resizes to w×h (Pillow's Image.resize(..., BILINEAR)).
 func resizeBilinear(src pixels, w, h int) pixels {
+	var tmp, dst []uint8
+	return resize(src, w, h, Bilinear, &tmp, &dst)
+}
+
+// resize resizes to w×h with filter (Pillow's Image.resize). The result lives in *dst, the
+// intermediate of a two-pass resize in *tmp; both are grown as needed and kept for the next call.
+func resize(src pixels, w, h int, filter Interp, tmp, dst *[]uint8) pixels {
 	c := src.c
-	tmp := src
+	if w == src.w && h == src.h {
+		*dst = append((*dst)[:0], src.pix...)
+		return pixels{w: w, h: h, c: c, pix: *dst}
+	}
+	mid := src
 	if w != src.w {
-		starts, weights := resampleCoeffs(src.w, w)
-		tmp = pixels{w: w, h: src.h, c: c, pix: make([]uint8, w*src.h*c)}
+		buf := tmp
+		if h == src.h {
+			buf = dst
+		}
+		*buf = growBytes(*buf, w*src.h*c)
+		mid = pixels{w: w, h: src.h, c: c, pix: *buf}
+		starts, weights := resampleCoeffs(src.w, w, filter)
 		for y := range src.h {
 			in := src.pix[y*src.w*c:]
+			out := mid.pix[y*w*c:]
 			for x := range w {
+				ws, s0 := weights[x], starts[x]*c
 				for ch := range c {
 					acc := int64(1) << (resamplePrecision - 1)
-					for i, k := range weights[x] {
-						acc += int64(in[(starts[x]+i)*c+ch]) * int64(k)
+					for i, k := range ws {
+						acc += int64(in[s0+i*c+ch]) * int64(k)
 					}
-					tmp.pix[(y*w+x)*c+ch] = clip8(acc)
+					out[x*c+ch] = clip8(acc)
 				}
 			}
 		}
+		if h == src.h {
+			return mid
+		}
 	}
-	if h == tmp.h {
-		return tmp
-	}
-	starts, weights := resampleCoeffs(tmp.h, h)
-	out := pixels{w: w, h: h, c: c, pix: make([]uint8, w*h*c)}
+	starts, weights := resampleCoeffs(mid.h, h, filter)
+	*dst = growBytes(*dst, w*h*c)
+	out := pixels{w: w, h: h, c: c, pix: *dst}
+	row := w * c
 	for y := range h {
-		for i := range w * c {
+		ws, s0 := weights[y], starts[y]
+		o := out.pix[y*row : (y+1)*row]
+		for i := range o {
 			acc := int64(1) << (resamplePrecision - 1)
-			for j, k := range weights[y] {
-				acc += int64(tmp.pix[(starts[y]+j)*w*c+i]) * int64(k)
+			for j, k := range ws {
+				acc += int64(mid.pix[(s0+j)*row+i]) * int64(k)
 			}
-			out.pix[y*w*c+i] = clip8(acc)
+			o[i] = clip8(acc)
 		}
 	}
 	return out
+}
+
+// growBytes returns buf resized to n bytes, reallocated only when its capacity is short.
+func growBytes(buf []uint8, n int) []uint8 {
+	if cap(buf) < n {
+		return make([]uint8, n)
+	}
+	return buf[:n]
 }

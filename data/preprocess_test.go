@@ -38,7 +38,7 @@ func testImage(w, h int, seed uint64) *image.NRGBA {
 	return img
 }
 
-func writePNG(t *testing.T, path string, img image.Image) {
+func writePNG(t testing.TB, path string, img image.Image) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {

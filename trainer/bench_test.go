@@ -25,7 +25,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			step, err := s.trainStep(opt)
+			step, err := s.newTrainStep(opt)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			run := func() {
 				x := tensors.FromFlatDataAndDimensions(images, batch, 28, 28, 1)
 				y := tensors.FromFlatDataAndDimensions(labels, batch)
-				if _, err := step.Exec(x, y, float32(0.01)); err != nil {
+				if _, _, err := step.run(x, y, stepScalars{LR: 0.01}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -17,6 +17,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/internal/atomicfile"
 )
 
 // Checkpoint file layout (little-endian), version 1:
@@ -72,7 +74,7 @@ func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, k
 		return "", err
 	}
 	path := filepath.Join(dir, checkpointName(header.Step))
-	if err := writeFileAtomic(path, file); err != nil {
+	if err := atomicfile.Write(path, file); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	return path, pruneCheckpoints(dir, keep)
@@ -88,7 +90,7 @@ func SaveCheckpointFile(path string, ctx *context.Context, header CheckpointHead
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, file); err != nil {
+	if err := atomicfile.Write(path, file); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
@@ -129,36 +131,6 @@ func encodeCheckpoint(ctx *context.Context, header CheckpointHeader) ([]byte, er
 	file.Write(payload.Bytes())
 	_ = binary.Write(&file, binary.LittleEndian, crc32.Checksum(file.Bytes(), crcTable))
 	return file.Bytes(), nil
-}
-
-// writeFileAtomic leaves either the old file or the complete new one at path, never a partial one.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // ListCheckpoints returns the checkpoint files in dir, oldest first.

@@ -29,6 +29,8 @@ type Config struct {
 	Data       DataConfig       `yaml:"data"`
 	Optimizer  OptimizerConfig  `yaml:"optimizer"`
 	Schedule   ScheduleConfig   `yaml:"schedule"`
+	EMA        EMAConfig        `yaml:"ema"`
+	Loss       LossConfig       `yaml:"loss"`
 	Eval       EvalConfig       `yaml:"eval"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Log        LogConfig        `yaml:"log"`
@@ -82,30 +84,134 @@ func (n NetConfig) Options(seed int) (graphs.Options, error) {
 	return opts, nil
 }
 
-// DataConfig names the dataset and how it is batched.
+// DataConfig names the dataset, how it is batched and, for image sources, augmented.
 type DataConfig struct {
-	Source        string  `yaml:"source"`
-	Dir           string  `yaml:"dir"`
-	BatchSize     int     `yaml:"batch_size"`
-	EvalBatchSize int     `yaml:"eval_batch_size"`
-	Mean          float64 `yaml:"mean"`
-	Std           float64 `yaml:"std"`
+	// Source: mnist, fashion-mnist (idx files in Dir), imagefolder, shards, cifar10 or imagenette-bin.
+	Source string `yaml:"source"`
+	Dir    string `yaml:"dir"`
+	// Train and Eval are the splits' paths for the image sources; empty: under Dir (DataPaths).
+	Train         string `yaml:"train"`
+	Eval          string `yaml:"eval"`
+	BatchSize     int    `yaml:"batch_size"`
+	EvalBatchSize int    `yaml:"eval_batch_size"`
+	// Mean and Std normalise [0,1] pixels: one value for every channel or one per channel; empty:
+	// the source's (MNIST's for mnist and fashion-mnist, CIFAR-10's, ImageNet's for the others).
+	Mean []float64 `yaml:"mean"`
+	Std  []float64 `yaml:"std"`
+	// Workers decode in parallel (0: one per core); Prefetch batches are kept ready (0: 2).
+	Workers  int `yaml:"workers"`
+	Prefetch int `yaml:"prefetch"`
+	// EvalCropPct: eval resizes the shorter side to image_size/eval_crop_pct, then center-crops.
+	EvalCropPct float64       `yaml:"eval_crop_pct"`
+	Augment     AugmentConfig `yaml:"augment"`
 }
 
-// OptimizerConfig is the update law and its hyperparameters.
+// AugmentConfig is the training augmentation of the image sources (off by default).
+type AugmentConfig struct {
+	// RandomResizedCropScale [min, max] turns RandomResizedCrop on (torchvision: [0.08, 1]); empty: off,
+	// training then resizes and center-crops as eval does.
+	RandomResizedCropScale []float64 `yaml:"random_resized_crop_scale"`
+	RandomResizedCropRatio []float64 `yaml:"random_resized_crop_ratio"`
+	// Interpolation of every resize: bilinear or bicubic.
+	Interpolation string `yaml:"interpolation"`
+	// HFlip is the probability of a horizontal flip.
+	HFlip float64 `yaml:"hflip"`
+}
+
+// OptimizerConfig is the update law, its hyperparameters and what happens to the gradient before it
+// (clipping, accumulation). Hyperparameters at −1 take the chosen optimizer's default (Resolved); one
+// that the optimizer does not have must stay at −1 (false for the flags), so a recipe cannot carry a
+// setting that silently does nothing.
 type OptimizerConfig struct {
-	Name        string  `yaml:"name"`
-	LR          float64 `yaml:"lr"`
+	Name string  `yaml:"name"`
+	LR   float64 `yaml:"lr"`
+	// LRBaseBatch, when > 0, makes LR a rate per LRBaseBatch images: the peak is
+	// LR × global batch / LRBaseBatch, the global batch being data.batch_size × AccumulateSteps.
+	LRBaseBatch int     `yaml:"lr_base_batch"`
 	Momentum    float64 `yaml:"momentum"`
 	Nesterov    bool    `yaml:"nesterov"`
+	Beta1       float64 `yaml:"beta1"`
+	Beta2       float64 `yaml:"beta2"`
+	Epsilon     float64 `yaml:"eps"`
+	Rho         float64 `yaml:"rho"`
+	LROutside   bool    `yaml:"lr_outside"`
 	WeightDecay float64 `yaml:"weight_decay"`
+	// ClipGradNorm scales the gradient by min(1, c/(‖g‖+1e−6)), one norm over every parameter; 0: off.
+	ClipGradNorm float64 `yaml:"clip_grad_norm"`
+	// AccumulateSteps k: each optimizer step averages the gradients of k micro-batches of data.batch_size.
+	AccumulateSteps int `yaml:"accumulate_steps"`
 }
 
-// ScheduleConfig shapes the learning rate over the run.
+// optimizerDefaults are the values −1 stands for, per optimizer; a key absent from an optimizer's map
+// does not belong to it.
+var optimizerDefaults = map[string]map[string]float64{
+	"sgd":        {"momentum": 0.9},
+	"adamw":      {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
+	"lamb":       {"beta1": 0.9, "beta2": 0.999, "eps": 1e-6},
+	"rmsprop_tf": {"rho": 0.9, "momentum": 0.9, "eps": 1e-3},
+}
+
+// Resolved returns the config with every −1 hyperparameter replaced by the optimizer's default.
+func (o OptimizerConfig) Resolved() OptimizerConfig {
+	defs := optimizerDefaults[o.Name]
+	for key, field := range o.hyperparameters() {
+		if *field == -1 {
+			*field = defs[key]
+		}
+	}
+	return o
+}
+
+// hyperparameters maps the optional keys to their fields.
+func (o *OptimizerConfig) hyperparameters() map[string]*float64 {
+	return map[string]*float64{"momentum": &o.Momentum, "beta1": &o.Beta1, "beta2": &o.Beta2, "eps": &o.Epsilon, "rho": &o.Rho}
+}
+
+// PeakLR is the learning rate at the end of warmup: optimizer.lr, scaled by the global batch when
+// optimizer.lr_base_batch is set.
+func (c Config) PeakLR() float64 {
+	if c.Optimizer.LRBaseBatch <= 0 {
+		return c.Optimizer.LR
+	}
+	return c.Optimizer.LR * float64(c.Data.BatchSize*max(c.Optimizer.AccumulateSteps, 1)) / float64(c.Optimizer.LRBaseBatch)
+}
+
+// ScheduleConfig shapes the learning rate over the run; every position is counted in optimizer steps
+// (an accumulation of k micro-batches is one step), epochs being fractions of steps per epoch.
 type ScheduleConfig struct {
-	Name         string  `yaml:"name"`
-	WarmupEpochs float64 `yaml:"warmup_epochs"`
-	MinLR        float64 `yaml:"min_lr"`
+	Name string `yaml:"name"`
+	// Linear warmup from WarmupStartLR to the peak over WarmupEpochs or WarmupSteps (at most one set).
+	WarmupEpochs  float64 `yaml:"warmup_epochs"`
+	WarmupSteps   int     `yaml:"warmup_steps"`
+	WarmupStartLR float64 `yaml:"warmup_start_lr"`
+	// MinLR is the cosine's floor.
+	MinLR float64 `yaml:"min_lr"`
+	// DecayRate and DecayEpochs: step multiplies by the rate every DecayEpochs; exponential is
+	// rate^(epoch/DecayEpochs) (floored exponent with Staircase); multistep multiplies by the rate at
+	// each of Milestones (epochs).
+	DecayRate   float64   `yaml:"decay_rate"`
+	DecayEpochs float64   `yaml:"decay_epochs"`
+	Staircase   bool      `yaml:"staircase"`
+	Milestones  []float64 `yaml:"milestones"`
+}
+
+// EMAConfig is the exponential moving average of the weights (and of the BatchNorm statistics).
+type EMAConfig struct {
+	// Decay is the EMA's decay; 0: no EMA.
+	Decay float64 `yaml:"decay"`
+	// Warmup caps the decay at (1+t)/(10+t) for optimizer step t, as TensorFlow's num_updates does.
+	Warmup bool `yaml:"warmup"`
+}
+
+// LossConfig is the training loss.
+type LossConfig struct {
+	// Name: softmax_ce (softmax cross-entropy) or bce (binary cross-entropy with logits, per class).
+	Name           string  `yaml:"name"`
+	LabelSmoothing float64 `yaml:"label_smoothing"`
+	// BCEDivisor: elements divides the summed BCE by batch × classes (timm, RSB-A3); batch by batch.
+	BCEDivisor string `yaml:"bce_divisor"`
+	// BCETargetThreshold, when > 0, binarises the (smoothed) targets as target > threshold (timm).
+	BCETargetThreshold float64 `yaml:"bce_target_threshold"`
 }
 
 // EvalConfig says when to evaluate.
@@ -135,10 +241,13 @@ func Defaults() Config {
 		RunDir:  "runs",
 		Net: NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0, Precision: "float32",
 			Dropout: -1, DropPath: -1},
-		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000,
-			Mean: 0.1307, Std: 0.3081},
-		Optimizer:  OptimizerConfig{Name: "sgd", LR: 0.1, Momentum: 0.9, Nesterov: false, WeightDecay: 0},
-		Schedule:   ScheduleConfig{Name: "constant", WarmupEpochs: 0, MinLR: 0},
+		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000, EvalCropPct: 0.875,
+			Augment: AugmentConfig{RandomResizedCropRatio: []float64{3.0 / 4, 4.0 / 3}, Interpolation: "bilinear"}},
+		Optimizer: OptimizerConfig{Name: "sgd", LR: 0.1, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
+			AccumulateSteps: 1},
+		Schedule:   ScheduleConfig{Name: "constant"},
+		EMA:        EMAConfig{Decay: 0, Warmup: true},
+		Loss:       LossConfig{Name: "softmax_ce", BCEDivisor: "elements"},
 		Eval:       EvalConfig{EveryEpochs: 1},
 		Checkpoint: CheckpointConfig{EverySteps: 500, Keep: 3},
 		Log:        LogConfig{EverySteps: 20},
@@ -274,6 +383,32 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 		default:
 			return bad("a number")
 		}
+	case reflect.Slice:
+		if field.Type().Elem().Kind() != reflect.Float64 {
+			return fmt.Errorf("%s: field type %s not supported by the config decoder", source(key), field.Type())
+		}
+		list, ok := value.([]any)
+		switch value.(type) {
+		case int, int64, float64: // a single number is a list of one (data.mean: 0.1307)
+			list, ok = []any{value}, true
+		}
+		if !ok {
+			return bad("a list of numbers")
+		}
+		out := make([]float64, len(list))
+		for i, item := range list {
+			switch n := item.(type) {
+			case int:
+				out[i] = float64(n)
+			case int64:
+				out[i] = float64(n)
+			case float64:
+				out[i] = n
+			default:
+				return bad("a list of numbers")
+			}
+		}
+		field.Set(reflect.ValueOf(out))
 	default:
 		return fmt.Errorf("%s: field kind %s not supported by the config decoder", source(key), field.Kind())
 	}
@@ -319,18 +454,11 @@ func (c Config) Validate() error {
 	check(geluErr == nil, "net.gelu", "got %q, expected erf or tanh (empty: the net's default)", c.Net.GELU)
 	check(c.Net.BNEpsilon >= 0 && c.Net.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", c.Net.BNEpsilon)
 	check(c.Net.BNDecay >= 0 && c.Net.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", c.Net.BNDecay)
-	oneOf(c.Data.Source, "data.source", "mnist", "fashion-mnist")
+	oneOf(c.Data.Source, "data.source", "mnist", "fashion-mnist", "imagefolder", "shards", "cifar10", "imagenette-bin")
 	check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
 	check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
-	check(c.Data.Std > 0, "data.std", "got %g, expected > 0", c.Data.Std)
-	oneOf(c.Optimizer.Name, "optimizer.name", "sgd")
-	check(c.Optimizer.LR > 0 && c.Optimizer.LR <= 100, "optimizer.lr", "got %g, expected in (0, 100]", c.Optimizer.LR)
-	check(c.Optimizer.Momentum >= 0 && c.Optimizer.Momentum < 1, "optimizer.momentum", "got %g, expected in [0, 1)", c.Optimizer.Momentum)
-	check(!c.Optimizer.Nesterov || c.Optimizer.Momentum > 0, "optimizer.nesterov", "Nesterov needs optimizer.momentum > 0")
-	check(c.Optimizer.WeightDecay >= 0 && c.Optimizer.WeightDecay < 1, "optimizer.weight_decay", "got %g, expected in [0, 1)", c.Optimizer.WeightDecay)
-	oneOf(c.Schedule.Name, "schedule.name", "constant", "cosine")
-	check(c.Schedule.WarmupEpochs >= 0, "schedule.warmup_epochs", "got %g, expected >= 0", c.Schedule.WarmupEpochs)
-	check(c.Schedule.MinLR >= 0 && c.Schedule.MinLR <= c.Optimizer.LR, "schedule.min_lr", "got %g, expected in [0, optimizer.lr]", c.Schedule.MinLR)
+	errs = append(errs, c.Data.validate()...)
+	errs = append(errs, c.validateRecipe()...)
 	check(c.Eval.EveryEpochs >= 0, "eval.every_epochs", "got %d, expected >= 0 (0: only at the end)", c.Eval.EveryEpochs)
 	check(c.Checkpoint.EverySteps >= 0, "checkpoint.every_steps", "got %d, expected >= 0 (0: only at the end)", c.Checkpoint.EverySteps)
 	check(c.Checkpoint.Keep >= 1, "checkpoint.keep", "got %d, expected >= 1", c.Checkpoint.Keep)
@@ -355,3 +483,81 @@ func (c Config) Hash() string {
 
 // Dir is the run directory, runs/<name>.
 func (c Config) Dir() string { return filepath.Join(c.RunDir, c.Name) }
+
+// validateRecipe checks the optimizer, schedule, EMA and loss sections.
+func (c Config) validateRecipe() []error {
+	var errs []error
+	check := func(ok bool, key, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		}
+	}
+	o := c.Optimizer
+	defs, known := optimizerDefaults[o.Name]
+	check(known, "optimizer.name", "got %q, expected one of: sgd, adamw, lamb, rmsprop_tf", o.Name)
+	check(o.LR > 0 && o.LR <= 100, "optimizer.lr", "got %g, expected in (0, 100]", o.LR)
+	check(o.LRBaseBatch >= 0, "optimizer.lr_base_batch", "got %d, expected >= 0 (0: optimizer.lr is the peak as given)", o.LRBaseBatch)
+	if known {
+		keys := []string{"momentum", "beta1", "beta2", "eps", "rho"}
+		for _, key := range keys {
+			value := *o.hyperparameters()[key]
+			if _, ok := defs[key]; !ok {
+				check(value == -1, "optimizer."+key, "got %g, but optimizer %s has no %s (leave it at -1)", value, o.Name, key)
+				continue
+			}
+			switch key {
+			case "eps":
+				check(value == -1 || (value > 0 && value < 1), "optimizer.eps", "got %g, expected in (0, 1) or -1 (%s's default %g)", value, o.Name, defs[key])
+			default:
+				check(value == -1 || (value >= 0 && value < 1), "optimizer."+key, "got %g, expected in [0, 1) or -1 (%s's default %g)", value, o.Name, defs[key])
+			}
+		}
+		check(!o.Nesterov || o.Name == "sgd", "optimizer.nesterov", "only sgd has a Nesterov form, the optimizer is %s", o.Name)
+		check(!o.Nesterov || o.Resolved().Momentum > 0, "optimizer.nesterov", "Nesterov needs optimizer.momentum > 0")
+		check(!o.LROutside || o.Name == "rmsprop_tf", "optimizer.lr_outside", "only rmsprop_tf has this form, the optimizer is %s", o.Name)
+	}
+	check(o.WeightDecay >= 0 && o.WeightDecay < 1, "optimizer.weight_decay", "got %g, expected in [0, 1)", o.WeightDecay)
+	check(o.ClipGradNorm >= 0, "optimizer.clip_grad_norm", "got %g, expected >= 0 (0: no clipping)", o.ClipGradNorm)
+	check(o.AccumulateSteps >= 1 && o.AccumulateSteps <= 1024, "optimizer.accumulate_steps", "got %d, expected in [1, 1024]", o.AccumulateSteps)
+
+	s := c.Schedule
+	check(s.Name == "constant" || s.Name == "cosine" || s.Name == "step" || s.Name == "multistep" || s.Name == "exponential",
+		"schedule.name", "got %q, expected one of: constant, cosine, step, multistep, exponential", s.Name)
+	check(s.WarmupEpochs >= 0, "schedule.warmup_epochs", "got %g, expected >= 0", s.WarmupEpochs)
+	check(s.WarmupSteps >= 0, "schedule.warmup_steps", "got %d, expected >= 0", s.WarmupSteps)
+	check(s.WarmupEpochs == 0 || s.WarmupSteps == 0, "schedule.warmup_steps", "set warmup_steps or warmup_epochs, not both")
+	check(s.WarmupStartLR >= 0 && s.WarmupStartLR <= c.PeakLR(), "schedule.warmup_start_lr", "got %g, expected in [0, peak lr %g]", s.WarmupStartLR, c.PeakLR())
+	check(s.MinLR >= 0 && s.MinLR <= c.PeakLR(), "schedule.min_lr", "got %g, expected in [0, peak lr %g]", s.MinLR, c.PeakLR())
+	check(s.MinLR == 0 || s.Name == "cosine", "schedule.min_lr", "only the cosine schedule has a floor, the schedule is %s", s.Name)
+	decays := s.Name == "step" || s.Name == "multistep" || s.Name == "exponential"
+	if decays {
+		check(s.DecayRate > 0 && s.DecayRate <= 1, "schedule.decay_rate", "got %g, expected in (0, 1] for the %s schedule", s.DecayRate, s.Name)
+	} else {
+		check(s.DecayRate == 0, "schedule.decay_rate", "the %s schedule has no decay rate (leave it at 0)", s.Name)
+	}
+	if s.Name == "step" || s.Name == "exponential" {
+		check(s.DecayEpochs > 0, "schedule.decay_epochs", "got %g, expected > 0 for the %s schedule", s.DecayEpochs, s.Name)
+	} else {
+		check(s.DecayEpochs == 0, "schedule.decay_epochs", "the %s schedule has no decay_epochs (leave it at 0)", s.Name)
+	}
+	check(!s.Staircase || s.Name == "exponential", "schedule.staircase", "only the exponential schedule has a staircase form")
+	if s.Name == "multistep" {
+		ok := len(s.Milestones) > 0
+		for i, m := range s.Milestones {
+			ok = ok && m > 0 && (i == 0 || m > s.Milestones[i-1])
+		}
+		check(ok, "schedule.milestones", "got %v, expected increasing epochs > 0", s.Milestones)
+	} else {
+		check(len(s.Milestones) == 0, "schedule.milestones", "only the multistep schedule has milestones")
+	}
+
+	check(c.EMA.Decay >= 0 && c.EMA.Decay < 1, "ema.decay", "got %g, expected in [0, 1) (0: no EMA)", c.EMA.Decay)
+
+	l := c.Loss
+	check(l.Name == "softmax_ce" || l.Name == "bce", "loss.name", "got %q, expected one of: softmax_ce, bce", l.Name)
+	check(l.LabelSmoothing >= 0 && l.LabelSmoothing < 1, "loss.label_smoothing", "got %g, expected in [0, 1)", l.LabelSmoothing)
+	check(l.BCEDivisor == "elements" || l.BCEDivisor == "batch", "loss.bce_divisor", "got %q, expected elements (batch × classes) or batch", l.BCEDivisor)
+	check(l.BCETargetThreshold >= 0 && l.BCETargetThreshold < 1, "loss.bce_target_threshold", "got %g, expected in [0, 1) (0: targets kept soft)", l.BCETargetThreshold)
+	check(l.Name == "bce" || l.BCETargetThreshold == 0, "loss.bce_target_threshold", "applies to loss.name bce only")
+	return errs
+}

@@ -8,18 +8,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -42,6 +41,7 @@ type Result struct {
 	Dir        string
 	Step       int
 	Eval       EvalResult
+	EMAEval    EvalResult // the EMA shadows' score at the last eval (zero without ema.decay)
 	Elapsed    time.Duration
 	Checkpoint string
 }
@@ -63,6 +63,12 @@ type session struct {
 	loaded bool
 	// evalExec is the compiled eval forward pass, built at the first eval.
 	evalExec *context.Exec
+	// emaCtx holds copies of the EMA shadows under the model scope; emaEvalExec scores them.
+	emaCtx      *context.Context
+	emaEvalExec *context.Exec
+	// emaFresh is set when the shadows must start from the weights at the next step: a new run, or a
+	// checkpoint written without EMA.
+	emaFresh bool
 }
 
 func newSession(cfg Config) (*session, error) {
@@ -82,31 +88,13 @@ func newSession(cfg Config) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{cfg: cfg, spec: spec, backend: backend, ctx: ctx, netOpts: netOpts}, nil
+	netOpts.BNMicroBatches = max(cfg.Optimizer.AccumulateSteps, 1) // BN decay compensated for accumulation
+	return &session{cfg: cfg, spec: spec, backend: backend, ctx: ctx, netOpts: netOpts, emaFresh: true}, nil
 }
 
-// loader opens a split and checks it fits the net's input.
+// loader opens a split and checks it fits the net's input (trainer/data.go).
 func (s *session) loader(split string, batch int, train bool) (*data.Loader, error) {
-	ds, err := data.Open(s.cfg.Data.Source, s.cfg.Data.Dir, split)
-	if err != nil {
-		return nil, err
-	}
-	want := s.spec.InputShape
-	if size := s.cfg.Net.ImageSize; size > 0 {
-		want[0], want[1] = size, size
-	}
-	if ds.Height != want[0] || ds.Width != want[1] || ds.Channels != want[2] {
-		return nil, fmt.Errorf("data.source %q gives %dx%dx%d images, net %q expects %dx%dx%d",
-			s.cfg.Data.Source, ds.Height, ds.Width, ds.Channels, s.spec.Name, want[0], want[1], want[2])
-	}
-	if classes := s.numClasses(); ds.NumClasses > classes {
-		return nil, fmt.Errorf("data.source %q has %d classes, net has %d outputs (net.num_classes)",
-			s.cfg.Data.Source, ds.NumClasses, classes)
-	}
-	return data.NewLoader(ds, data.LoaderOptions{
-		BatchSize: batch, Shuffle: train, DropLast: train, Seed: uint64(s.cfg.Seed),
-		Mean: []float32{float32(s.cfg.Data.Mean)}, Std: []float32{float32(s.cfg.Data.Std)},
-	})
+	return s.openLoader(split, batch, train)
 }
 
 func (s *session) numClasses() int {
@@ -125,54 +113,33 @@ func (s *session) forward(ctx *context.Context, images *Node, train bool) *Node 
 	return s.spec.Build(ctx, images, train, s.netOpts)
 }
 
-// crossEntropy is the mean softmax cross-entropy of logits against integer labels.
-func crossEntropy(logits, labels *Node) *Node {
-	logp := LogSoftmax(logits, -1)
-	onehot := OneHot(labels, logits.Shape().Dimensions[1], logp.DType())
-	return Neg(ReduceAllMean(ReduceSum(Mul(onehot, logp), -1)))
-}
-
-// trainStep compiles forward + loss + backward + optimizer as one graph; inputs are the batch and the
-// learning rate, outputs the loss and the number of correct predictions.
-func (s *session) trainStep(opt Optimizer) (*context.Exec, error) {
-	return context.NewExec(s.backend, s.ctx, func(ctx *context.Context, images, labels, lr *Node) []*Node {
-		g := images.Graph()
-		ctx.SetTraining(g, true)
-		logits := s.forward(ctx, images, true)
-		loss := crossEntropy(logits, labels)
-		var vars []*context.Variable
-		ctx.EnumerateVariables(func(v *context.Variable) {
-			if v.Trainable && v.InUseByGraph(g) && strings.HasPrefix(v.Scope(), "/"+modelScope) {
-				vars = append(vars, v)
-			}
-		})
-		sort.Slice(vars, func(i, j int) bool { return vars[i].ScopeAndName() < vars[j].ScopeAndName() })
-		nodes := make([]*Node, len(vars))
-		decay := make([]bool, len(vars))
-		for i, v := range vars {
-			nodes[i] = v.ValueGraph(g)
-			decay[i] = !s.spec.ExcludedFromWeightDecay(v.Scope(), v.Name())
-		}
-		grads := Gradient(loss, nodes...)
-		opt.Update(ctx, vars, grads, decay, lr)
-		correct := ReduceAllSum(ConvertDType(Equal(ArgMax(logits, -1, dtypes.Int32), labels), dtypes.Float32))
-		return []*Node{loss, correct}
-	})
-}
-
 // evaluate scores the current variables on every example of the loader (the padded tail is masked).
 func (s *session) evaluate(loader *data.Loader) (EvalResult, error) {
-	if s.evalExec == nil {
-		// Built once per session: every eval of a run reuses the compiled forward graph.
-		exec, err := context.NewExec(s.backend, s.ctx.Reuse(), func(ctx *context.Context, images *Node) *Node {
-			return s.forward(ctx, images, false)
+	return s.evaluateWith(s.ctx, &s.evalExec, loader)
+}
+
+// evaluateEMA scores the EMA shadows (as of the last optimizer step) the same way.
+func (s *session) evaluateEMA(loader *data.Loader) (EvalResult, error) {
+	ctx, err := s.emaContext()
+	if err != nil {
+		return EvalResult{}, fmt.Errorf("EMA eval: %w", err)
+	}
+	return s.evaluateWith(ctx, &s.emaEvalExec, loader)
+}
+
+// evaluateWith runs the eval forward pass over ctx's variables; *execp caches its compiled graph, so
+// every eval of a run reuses it.
+func (s *session) evaluateWith(evalCtx *context.Context, execp **context.Exec, loader *data.Loader) (EvalResult, error) {
+	if *execp == nil {
+		exec, err := context.NewExec(s.backend, evalCtx.Reuse(), func(ctx *context.Context, images *Node) *Node {
+			return s.forward(ctx.Reuse(), images, false)
 		})
 		if err != nil {
 			return EvalResult{}, err
 		}
-		s.evalExec = exec
+		*execp = exec
 	}
-	exec := s.evalExec
+	exec := *execp
 	var res EvalResult
 	it := loader.Iterate(0, 0)
 	defer it.Close()
@@ -194,6 +161,9 @@ func (s *session) evaluate(loader *data.Loader) (EvalResult, error) {
 			res.Loss += nll
 		}
 		res.Examples += b.Size
+	}
+	if err := it.Err(); err != nil {
+		return res, fmt.Errorf("eval data: %w", err)
 	}
 	if res.Examples == 0 {
 		return res, errors.New("eval split is empty")
@@ -228,9 +198,10 @@ func scoreRow(row []float32, label int) (top1, top5, nll float64) {
 	return top1, top5, maxv + math.Log(sum) - float64(row[label])
 }
 
+// imagesTensor copies a batch into a tensor; the loader reuses the batch's buffers afterwards.
 func imagesTensor(l *data.Loader, b data.Batch) *tensors.Tensor {
-	ds := l.Dataset()
-	return tensors.FromFlatDataAndDimensions(b.Images, len(b.Labels), ds.Height, ds.Width, ds.Channels)
+	h, w, c := l.Shape()
+	return tensors.FromFlatDataAndDimensions(b.Images, len(b.Labels), h, w, c)
 }
 
 // metricsLog appends one JSON object per line to metrics.jsonl; each record is one write call.
@@ -276,14 +247,22 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	perEpoch := trainLoader.StepsPerEpoch()
-	if perEpoch == 0 {
+	// The loader counts micro-batches; schedules, logs and checkpoints count optimizer steps, each of
+	// k = optimizer.accumulate_steps micro-batches.
+	k := max(cfg.Optimizer.AccumulateSteps, 1)
+	microPerEpoch := trainLoader.StepsPerEpoch()
+	if microPerEpoch == 0 {
 		return res, fmt.Errorf("data.batch_size %d is larger than the training split (%d examples)",
-			cfg.Data.BatchSize, trainLoader.Dataset().N)
+			cfg.Data.BatchSize, trainLoader.Source().Len())
 	}
-	total := cfg.Epochs * perEpoch
+	perEpoch := float64(microPerEpoch) / float64(k)
+	total := cfg.Epochs * microPerEpoch / k
 	if cfg.Steps > 0 {
 		total = cfg.Steps
+	}
+	if total == 0 {
+		return res, fmt.Errorf("optimizer.accumulate_steps %d exceeds the %d batches of %d epochs: nothing to train",
+			k, cfg.Epochs*microPerEpoch, cfg.Epochs)
 	}
 
 	dir := cfg.Dir()
@@ -311,7 +290,7 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	if err := os.MkdirAll(ckptDir, 0o755); err != nil {
 		return res, err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "config.yaml"), cfg.YAML()); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "config.yaml"), cfg.YAML()); err != nil {
 		return res, fmt.Errorf("writing resolved config: %w", err)
 	}
 	metrics, err := openMetrics(filepath.Join(dir, "metrics.jsonl"))
@@ -324,109 +303,138 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	step, err := s.trainStep(opt)
+	step, err := s.newTrainStep(opt)
 	if err != nil {
 		return res, err
 	}
 	defer step.Finalize()
+	useEMA := cfg.EMA.Decay > 0
+	optStep := startStep // optimizer steps done
 
 	save := func(at int) (string, error) {
 		return SaveCheckpoint(ckptDir, s.ctx, CheckpointHeader{
 			TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name,
-			Step: at, Epoch: at / perEpoch,
+			Step: at, Epoch: at * k / microPerEpoch,
 		}, cfg.Checkpoint.Keep)
 	}
+	// evalNow scores the live weights (and the EMA shadows) and logs both.
+	evalNow := func(label string) error {
+		ev, err := s.evaluate(evalLoader)
+		if err != nil {
+			return err
+		}
+		res.Eval = ev
+		record := map[string]any{"type": "eval", "step": optStep, "epoch": float64(optStep) / perEpoch,
+			"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples}
+		line := fmt.Sprintf("%s: eval top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%d images)", label, 100*ev.Top1, 100*ev.Top5, ev.Loss, ev.Examples)
+		if useEMA {
+			em, err := s.evaluateEMA(evalLoader)
+			if err != nil {
+				return err
+			}
+			res.EMAEval = em
+			record["ema_top1"], record["ema_top5"], record["ema_loss"] = em.Top1, em.Top5, em.Loss
+			line += fmt.Sprintf("; EMA top-1 %.2f%%  top-5 %.2f%%  loss %.4f", 100*em.Top1, 100*em.Top5, em.Loss)
+		}
+		fmt.Fprintln(out, line)
+		return metrics.write(record)
+	}
 	bar := newProgress(out, opts.Progress, startStep)
-	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %d per epoch, batch %d, backend %s\n",
-		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, s.backend.Name())
+	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d x %d, backend %s\n",
+		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, k, s.backend.Name())
 
 	var lossSum, correctSum float64
-	var logCount int
+	var logCount, microCount int
 	logStart := time.Now()
-	current := startStep
+	micro := startStep * k
 	lastEval := -1
-	for current < total {
-		epoch, pos := current/perEpoch, current%perEpoch
-		it := trainLoader.Iterate(epoch, pos)
-		for b, ok := it.Next(); ok && current < total; b, ok = it.Next() {
-			lr := LearningRate(cfg, current, total, perEpoch)
+	barEpoch := max(int(math.Round(perEpoch)), 1) // the bar shows epochs to two decimals
+	for optStep < total {
+		it := trainLoader.Iterate(micro/microPerEpoch, micro%microPerEpoch)
+		for b, ok := it.Next(); ok && optStep < total; b, ok = it.Next() {
+			j := micro % k // position in the accumulation group
+			lr := LearningRate(cfg, optStep, total, perEpoch)
+			sc := stepScalars{LR: lr, Host: opt.HostScalars(optStep + 1), Apply: j == k-1}
+			if j > 0 {
+				sc.Keep = 1
+			}
+			if useEMA {
+				sc.EMADecay, sc.EMAFresh = EMADecay(cfg.EMA, optStep), s.emaFresh
+			}
 			images := imagesTensor(trainLoader, b)
 			labels := tensors.FromFlatDataAndDimensions(b.Labels, len(b.Labels))
-			outs, err := step.Exec(images, labels, float32(lr))
+			loss, correct, err := step.run(images, labels, sc)
 			images.FinalizeAll()
 			labels.FinalizeAll()
 			if err != nil {
 				it.Close()
-				return res, fmt.Errorf("train step %d: %w", current, err)
+				return res, fmt.Errorf("train step %d: %w", optStep, err)
 			}
-			loss := float64(tensors.ToScalar[float32](outs[0]))
-			correct := float64(tensors.ToScalar[float32](outs[1]))
-			current++
+			micro++
 			if math.IsNaN(loss) || math.IsInf(loss, 0) {
 				it.Close()
-				return res, fmt.Errorf("step %d: loss is %v; stopping (lower optimizer.lr?)", current, loss)
+				return res, fmt.Errorf("step %d: loss is %v; stopping (lower optimizer.lr?)", optStep+1, loss)
 			}
 			lossSum += loss
 			correctSum += correct
+			microCount++
+			if j < k-1 {
+				continue
+			}
+			optStep++
+			s.emaFresh = false
 			logCount++
 			elapsed := time.Since(logStart).Seconds()
-			ips := float64(logCount*cfg.Data.BatchSize) / elapsed
-			avgLoss := lossSum / float64(logCount)
-			logNow := logCount == cfg.Log.EverySteps || current == total
+			ips := float64(microCount*cfg.Data.BatchSize) / elapsed
+			avgLoss := lossSum / float64(microCount)
+			logNow := logCount == cfg.Log.EverySteps || optStep == total
 			if opts.Progress && !logNow {
-				bar.update(current, total, perEpoch, avgLoss, lr, ips) // a terminal bar moves every step
+				bar.update(optStep, total, barEpoch, avgLoss, lr, ips) // a terminal bar moves every step
 			}
 			if logNow {
-				acc := correctSum / float64(logCount*cfg.Data.BatchSize)
-				if err := metrics.write(map[string]any{"type": "train", "step": current, "epoch": float64(current) / float64(perEpoch),
-					"loss": avgLoss, "accuracy": acc, "lr": lr, "images_per_sec": ips}); err != nil {
+				acc := correctSum / float64(microCount*cfg.Data.BatchSize)
+				record := map[string]any{"type": "train", "step": optStep, "epoch": float64(optStep) / perEpoch,
+					"loss": avgLoss, "accuracy": acc, "lr": lr, "images_per_sec": ips}
+				if useEMA {
+					record["ema_decay"] = sc.EMADecay
+				}
+				if err := metrics.write(record); err != nil {
 					it.Close()
 					return res, err
 				}
-				bar.update(current, total, perEpoch, avgLoss, lr, ips)
-				lossSum, correctSum, logCount, logStart = 0, 0, 0, time.Now()
+				bar.update(optStep, total, barEpoch, avgLoss, lr, ips)
+				lossSum, correctSum, logCount, microCount, logStart = 0, 0, 0, 0, time.Now()
 			}
-			if cfg.Checkpoint.EverySteps > 0 && current%cfg.Checkpoint.EverySteps == 0 && current < total {
-				if _, err := save(current); err != nil {
+			if cfg.Checkpoint.EverySteps > 0 && optStep%cfg.Checkpoint.EverySteps == 0 && optStep < total {
+				if _, err := save(optStep); err != nil {
 					it.Close()
 					return res, err
 				}
 			}
 		}
 		it.Close()
-		if current%perEpoch == 0 && cfg.Eval.EveryEpochs > 0 && (current/perEpoch)%cfg.Eval.EveryEpochs == 0 {
+		if err := it.Err(); err != nil {
+			return res, fmt.Errorf("train data: %w", err)
+		}
+		if epochs := micro / microPerEpoch; micro%microPerEpoch == 0 && cfg.Eval.EveryEpochs > 0 && epochs%cfg.Eval.EveryEpochs == 0 {
 			bar.done()
-			ev, err := s.evaluate(evalLoader)
-			if err != nil {
+			if err := evalNow(fmt.Sprintf("epoch %d", epochs)); err != nil {
 				return res, err
 			}
-			lastEval, res.Eval = current, ev
-			fmt.Fprintf(out, "epoch %d: eval top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%d images)\n",
-				current/perEpoch, 100*ev.Top1, 100*ev.Top5, ev.Loss, ev.Examples)
-			if err := metrics.write(map[string]any{"type": "eval", "step": current, "epoch": current / perEpoch,
-				"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples}); err != nil {
-				return res, err
-			}
+			lastEval = optStep
 		}
 	}
 	bar.done()
-	if lastEval != current {
-		ev, err := s.evaluate(evalLoader)
-		if err != nil {
-			return res, err
-		}
-		res.Eval = ev
-		fmt.Fprintf(out, "final eval at step %d: top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", current, 100*ev.Top1, 100*ev.Top5, ev.Loss)
-		if err := metrics.write(map[string]any{"type": "eval", "step": current, "epoch": float64(current) / float64(perEpoch),
-			"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples}); err != nil {
+	if lastEval != optStep {
+		if err := evalNow(fmt.Sprintf("final eval at step %d", optStep)); err != nil {
 			return res, err
 		}
 	}
-	res.Checkpoint, err = save(current)
+	res.Checkpoint, err = save(optStep)
 	if err != nil {
 		return res, err
 	}
-	res.Step = current
+	res.Step = optStep
 	res.Elapsed = time.Since(start)
 	fmt.Fprintf(out, "done in %s; checkpoint %s\n", res.Elapsed.Round(time.Second), res.Checkpoint)
 	return res, nil
@@ -458,6 +466,13 @@ func (s *session) resumePoint(ckptDir, from string) (*Checkpoint, error) {
 func (s *session) load(ckpt *Checkpoint) {
 	s.ctx.SetLoader(ckpt)
 	s.loaded = true
+	s.emaFresh = true
+	for name := range ckpt.Tensors {
+		if strings.HasPrefix(name, emaScope+"/") {
+			s.emaFresh = false
+			break
+		}
+	}
 }
 
 // Evaluate loads a checkpoint into cfg's net and scores it on the eval split.

@@ -3,23 +3,75 @@ package trainer
 import "math"
 
 // LearningRate is the host-side schedule: the rate for optimizer step `step` (0-based) of a run of
-// `total` steps with `perEpoch` steps per epoch. It is a pure function, so a resumed run and a
-// plotted schedule see exactly the rates the uninterrupted run used.
-func LearningRate(c Config, step, total, perEpoch int) float64 {
-	base := c.Optimizer.LR
-	warmup := int(math.Round(c.Schedule.WarmupEpochs * float64(perEpoch)))
-	if warmup > 0 && step < warmup {
-		return base * float64(step+1) / float64(warmup)
+// `total` optimizer steps with `perEpoch` optimizer steps per epoch (fractional under accumulation).
+// It is a pure function, so a resumed run and a plotted schedule see exactly the rates the
+// uninterrupted run used.
+//
+// Warmup (step < W): start + (peak − start)·(step+1)/W, so its last step reaches the peak. After it:
+// constant; cosine from the peak at W to min_lr at `total`; step: peak·rate^⌊epoch/decay_epochs⌋;
+// multistep: peak·rate^(milestones ≤ epoch); exponential: peak·rate^(epoch/decay_epochs), the exponent
+// floored with staircase. The decays count epochs from the start of the run (epoch = step/perEpoch),
+// as TensorFlow's exponential_decay does under a warmup.
+func LearningRate(c Config, step, total int, perEpoch float64) float64 {
+	peak := c.PeakLR()
+	s := c.Schedule
+	warmup := WarmupSteps(s, perEpoch)
+	if step < warmup {
+		return s.WarmupStartLR + (peak-s.WarmupStartLR)*float64(step+1)/float64(warmup)
 	}
-	switch c.Schedule.Name {
+	epoch := float64(step) / perEpoch
+	switch s.Name {
 	case "cosine":
 		span := total - warmup
 		if span <= 0 {
-			return base
+			return peak
 		}
-		progress := float64(step-warmup) / float64(span)
-		return c.Schedule.MinLR + (base-c.Schedule.MinLR)*0.5*(1+math.Cos(math.Pi*progress))
+		progress := min(float64(step-warmup)/float64(span), 1)
+		return s.MinLR + (peak-s.MinLR)*0.5*(1+math.Cos(math.Pi*progress))
+	case "step":
+		return peak * math.Pow(s.DecayRate, math.Floor(epochRatio(epoch, s.DecayEpochs)))
+	case "exponential":
+		exponent := epochRatio(epoch, s.DecayEpochs)
+		if s.Staircase {
+			exponent = math.Floor(exponent)
+		}
+		return peak * math.Pow(s.DecayRate, exponent)
+	case "multistep":
+		passed := 0
+		for _, m := range s.Milestones {
+			if epoch >= m-1e-9 {
+				passed++
+			}
+		}
+		return peak * math.Pow(s.DecayRate, float64(passed))
 	default:
-		return base
+		return peak
 	}
+}
+
+// epochRatio is epoch/every, rounded to the nearest integer when within 1e-9 of one, so a staircase
+// edge that perEpoch's floating point puts a hair below k counts as k.
+func epochRatio(epoch, every float64) float64 {
+	r := epoch / every
+	if k := math.Round(r); math.Abs(r-k) < 1e-9 {
+		return k
+	}
+	return r
+}
+
+// WarmupSteps is the warmup length in optimizer steps.
+func WarmupSteps(s ScheduleConfig, perEpoch float64) int {
+	if s.WarmupSteps > 0 {
+		return s.WarmupSteps
+	}
+	return int(math.Round(s.WarmupEpochs * perEpoch))
+}
+
+// EMADecay is the decay of the weights' moving average at optimizer step t (0-based: t = 0 is the
+// first update): min(decay, (1+t)/(10+t)) with the warmup, decay without it.
+func EMADecay(c EMAConfig, t int) float64 {
+	if !c.Warmup {
+		return c.Decay
+	}
+	return min(c.Decay, float64(1+t)/float64(10+t))
 }

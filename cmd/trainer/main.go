@@ -25,6 +25,10 @@ Usage:
   trainer eval CONFIG --checkpoint PATH [--set key=value]... [--backend B]
   trainer nets [--json]
   trainer verify [--net NAME[,NAME]] [--ops-only | --nets-only] [--check REGEXP] [--coords N] [--backend B] [--json]
+  trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
+  trainer data inspect FILE|DIR
+  trainer data verify DIR [--decode]
+  trainer plot schedule CONFIG [--out FILE.png] | trainer plot run DIR [--out DIR]
   trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors
   trainer import NET FILE.safetensors --out CKPT
   trainer predict --net NAME --weights FILE [--classes FILE] [--size S] IMAGE...
@@ -60,6 +64,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdDevices(rest, stdout, stderr)
 	case "verify":
 		return cmdVerify(rest, stdout, stderr)
+	case "plot":
+		return cmdPlot(rest, stdout, stderr)
+	case "data":
+		return cmdData(rest, stdout, stderr)
 	case "export":
 		return cmdExport(rest, stdout, stderr)
 	case "import":

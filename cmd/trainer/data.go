@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trainer/trainer/data"
+)
+
+const dataUsage = `Usage:
+  trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
+  trainer data inspect FILE.shard|DIR
+  trainer data verify DIR [--decode]
+
+pack reads SRC and writes shards (docs/data.md): an ImageFolder root with train/ and val/ (each packed
+to OUT/train, OUT/val), a single split's folder of class folders, CIFAR-10's binary batches, or the
+seed's Imagenette train.bin/val.bin (a folder holding them, or one file).
+`
+
+// cmdData runs `trainer data pack|inspect|verify`.
+func cmdData(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, dataUsage)
+		return errors.New("data: expected pack, inspect or verify")
+	}
+	switch args[0] {
+	case "pack":
+		return cmdDataPack(args[1:], stdout, stderr)
+	case "inspect":
+		return cmdDataInspect(args[1:], stdout, stderr)
+	case "verify":
+		return cmdDataVerify(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, dataUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, dataUsage)
+	return fmt.Errorf("data: unknown subcommand %q", args[0])
+}
+
+// parseByteSize reads 1GiB, 512MiB, 100MB, 64KiB or a plain number of bytes.
+func parseByteSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("size %q: want a positive number with an optional unit (GiB, MiB, KiB, GB, MB, KB)", s)
+	}
+	return int64(v * float64(mult)), nil
+}
+
+// packJob is one split to pack.
+type packJob struct {
+	name string
+	src  func() (data.Source, error)
+	out  string
+}
+
+// packJobs recognises what SRC is.
+func packJobs(src, out string) ([]packJob, error) {
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("data pack: %w", err)
+	}
+	folder := func(dir string) func() (data.Source, error) {
+		return func() (data.Source, error) { return data.OpenImageFolder(dir) }
+	}
+	bin := func(path string) func() (data.Source, error) {
+		return func() (data.Source, error) { return data.OpenSource("imagenette-bin", path, "", data.SourceOptions{}) }
+	}
+	isDir := func(p string) bool { s, err := os.Stat(p); return err == nil && s.IsDir() }
+	isFile := func(p string) bool { s, err := os.Stat(p); return err == nil && !s.IsDir() }
+	switch {
+	case !st.IsDir():
+		return []packJob{{filepath.Base(src), bin(src), out}}, nil
+	case isFile(filepath.Join(src, "data_batch_1.bin")) || isDir(filepath.Join(src, "cifar-10-batches-bin")):
+		var jobs []packJob
+		for _, split := range []string{"train", "test"} {
+			jobs = append(jobs, packJob{split, func() (data.Source, error) { return data.OpenSource("cifar10", src, split, data.SourceOptions{}) },
+				filepath.Join(out, map[string]string{"train": "train", "test": "val"}[split])})
+		}
+		return jobs, nil
+	case isFile(filepath.Join(src, "train.bin")):
+		jobs := []packJob{{"train", bin(filepath.Join(src, "train.bin")), filepath.Join(out, "train")}}
+		if isFile(filepath.Join(src, "val.bin")) {
+			jobs = append(jobs, packJob{"val", bin(filepath.Join(src, "val.bin")), filepath.Join(out, "val")})
+		}
+		return jobs, nil
+	case isDir(filepath.Join(src, "train")):
+		jobs := []packJob{{"train", folder(filepath.Join(src, "train")), filepath.Join(out, "train")}}
+		for _, v := range []string{"val", "validation", "test"} {
+			if isDir(filepath.Join(src, v)) {
+				jobs = append(jobs, packJob{"val", folder(filepath.Join(src, v)), filepath.Join(out, "val")})
+				break
+			}
+		}
+		return jobs, nil
+	}
+	return []packJob{{filepath.Base(src), folder(src), out}}, nil
+}
+
+func cmdDataPack(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("data pack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	resize := fs.Int("resize", 0, "resize encoded images whose shorter side is larger to this side, re-encoded as JPEG (0: keep the files)")
+	shardSize := fs.String("shard-size", "1GiB", "start a new shard past this size")
+	quality := fs.Int("quality", 90, "JPEG quality of resized images")
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 2 {
+		return fmt.Errorf("data pack: expected SRC and OUT, got %d arguments", len(positional))
+	}
+	size, err := parseByteSize(*shardSize)
+	if err != nil {
+		return fmt.Errorf("data pack: --shard-size: %w", err)
+	}
+	jobs, err := packJobs(positional[0], positional[1])
+	if err != nil {
+		return err
+	}
+	progress := isTerminal(stderr)
+	for _, job := range jobs {
+		src, err := job.src()
+		if err != nil {
+			return err
+		}
+		start, last := time.Now(), time.Time{}
+		report := func(done, total int, bytes int64, final bool) {
+			if !final && time.Since(last) < 200*time.Millisecond {
+				return
+			}
+			last = time.Now()
+			line := fmt.Sprintf("pack %s: %d/%d images, %.1f MiB, %.0f images/s", job.name, done, total,
+				float64(bytes)/(1<<20), float64(done)/time.Since(start).Seconds())
+			switch {
+			case progress:
+				fmt.Fprintf(stderr, "\r%s\x1b[K", line)
+				if final {
+					fmt.Fprintln(stderr)
+				}
+			case final:
+				fmt.Fprintln(stderr, line)
+			}
+		}
+		var written int64
+		paths, err := data.Pack(src, job.out, job.name, data.PackOptions{Resize: *resize, Quality: *quality, ShardSize: size,
+			Progress: func(done, total int, bytes int64) { written = bytes; report(done, total, bytes, false) }})
+		if err != nil {
+			if progress {
+				fmt.Fprintln(stderr)
+			}
+			return err
+		}
+		report(src.Len(), src.Len(), written, true)
+		fmt.Fprintf(stdout, "%s: %d images of %d classes in %d shards under %s\n", job.name, src.Len(), src.NumClasses(), len(paths), job.out)
+	}
+	return nil
+}
+
+func cmdDataInspect(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("data inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return fmt.Errorf("data inspect: expected one shard file or folder, got %d arguments", len(positional))
+	}
+	sh, err := data.OpenShards(positional[0])
+	if err != nil {
+		return err
+	}
+	defer sh.Close()
+	for k, info := range sh.Infos {
+		fmt.Fprintf(stdout, "%s: format v%d, shard %d of %d, %d %s records, %d bytes",
+			sh.Paths[k], info.Version, info.Shard, info.Shards, info.Count, info.Kind, info.FileSize)
+		if info.Kind == data.ShardPixels {
+			fmt.Fprintf(stdout, ", %dx%dx%d pixels", info.Height, info.Width, info.Channels)
+		} else if info.Height > 0 {
+			fmt.Fprintf(stdout, ", shorter side <= %d", info.Height)
+		}
+		fmt.Fprintf(stdout, ", records CRC-32C 0x%08x\n", info.RecordsCRC)
+	}
+	counts := make([]int, sh.NumClasses())
+	for i := range sh.Len() {
+		counts[sh.Label(i)]++
+	}
+	fmt.Fprintf(stdout, "%d records, %d classes:\n", sh.Len(), sh.NumClasses())
+	for c, name := range sh.ClassNames() {
+		if c == 20 && len(counts) > 21 {
+			fmt.Fprintf(stdout, "  ... %d more classes\n", len(counts)-20)
+			break
+		}
+		fmt.Fprintf(stdout, "  %4d %-24s %d\n", c, name, counts[c])
+	}
+	for i := range min(3, sh.Len()) {
+		ex, err := sh.Example(i, nil)
+		if err != nil {
+			return err
+		}
+		what := fmt.Sprintf("%d pixel bytes", len(ex.Pixels))
+		if ex.Encoded != nil {
+			what = fmt.Sprintf("%d bytes", len(ex.Encoded))
+			if cfg, format, err := image.DecodeConfig(bytes.NewReader(ex.Encoded)); err == nil {
+				what += fmt.Sprintf(" of %s, %dx%d", format, cfg.Width, cfg.Height)
+			}
+		}
+		fmt.Fprintf(stdout, "record %d: label %d, %s\n", i, ex.Label, what)
+	}
+	return nil
+}
+
+func cmdDataVerify(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("data verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	decode := fs.Bool("decode", false, "also decode every encoded record")
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return fmt.Errorf("data verify: expected one folder of shards, got %d arguments", len(positional))
+	}
+	sh, err := data.OpenShards(positional[0]) // the set is whole and every header and index is sound
+	if err != nil {
+		return err
+	}
+	defer sh.Close()
+	var errs []error
+	for _, p := range sh.Paths {
+		if _, err := data.VerifyShard(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if *decode && sh.Kind() == data.ShardEncoded {
+		var buf []byte
+		for i := range sh.Len() {
+			ex, err := sh.Example(i, buf)
+			if err == nil {
+				buf = ex.Encoded
+				_, _, err = image.Decode(bytes.NewReader(ex.Encoded))
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", sh.Describe(i), err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("data verify %s: %d problems:\n%w", positional[0], len(errs), errors.Join(errs...))
+	}
+	fmt.Fprintf(stdout, "ok: %d shards, %d records, %d classes, CRC-32C checked", len(sh.Paths), sh.Len(), sh.NumClasses())
+	if *decode {
+		fmt.Fprintf(stdout, ", every record decoded")
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}

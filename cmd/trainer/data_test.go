@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeTree writes root/{train,val}/<class>/<i>.png, 16x12 images.
+func writeTree(t *testing.T, root string) {
+	t.Helper()
+	for _, split := range []string{"train", "val"} {
+		for c, class := range []string{"n01", "n02"} {
+			dir := filepath.Join(root, split, class)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				img := image.NewNRGBA(image.Rect(0, 0, 16, 12))
+				for p := range img.Pix {
+					img.Pix[p] = uint8(p*(c+1) + i)
+				}
+				img.Set(0, 0, color.White)
+				var b bytes.Buffer
+				png.Encode(&b, img)
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.png", i)), b.Bytes(), 0o644)
+			}
+		}
+	}
+}
+
+func TestDataPackInspectVerify(t *testing.T) {
+	tree, out := t.TempDir(), t.TempDir()
+	writeTree(t, tree)
+	var stdout, stderr bytes.Buffer
+	if err := cmdData([]string{"pack", tree, out, "--shard-size", "2KiB"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "train: 6 images of 2 classes in") || !strings.Contains(stderr.String(), "pack val: 6/6 images") {
+		t.Errorf("pack output:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if err := cmdData([]string{"inspect", filepath.Join(out, "train")}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if s := stdout.String(); !strings.Contains(s, "6 records, 2 classes") || !strings.Contains(s, "n02") || !strings.Contains(s, "of png, 16x12") {
+		t.Errorf("inspect:\n%s", s)
+	}
+	stdout.Reset()
+	if err := cmdData([]string{"verify", filepath.Join(out, "val"), "--decode"}, &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "ok: ") {
+		t.Fatalf("verify: %v\n%s", err, stdout.String())
+	}
+	// Damage one record byte of the first val shard: verify names the file.
+	shards, _ := filepath.Glob(filepath.Join(out, "val", "*.shard"))
+	raw, _ := os.ReadFile(shards[0])
+	raw[100] ^= 0xff
+	os.WriteFile(shards[0], raw, 0o644)
+	if err := cmdData([]string{"verify", filepath.Join(out, "val")}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), shards[0]) {
+		t.Errorf("verify of a damaged shard: %v", err)
+	}
+	if v, err := parseByteSize("1GiB"); err != nil || v != 1<<30 {
+		t.Errorf("1GiB = %d, %v", v, err)
+	}
+	if _, err := parseByteSize("lots"); err == nil {
+		t.Error("parsed \"lots\"")
+	}
+}

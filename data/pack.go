@@ -1,0 +1,205 @@
+package data
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PackOptions configures Pack.
+type PackOptions struct {
+	// Resize, for encoded sources, bounds the shorter side: larger images are resized (bilinear,
+	// antialiased) so it equals Resize and re-encoded as JPEG at Quality; smaller ones are stored as
+	// they are. 0 stores every file as it is (after checking it decodes).
+	Resize  int
+	Quality int // JPEG quality of re-encoded images; 0 means 90
+	// ShardSize is the size at which a shard is closed and the next begun; 0 means 1 GiB.
+	ShardSize int64
+	// Progress, if set, is called after each example with the number done, the total and the bytes written.
+	Progress func(done, total int, bytes int64)
+}
+
+// Pack writes every example of src, in order, into shards OUT/PREFIX-NNNNN-of-MMMMM.shard and returns
+// their paths. A source with a FixedShape (CIFAR-10, the Imagenette .bin files, idx) is packed as
+// pixels; any other as encoded bytes, each checked to decode, so a corrupt file stops the pack with
+// its path.
+func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error) {
+	if opts.ShardSize <= 0 {
+		opts.ShardSize = 1 << 30
+	}
+	if opts.Quality == 0 {
+		opts.Quality = 90
+	}
+	if opts.Quality < 1 || opts.Quality > 100 || opts.Resize < 0 {
+		return nil, fmt.Errorf("data: pack: quality %d, resize %d: want quality in [1, 100], resize >= 0", opts.Quality, opts.Resize)
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data: pack: %w", err)
+	}
+	kind, h, w, c := ShardEncoded, 0, 0, 0
+	if fs, ok := src.(FixedShape); ok {
+		if h, w, c = fs.Shape(); h > 0 {
+			kind = ShardPixels
+		}
+	}
+	if kind == ShardEncoded && opts.Resize > 0 {
+		h, w = opts.Resize, opts.Resize
+	}
+	classes := src.ClassNames()
+	if len(classes) != src.NumClasses() {
+		classes = make([]string, src.NumClasses())
+		for i := range classes {
+			classes[i] = fmt.Sprint(i)
+		}
+	}
+	var tmpPaths []string
+	var sw *ShardWriter
+	var written int64
+	fail := func(err error) ([]string, error) {
+		if sw != nil {
+			sw.f.Close()
+		}
+		for _, p := range tmpPaths {
+			os.Remove(p)
+		}
+		return nil, err
+	}
+	var buf []byte
+	var dec, tmp, out []uint8
+	var eb bytes.Buffer
+	for i := range src.Len() {
+		if sw == nil {
+			p := filepath.Join(outDir, fmt.Sprintf("%s-%05d%s.tmp", prefix, len(tmpPaths), ShardExt))
+			var err error
+			if sw, err = CreateShard(p, kind, classes, h, w, c); err != nil {
+				return fail(err)
+			}
+			tmpPaths = append(tmpPaths, p)
+		}
+		ex, err := src.Example(i, buf)
+		if err != nil {
+			return fail(err)
+		}
+		payload := ex.Pixels
+		if kind == ShardEncoded {
+			buf = ex.Encoded
+			payload = ex.Encoded
+			img, _, err := image.Decode(bytes.NewReader(ex.Encoded))
+			if err != nil {
+				return fail(fmt.Errorf("data: pack: %s does not decode: %w (JPEG and PNG are supported)", src.Describe(i), err))
+			}
+			if b := img.Bounds(); opts.Resize > 0 && min(b.Dx(), b.Dy()) > opts.Resize {
+				p := toPixelsInto(img, 3, dec)
+				dec = p.pix
+				nw, nh := opts.Resize, opts.Resize
+				if p.w > p.h {
+					nw = int(float64(opts.Resize) * float64(p.w) / float64(p.h))
+				} else {
+					nh = int(float64(opts.Resize) * float64(p.h) / float64(p.w))
+				}
+				r := resize(p, nw, nh, Bilinear, &tmp, &out)
+				eb.Reset()
+				if err := jpeg.Encode(&eb, pixelsImage(r), &jpeg.Options{Quality: opts.Quality}); err != nil {
+					return fail(fmt.Errorf("data: pack: encoding %s: %w", src.Describe(i), err))
+				}
+				payload = eb.Bytes()
+			}
+		} else if ex.Height != h || ex.Width != w || ex.Channels != c {
+			return fail(fmt.Errorf("data: pack: %s is %dx%dx%d, the set is %dx%dx%d", src.Describe(i), ex.Height, ex.Width, ex.Channels, h, w, c))
+		}
+		if err := sw.Add(ex.Label, payload); err != nil {
+			return fail(err)
+		}
+		written += int64(len(payload)) + shardIndexEntry
+		if sw.Size() >= opts.ShardSize || i == src.Len()-1 {
+			err := sw.Finish(len(tmpPaths)-1, len(tmpPaths)) // the count is fixed once all are written
+			sw = nil
+			if err != nil {
+				return fail(err)
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, src.Len(), written)
+		}
+	}
+	if len(tmpPaths) == 0 {
+		return nil, fmt.Errorf("data: pack: the source is empty")
+	}
+	var paths []string
+	for k, p := range tmpPaths {
+		if err := setShardNumber(p, k, len(tmpPaths)); err != nil {
+			return fail(err)
+		}
+		final := filepath.Join(outDir, fmt.Sprintf("%s-%05d-of-%05d%s", prefix, k, len(tmpPaths), ShardExt))
+		if err := os.Rename(p, final); err != nil {
+			return fail(fmt.Errorf("data: pack: %w", err))
+		}
+		paths = append(paths, final)
+	}
+	return paths, nil
+}
+
+// pixelsImage wraps 8-bit pixels as an image for the encoders.
+func pixelsImage(p pixels) image.Image {
+	if p.c == 1 {
+		return &image.Gray{Pix: p.pix, Stride: p.w, Rect: image.Rect(0, 0, p.w, p.h)}
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, p.w, p.h))
+	for i := range p.w * p.h {
+		copy(img.Pix[4*i:4*i+3], p.pix[3*i:3*i+3])
+		img.Pix[4*i+3] = 255
+	}
+	return img
+}
+
+// SourceKinds are the names OpenSource accepts.
+var SourceKinds = []string{"imagefolder", "shards", "cifar10", "imagenette-bin"}
+
+// SourceOptions are what some source kinds need besides a path.
+type SourceOptions struct {
+	// Height and Width of the imagenette-bin records (0: inferred as square from the file length).
+	Height, Width int
+	// NumClasses of imagenette-bin (0: 10).
+	NumClasses int
+}
+
+// OpenSource opens one split of a dataset: kind is one of SourceKinds and path the split's folder
+// (imagefolder: ROOT/<class>/*; shards: a folder of *.shard files or one file), the CIFAR-10 folder
+// with split "train" or "test", or an imagenette-bin file. A missing path is reported with how to make one.
+func OpenSource(kind, path, split string, opts SourceOptions) (Source, error) {
+	if _, err := os.Stat(path); err != nil {
+		hint := "pack an ImageFolder tree with `trainer data pack SRC OUT` (OUT/train and OUT/val are the shard folders)"
+		switch kind {
+		case "imagefolder":
+			hint = "want a folder of class folders, e.g. imagenette2/train (ROOT/<class>/<image>.JPEG)"
+		case "cifar10":
+			hint = "want the folder of CIFAR-10's binary batches (cifar-10-binary.tar.gz unpacked)"
+		case "imagenette-bin":
+			hint = "want the seed's train.bin or val.bin"
+		}
+		return nil, fmt.Errorf("data: %s %s not found: %s; %s", kind, split, path, hint)
+	}
+	switch kind {
+	case "imagefolder":
+		return OpenImageFolder(path)
+	case "shards":
+		return OpenShards(path)
+	case "cifar10":
+		ds, err := LoadCIFAR10(path, split)
+		if err != nil {
+			return nil, err
+		}
+		return NewDatasetSource(ds), nil
+	case "imagenette-bin":
+		ds, err := LoadImagenetteBin(path, opts.Height, opts.Width, opts.NumClasses)
+		if err != nil {
+			return nil, err
+		}
+		return NewDatasetSource(ds), nil
+	}
+	return nil, fmt.Errorf("data: unknown source kind %q, want one of %s", kind, strings.Join(SourceKinds, ", "))
+}

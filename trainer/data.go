@@ -1,0 +1,148 @@
+package trainer
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/trainer/trainer/data"
+)
+
+// validate checks the data keys beyond the source name and batch sizes.
+func (d DataConfig) validate() []error {
+	var errs []error
+	check := func(ok bool, key, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		}
+	}
+	lenOK := func(n int) bool { return n == 0 || n == 1 || n == 3 }
+	check(lenOK(len(d.Mean)) && lenOK(len(d.Std)) && (len(d.Mean) == 0) == (len(d.Std) == 0), "data.mean",
+		"%d means and %d stds, expected 1 or 3 of each (one per channel), or neither (the source's)", len(d.Mean), len(d.Std))
+	for _, s := range d.Std {
+		check(s > 0, "data.std", "got %v, expected every value > 0", d.Std)
+	}
+	check(d.Workers >= 0, "data.workers", "got %d, expected >= 0 (0: one per core)", d.Workers)
+	check(d.Prefetch >= 0, "data.prefetch", "got %d, expected >= 0 (0: 2)", d.Prefetch)
+	check(d.EvalCropPct > 0 && d.EvalCropPct <= 1, "data.eval_crop_pct", "got %g, expected in (0, 1]", d.EvalCropPct)
+	a := d.Augment
+	sc := a.RandomResizedCropScale
+	check(len(sc) == 0 || (len(sc) == 2 && sc[0] > 0 && sc[0] <= sc[1] && sc[1] <= 1), "data.augment.random_resized_crop_scale",
+		"got %v, expected [min, max] with 0 < min <= max <= 1, or empty (off)", sc)
+	r := a.RandomResizedCropRatio
+	check(len(r) == 2 && r[0] > 0 && r[0] <= r[1], "data.augment.random_resized_crop_ratio",
+		"got %v, expected [min, max] with 0 < min <= max", r)
+	_, err := data.ParseInterp(a.Interpolation)
+	check(err == nil, "data.augment.interpolation", "got %q, expected bilinear or bicubic", a.Interpolation)
+	check(a.HFlip >= 0 && a.HFlip <= 1, "data.augment.hflip", "got %g, expected a probability in [0, 1]", a.HFlip)
+	augmented := len(sc) > 0 || a.HFlip > 0
+	idx := d.Source == "mnist" || d.Source == "fashion-mnist"
+	check(!augmented || !idx, "data.augment", "augmentation applies to the image sources, not %s", d.Source)
+	return errs
+}
+
+// DataPaths returns the paths of the train and eval splits of an image source: data.train and
+// data.eval when set, else under data.dir: DIR/train and DIR/val (imagefolder, shards), DIR for both
+// (cifar10), DIR/train.bin and DIR/val.bin (imagenette-bin).
+func (d DataConfig) DataPaths() (train, eval string) {
+	train, eval = d.Train, d.Eval
+	def := func(p *string, name string) {
+		if *p == "" && d.Dir != "" {
+			*p = filepath.Join(d.Dir, name)
+		}
+	}
+	switch d.Source {
+	case "cifar10":
+		def(&train, "")
+		def(&eval, "")
+	case "imagenette-bin":
+		def(&train, "train.bin")
+		def(&eval, "val.bin")
+	default:
+		def(&train, "train")
+		def(&eval, "val")
+	}
+	return train, eval
+}
+
+// normalisation returns data.mean and data.std, or the source's statistics when they are empty.
+func (d DataConfig) normalisation() (mean, std []float32) {
+	m, s := d.Mean, d.Std
+	if len(m) == 0 {
+		switch d.Source {
+		case "mnist", "fashion-mnist":
+			m, s = []float64{0.1307}, []float64{0.3081}
+		case "cifar10":
+			m, s = []float64{0.4914, 0.4822, 0.4465}, []float64{0.2470, 0.2435, 0.2616}
+		default:
+			m, s = data.ImageNetMean, data.ImageNetStd
+		}
+	}
+	for i := range m {
+		mean, std = append(mean, float32(m[i])), append(std, float32(s[i]))
+	}
+	return mean, std
+}
+
+// openLoader opens split ("train" or "test") of the configured source and builds its loader: images
+// come out at the net's input size, augmented for training when data.augment asks.
+func (s *session) openLoader(split string, batch int, train bool) (*data.Loader, error) {
+	d := s.cfg.Data
+	want := s.spec.InputShape
+	if size := s.cfg.Net.ImageSize; size > 0 {
+		want[0], want[1] = size, size
+	}
+	mean, std := d.normalisation()
+	opts := data.LoaderOptions{BatchSize: batch, Shuffle: train, DropLast: train, Seed: uint64(s.cfg.Seed),
+		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch}
+	var src data.Source
+	switch d.Source {
+	case "mnist", "fashion-mnist":
+		ds, err := data.Open(d.Source, d.Dir, split)
+		if err != nil {
+			return nil, err
+		}
+		src = data.NewDatasetSource(ds)
+	default:
+		trainPath, evalPath := d.DataPaths()
+		path, key := trainPath, "data.train"
+		if split != "train" {
+			path, key = evalPath, "data.eval"
+		}
+		if path == "" {
+			return nil, fmt.Errorf("%s: data.source %s needs the split's path: set %s or data.dir", key, d.Source, key)
+		}
+		var err error
+		if src, err = data.OpenSource(d.Source, path, split, data.SourceOptions{NumClasses: s.numClasses()}); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	if classes := s.numClasses(); src.NumClasses() > classes {
+		return nil, fmt.Errorf("data.source %q has %d classes, net has %d outputs (net.num_classes)", d.Source, src.NumClasses(), classes)
+	}
+	interp, _ := data.ParseInterp(d.Augment.Interpolation)
+	tf := &data.Transform{Size: want[0], Channels: want[2], Train: train, Interp: interp, CropPct: d.EvalCropPct}
+	if train {
+		copy(tf.Scale[:], d.Augment.RandomResizedCropScale)
+		copy(tf.Ratio[:], d.Augment.RandomResizedCropRatio)
+		tf.HFlip = d.Augment.HFlip
+	}
+	augmented := tf.Train && (tf.Scale != [2]float64{} || tf.HFlip > 0)
+	if fs, ok := src.(data.FixedShape); ok {
+		h, w, c := fs.Shape()
+		if h == want[0] && w == want[1] && c == want[2] && !augmented {
+			tf = nil // stored at the net's size: used as they are
+		} else if h > 0 && (d.Source == "mnist" || d.Source == "fashion-mnist") {
+			return nil, fmt.Errorf("data.source %q gives %dx%dx%d images, net %q expects %dx%dx%d",
+				d.Source, h, w, c, s.spec.Name, want[0], want[1], want[2])
+		}
+	}
+	if want[0] != want[1] {
+		return nil, fmt.Errorf("net %q expects %dx%d images: the image sources produce square ones", s.spec.Name, want[0], want[1])
+	}
+	opts.Transform = tf
+	l, err := data.NewSourceLoader(src, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s split: %w", split, err)
+	}
+	return l, nil
+}

@@ -1,0 +1,169 @@
+package trainer
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/data"
+)
+
+// imagenetteTree writes an Imagenette-shaped tree: root/{train,val}/<wnid>/<n>.png, 40x48 images whose
+// colour depends on the class.
+func imagenetteTree(t *testing.T, root string, classes, train, val int) {
+	t.Helper()
+	for split, n := range map[string]int{"train": train, "val": val} {
+		for c := range classes {
+			dir := filepath.Join(root, split, data.ImagenetteClasses[c])
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				img := image.NewNRGBA(image.Rect(0, 0, 40, 48))
+				for y := range 48 {
+					for x := range 40 {
+						v := uint8((x*7 + y*3 + i*11) % 64)
+						img.SetNRGBA(x, y, color.NRGBA{R: uint8(80*c) + v, G: v * 2, B: 255 - uint8(60*c) - v, A: 255})
+					}
+				}
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s_%d.png", split, i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := png.Encode(f, img); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+		}
+	}
+}
+
+// Pack a generated Imagenette-shaped tree, train a reduced ResNet-50 on the shards with
+// RandomResizedCrop and flips, and resume mid-epoch: the resumed run ends with the same weights.
+func TestRunFromShardsResumesExactly(t *testing.T) {
+	tree, shards := t.TempDir(), t.TempDir()
+	imagenetteTree(t, tree, 3, 6, 2)
+	for _, split := range []string{"train", "val"} {
+		src, err := data.OpenImageFolder(filepath.Join(tree, split))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := data.Pack(src, filepath.Join(shards, split), split, data.PackOptions{ShardSize: 20000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := func(name string) Config {
+		c := Defaults()
+		c.Name, c.RunDir = name, t.TempDir()
+		c.Net.Name, c.Net.Width, c.Net.ImageSize, c.Net.NumClasses = "resnet50", 1.0/16, 32, 3
+		c.Data.Source, c.Data.Dir = "shards", shards
+		c.Data.BatchSize, c.Data.EvalBatchSize, c.Data.Workers = 4, 4, 2
+		c.Data.Augment.RandomResizedCropScale = []float64{0.35, 1}
+		c.Data.Augment.HFlip = 0.5
+		c.Steps = 6 // 18 images / 4 = 4 steps per epoch: step 5 is mid-epoch 1
+		c.Optimizer.LR = 0.002
+		c.Checkpoint = CheckpointConfig{EverySteps: 5, Keep: 3}
+		c.Eval.EveryEpochs = 0
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := cfg("a")
+	resA, err := Run(a, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resA.Step != 6 || resA.Eval.Examples != 6 {
+		t.Fatalf("ran %d steps, eval saw %d images; want 6 and all 6", resA.Step, resA.Eval.Examples)
+	}
+	b := cfg("b")
+	if _, err := Run(b, RunOptions{Out: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(b.Dir(), "checkpoints", checkpointName(6))); err != nil {
+		t.Fatal(err)
+	}
+	resB, err := Run(b, RunOptions{Out: io.Discard, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckA, err := LoadCheckpoint(resA.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckB, err := LoadCheckpoint(resB.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ckA.Tensors) < 100 || len(ckA.Tensors) != len(ckB.Tensors) {
+		t.Fatalf("checkpoints hold %d and %d tensors", len(ckA.Tensors), len(ckB.Tensors))
+	}
+	for name, ta := range ckA.Tensors {
+		tb, ok := ckB.Tensors[name]
+		if !ok {
+			t.Fatalf("resumed checkpoint lacks %s", name)
+		}
+		if ta.DType().String() != "Float32" {
+			continue
+		}
+		if !equalSlices(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
+			t.Errorf("%s differs between the uninterrupted and the resumed run", name)
+		}
+	}
+	if resA.Eval != resB.Eval {
+		t.Errorf("eval %+v after the uninterrupted run, %+v after the resumed one", resA.Eval, resB.Eval)
+	}
+}
+
+func TestMissingDataPathSaysHowToPack(t *testing.T) {
+	c := Defaults()
+	c.Name, c.RunDir = "x", t.TempDir()
+	c.Net.Name, c.Net.Width, c.Net.ImageSize = "resnet50", 1.0/16, 32
+	c.Data.Source, c.Data.Train, c.Data.Eval = "shards", filepath.Join(t.TempDir(), "nowhere"), "/tmp/x"
+	_, err := Run(c, RunOptions{Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "nowhere") || !strings.Contains(err.Error(), "trainer data pack") ||
+		!strings.Contains(err.Error(), "data.train") {
+		t.Errorf("missing shards: %v", err)
+	}
+	c.Data.Augment.HFlip = 0.5
+	c.Data.Source = "mnist"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "data.augment") {
+		t.Errorf("augmenting MNIST: %v", err)
+	}
+}
+
+func TestDataMeanScalarOrPerChannel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.yaml")
+	os.WriteFile(path, []byte("data:\n  mean: 0.5\n  std: 0.25\n"), 0o644)
+	cfg, err := LoadConfig(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, s := cfg.Data.normalisation(); len(m) != 1 || m[0] != 0.5 || s[0] != 0.25 {
+		t.Errorf("scalar mean/std: %v %v", m, s)
+	}
+	cfg, err = LoadConfig(path, []string{"data.source=imagefolder", "data.mean=[0.4, 0.5, 0.6]", "data.std=[1, 2, 3]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, s := cfg.Data.normalisation(); len(m) != 3 || m[2] != 0.6 || s[1] != 2 {
+		t.Errorf("per-channel mean/std: %v %v", m, s)
+	}
+	if _, err := LoadConfig(path, []string{"data.mean=[0.4, 0.5]", "data.std=[1, 2]"}); err == nil || !strings.Contains(err.Error(), "data.mean") {
+		t.Errorf("two means: %v", err)
+	}
+	cfg = Defaults()
+	if m, s := cfg.Data.normalisation(); len(m) != 1 || m[0] != float32(0.1307) || s[0] != float32(0.3081) {
+		t.Errorf("MNIST default: %v %v", m, s)
+	}
+}

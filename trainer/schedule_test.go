@@ -1,0 +1,85 @@
+package trainer
+
+import (
+	"math"
+	"testing"
+)
+
+func TestScheduleBoundaries(t *testing.T) {
+	base := Defaults()
+	base.Name = "schedule"
+	base.Optimizer.LR = 0.1
+	type at struct {
+		step int
+		want float64
+	}
+	cases := []struct {
+		name     string
+		schedule ScheduleConfig
+		perEpoch float64
+		total    int
+		points   []at
+	}{
+		{"warmup steps from a start value, then constant", ScheduleConfig{Name: "constant", WarmupSteps: 4, WarmupStartLR: 0.02}, 10, 100,
+			[]at{{0, 0.04}, {1, 0.06}, {3, 0.1}, {4, 0.1}, {99, 0.1}}},
+		{"cosine to a floor: end of warmup, midpoint, last step", ScheduleConfig{Name: "cosine", WarmupEpochs: 1, MinLR: 0.001}, 10, 110,
+			[]at{{9, 0.1}, {10, 0.1}, {60, 0.001 + 0.099*0.5}, {109, 0.001 + 0.099*0.5*(1+math.Cos(math.Pi*99/100))}, {110, 0.001}}},
+		{"step: staircase edges", ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 30}, 10, 900,
+			[]at{{0, 0.1}, {299, 0.1}, {300, 0.01}, {599, 0.01}, {600, 0.001}, {899, 0.001}}},
+		{"multistep at milestones", ScheduleConfig{Name: "multistep", DecayRate: 0.5, Milestones: []float64{2, 5}}, 10, 100,
+			[]at{{19, 0.1}, {20, 0.05}, {49, 0.05}, {50, 0.025}, {99, 0.025}}},
+		{"exponential, smooth (MobileNetV2: 0.98 per epoch)", ScheduleConfig{Name: "exponential", DecayRate: 0.98, DecayEpochs: 1}, 4, 40,
+			[]at{{0, 0.1}, {2, 0.1 * math.Pow(0.98, 0.5)}, {4, 0.098}, {39, 0.1 * math.Pow(0.98, 9.75)}}},
+		{"exponential staircase under warmup (EfficientNet: 0.97 per 2.4 epochs)",
+			ScheduleConfig{Name: "exponential", DecayRate: 0.97, DecayEpochs: 2.4, Staircase: true, WarmupEpochs: 1}, 10, 100,
+			[]at{{0, 0.01}, {9, 0.1}, {10, 0.1}, {23, 0.1}, {24, 0.097}, {47, 0.097}, {48, 0.1 * 0.97 * 0.97}, {99, 0.1 * math.Pow(0.97, 4)}}},
+		{"fractional steps per epoch (accumulation)", ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 1}, 2.5, 10,
+			[]at{{2, 0.1}, {3, 0.01}, {4, 0.01}, {5, 0.001}}},
+	}
+	for _, c := range cases {
+		cfg := base
+		cfg.Schedule = c.schedule
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, p := range c.points {
+			if got := LearningRate(cfg, p.step, c.total, c.perEpoch); math.Abs(got-p.want) > 1e-12 {
+				t.Errorf("%s: step %d: lr %.15g, want %.15g", c.name, p.step, got, p.want)
+			}
+		}
+	}
+}
+
+func TestPeakLRScalesWithTheGlobalBatch(t *testing.T) {
+	cfg := Defaults()
+	cfg.Optimizer.LR = 0.1
+	cfg.Data.BatchSize = 128
+	if got := cfg.PeakLR(); got != 0.1 {
+		t.Errorf("no scaling: %g", got)
+	}
+	cfg.Optimizer.LRBaseBatch = 256
+	cfg.Optimizer.AccumulateSteps = 4 // global batch 512
+	if got := cfg.PeakLR(); math.Abs(got-0.2) > 1e-15 {
+		t.Errorf("lr 0.1 per 256 at global batch 512: %g, want 0.2", got)
+	}
+	cfg.Schedule = ScheduleConfig{Name: "cosine", WarmupSteps: 2}
+	if got := LearningRate(cfg, 1, 10, 5); math.Abs(got-0.2) > 1e-15 {
+		t.Errorf("end of warmup: %g, want the scaled peak 0.2", got)
+	}
+}
+
+func TestEMADecayWarmup(t *testing.T) {
+	c := EMAConfig{Decay: 0.9999, Warmup: true}
+	for _, p := range []struct {
+		t    int
+		want float64
+	}{{0, 0.1}, {1, 2.0 / 11}, {8, 0.5}, {89990, 89991.0 / 90000}, {89991, 0.9999}, {1000000, 0.9999}} {
+		if got := EMADecay(c, p.t); math.Abs(got-p.want) > 1e-15 {
+			t.Errorf("t=%d: %.17g, want %.17g", p.t, got, p.want)
+		}
+	}
+	c.Warmup = false
+	if got := EMADecay(c, 0); got != 0.9999 {
+		t.Errorf("without warmup: %g", got)
+	}
+}
