@@ -36,12 +36,16 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // CheckpointHeader describes a checkpoint: where the run was and what tensors follow.
 type CheckpointHeader struct {
-	TrainerVersion string         `json:"trainer_version"`
-	ConfigHash     string         `json:"config_hash"`
-	Net            string         `json:"net"`
-	Step           int            `json:"step"`
-	Epoch          int            `json:"epoch"`
-	Tensors        []TensorRecord `json:"tensors"`
+	TrainerVersion string `json:"trainer_version"`
+	ConfigHash     string `json:"config_hash"`
+	Net            string `json:"net"`
+	Step           int    `json:"step"`
+	Epoch          int    `json:"epoch"`
+	// Metric and Score mark the best checkpoint (best.tckpt): the eval metric it was chosen on and
+	// its value.
+	Metric  string         `json:"metric,omitempty"`
+	Score   float64        `json:"score,omitempty"`
+	Tensors []TensorRecord `json:"tensors"`
 }
 
 // TensorRecord places one variable in the payload.
@@ -133,7 +137,11 @@ func encodeCheckpoint(ctx *context.Context, header CheckpointHeader) ([]byte, er
 	return file.Bytes(), nil
 }
 
-// ListCheckpoints returns the checkpoint files in dir, oldest first.
+// BestCheckpointName is the file, beside the periodic checkpoints, that holds the best-scoring state;
+// --resume never picks it (it is not a ckpt-* file) and pruning never deletes it.
+const BestCheckpointName = "best" + checkpointExt
+
+// ListCheckpoints returns the periodic checkpoint files in dir (ckpt-*), oldest first.
 func ListCheckpoints(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {

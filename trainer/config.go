@@ -223,6 +223,23 @@ type EvalConfig struct {
 type CheckpointConfig struct {
 	EverySteps int `yaml:"every_steps"`
 	Keep       int `yaml:"keep"`
+	// Best keeps checkpoints/best.tckpt at the best eval score of this metric: auto (ema_top1 when
+	// EMA is on, else top1), top1, ema_top1 or none.
+	Best string `yaml:"best"`
+}
+
+// bestMetric resolves checkpoint.best: the eval metric the best checkpoint is chosen on, or "".
+func (c Config) bestMetric() string {
+	switch c.Checkpoint.Best {
+	case "none":
+		return ""
+	case "auto", "":
+		if c.EMA.Decay > 0 {
+			return "ema_top1"
+		}
+		return "top1"
+	}
+	return c.Checkpoint.Best
 }
 
 // LogConfig says how often a train record goes to metrics.jsonl and the terminal.
@@ -249,7 +266,7 @@ func Defaults() Config {
 		EMA:        EMAConfig{Decay: 0, Warmup: true},
 		Loss:       LossConfig{Name: "softmax_ce", BCEDivisor: "elements"},
 		Eval:       EvalConfig{EveryEpochs: 1},
-		Checkpoint: CheckpointConfig{EverySteps: 500, Keep: 3},
+		Checkpoint: CheckpointConfig{EverySteps: 500, Keep: 3, Best: "auto"},
 		Log:        LogConfig{EverySteps: 20},
 	}
 }
@@ -462,6 +479,10 @@ func (c Config) Validate() error {
 	check(c.Eval.EveryEpochs >= 0, "eval.every_epochs", "got %d, expected >= 0 (0: only at the end)", c.Eval.EveryEpochs)
 	check(c.Checkpoint.EverySteps >= 0, "checkpoint.every_steps", "got %d, expected >= 0 (0: only at the end)", c.Checkpoint.EverySteps)
 	check(c.Checkpoint.Keep >= 1, "checkpoint.keep", "got %d, expected >= 1", c.Checkpoint.Keep)
+	check(c.Checkpoint.Best == "" || c.Checkpoint.Best == "auto" || c.Checkpoint.Best == "top1" ||
+		c.Checkpoint.Best == "ema_top1" || c.Checkpoint.Best == "none",
+		"checkpoint.best", "got %q, expected auto, top1, ema_top1 or none", c.Checkpoint.Best)
+	check(c.Checkpoint.Best != "ema_top1" || c.EMA.Decay > 0, "checkpoint.best", "ema_top1 needs ema.decay > 0")
 	check(c.Log.EverySteps >= 1, "log.every_steps", "got %d, expected >= 1", c.Log.EverySteps)
 	return errors.Join(errs...)
 }

@@ -317,6 +317,25 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 			Step: at, Epoch: at * k / microPerEpoch,
 		}, cfg.Checkpoint.Keep)
 	}
+	// keepBest rewrites checkpoints/best.tckpt when the chosen metric improves; a resumed run starts
+	// from the score in the existing file.
+	bestMetric, bestScore := cfg.bestMetric(), math.Inf(-1)
+	bestPath := filepath.Join(ckptDir, BestCheckpointName)
+	if prev, err := LoadCheckpoint(bestPath); err == nil && prev.Header.Metric == bestMetric {
+		bestScore = prev.Header.Score
+	}
+	keepBest := func(record map[string]any) error {
+		score, ok := record[bestMetric].(float64)
+		if bestMetric == "" || !ok || score <= bestScore {
+			return nil
+		}
+		bestScore = score
+		fmt.Fprintf(out, "new best %s %.4f at step %d: %s\n", bestMetric, score, optStep, bestPath)
+		return SaveCheckpointFile(bestPath, s.ctx, CheckpointHeader{
+			TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name,
+			Step: optStep, Epoch: optStep * k / microPerEpoch, Metric: bestMetric, Score: score,
+		})
+	}
 	// evalNow scores the live weights (and the EMA shadows) and logs both.
 	evalNow := func(label string) error {
 		ev, err := s.evaluate(evalLoader)
@@ -337,7 +356,10 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 			line += fmt.Sprintf("; EMA top-1 %.2f%%  top-5 %.2f%%  loss %.4f", 100*em.Top1, 100*em.Top5, em.Loss)
 		}
 		fmt.Fprintln(out, line)
-		return metrics.write(record)
+		if err := metrics.write(record); err != nil {
+			return err
+		}
+		return keepBest(record)
 	}
 	bar := newProgress(out, opts.Progress, startStep)
 	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d x %d, backend %s\n",

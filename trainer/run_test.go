@@ -121,3 +121,30 @@ func TestResumeRefusesAnotherNetsCheckpoint(t *testing.T) {
 		t.Fatalf("resuming an mlp from a linear checkpoint: %v", err)
 	}
 }
+
+// TestBestCheckpointKeepsTheBestEval: the eval score lands in checkpoints/best.tckpt with its metric,
+// and --resume keeps picking the newest periodic checkpoint, never the best one.
+func TestBestCheckpointKeepsTheBestEval(t *testing.T) {
+	cfg := smallRun(t, "best")
+	res, err := Run(cfg, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckptDir := filepath.Join(res.Dir, "checkpoints")
+	best, err := LoadCheckpoint(filepath.Join(ckptDir, BestCheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best.Header.Metric != "top1" || best.Header.Score != res.Eval.Top1 || best.Header.Step != res.Step {
+		t.Errorf("best checkpoint header %+v; want metric top1, score %g, step %d", best.Header, res.Eval.Top1, res.Step)
+	}
+	latest, ok, err := LatestCheckpoint(ckptDir)
+	if err != nil || !ok || filepath.Base(latest.Path) == BestCheckpointName {
+		t.Errorf("latest checkpoint %v (%v, %v): want a ckpt-* file", latest, ok, err)
+	}
+	bad := cfg
+	bad.Checkpoint.Best = "ema_top1"
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "ema.decay") {
+		t.Errorf("checkpoint.best=ema_top1 without EMA: %v", err)
+	}
+}
