@@ -497,8 +497,9 @@ func (s *session) load(ckpt *Checkpoint) {
 	}
 }
 
-// Evaluate loads a checkpoint into cfg's net and scores it on the eval split.
-func Evaluate(cfg Config, checkpointPath string) (EvalResult, error) {
+// Evaluate loads a checkpoint into cfg's net and scores it on the eval split: its live weights, or
+// with ema its EMA shadows (weights and BatchNorm statistics).
+func Evaluate(cfg Config, checkpointPath string, ema bool) (EvalResult, error) {
 	s, err := newSession(cfg)
 	if err != nil {
 		return EvalResult{}, err
@@ -507,10 +508,35 @@ func Evaluate(cfg Config, checkpointPath string) (EvalResult, error) {
 	if err != nil {
 		return EvalResult{}, err
 	}
-	s.load(ckpt)
+	if ema {
+		shadows := 0
+		for name := range ckpt.Tensors {
+			if strings.HasPrefix(name, emaScope+"/") {
+				shadows++
+			}
+		}
+		if shadows == 0 {
+			return EvalResult{}, fmt.Errorf("checkpoint %s holds no EMA shadows (the run had ema.decay 0)", checkpointPath)
+		}
+		s.ctx.SetLoader(emaLoader{ckpt})
+		s.loaded = true
+	} else {
+		s.load(ckpt)
+	}
 	loader, err := s.loader("test", cfg.Data.EvalBatchSize, false)
 	if err != nil {
 		return EvalResult{}, err
 	}
 	return s.evaluate(loader)
+}
+
+// emaLoader serves a checkpoint's EMA shadow in place of each model variable that has one.
+type emaLoader struct{ *Checkpoint }
+
+// LoadVariable implements context.Loader.
+func (l emaLoader) LoadVariable(ctx *context.Context, scope, name string) (*tensors.Tensor, bool) {
+	if t, ok := l.Tensors[context.JoinScope(emaScope+scope, name)]; ok {
+		return t, true
+	}
+	return l.Checkpoint.LoadVariable(ctx, scope, name)
 }

@@ -98,7 +98,7 @@ func TestRunLearnsAndResumesExactly(t *testing.T) {
 	}
 
 	// Evaluating the checkpoint reproduces the run's final score.
-	ev, err := Evaluate(a, resA.Checkpoint)
+	ev, err := Evaluate(a, resA.Checkpoint, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +146,41 @@ func TestBestCheckpointKeepsTheBestEval(t *testing.T) {
 	bad.Checkpoint.Best = "ema_top1"
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "ema.decay") {
 		t.Errorf("checkpoint.best=ema_top1 without EMA: %v", err)
+	}
+}
+
+// TestEvaluateEMAShadowsOfACheckpoint: `trainer eval --ema` scores the checkpoint's EMA shadows and
+// reproduces the run's own EMA eval, the live weights reproduce the live eval, and the best checkpoint
+// is chosen on the EMA score.
+func TestEvaluateEMAShadowsOfACheckpoint(t *testing.T) {
+	cfg := smallRun(t, "ema")
+	cfg.EMA = EMAConfig{Decay: 0.9, Warmup: true}
+	res, err := Run(cfg, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := Evaluate(cfg, res.Checkpoint, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ema, err := Evaluate(cfg, res.Checkpoint, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live != res.Eval || ema != res.EMAEval || ema == live {
+		t.Errorf("eval of the checkpoint: live %+v (run %+v), EMA %+v (run %+v); want each equal to the run's and different from each other",
+			live, res.Eval, ema, res.EMAEval)
+	}
+	best, err := LoadCheckpoint(filepath.Join(res.Dir, "checkpoints", BestCheckpointName))
+	if err != nil || best.Header.Metric != "ema_top1" || best.Header.Score != res.EMAEval.Top1 {
+		t.Errorf("best checkpoint %+v, %v: want metric ema_top1 scored %g", best, err, res.EMAEval.Top1)
+	}
+	noEMA := smallRun(t, "plain")
+	plain, err := Run(noEMA, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Evaluate(noEMA, plain.Checkpoint, true); err == nil || !strings.Contains(err.Error(), "no EMA shadows") {
+		t.Errorf("--ema on a checkpoint without shadows: %v", err)
 	}
 }

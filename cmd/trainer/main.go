@@ -22,7 +22,7 @@ const usage = `trainer trains image-classification nets with GoMLX.
 
 Usage:
   trainer run CONFIG [--set key=value]... [--resume | --resume-from PATH] [--backend B]
-  trainer eval CONFIG --checkpoint PATH [--set key=value]... [--backend B]
+  trainer eval CONFIG --checkpoint PATH [--ema] [--set key=value]... [--backend B]
   trainer nets [--json]
   trainer verify [--net NAME[,NAME]] [--ops-only | --nets-only] [--check REGEXP] [--coords N] [--backend B] [--json]
   trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
@@ -157,6 +157,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&sets, "set", "override a config key (repeatable)")
 	checkpoint := fs.String("checkpoint", "", "checkpoint file to evaluate (required)")
 	backend := fs.String("backend", "", "backend (overrides the config)")
+	ema := fs.Bool("ema", false, "score the checkpoint's EMA shadows instead of its live weights")
 	positional, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -168,12 +169,16 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := trainer.Evaluate(cfg, *checkpoint)
+	res, err := trainer.Evaluate(cfg, *checkpoint, *ema)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s on %s (%s split, %d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n",
-		*checkpoint, cfg.Data.Source, "test", res.Examples, 100*res.Top1, 100*res.Top5, res.Loss)
+	weights := "live weights"
+	if *ema {
+		weights = "EMA weights"
+	}
+	fmt.Fprintf(stdout, "%s (%s) on %s (%s split, %d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n",
+		*checkpoint, weights, cfg.Data.Source, "test", res.Examples, 100*res.Top1, 100*res.Top5, res.Loss)
 	return nil
 }
 
