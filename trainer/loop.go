@@ -34,6 +34,9 @@ type RunOptions struct {
 	ResumeFrom string    // continue from this checkpoint file
 	Out        io.Writer // progress and summaries; nil means os.Stdout
 	Progress   bool      // redraw one progress line (for terminals) instead of printing log lines
+	// Stop, when closed (the CLI closes it on SIGINT/SIGTERM), ends the run after the optimizer step in
+	// flight: a checkpoint is written and Result.Interrupted is set.
+	Stop <-chan struct{}
 }
 
 // Result summarises a finished run.
@@ -44,6 +47,8 @@ type Result struct {
 	EMAEval    EvalResult // the EMA shadows' score at the last eval (zero without ema.decay)
 	Elapsed    time.Duration
 	Checkpoint string
+	// Interrupted says the run ended early on RunOptions.Stop; Checkpoint then holds its state.
+	Interrupted bool
 }
 
 // EvalResult is the score on the eval split.
@@ -433,6 +438,17 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 					return res, err
 				}
 			}
+			if stopRequested(opts.Stop) && optStep < total {
+				it.Close()
+				bar.done()
+				if res.Checkpoint, err = save(optStep); err != nil {
+					return res, err
+				}
+				res.Step, res.Interrupted, res.Elapsed = optStep, true, time.Since(start)
+				fmt.Fprintf(out, "interrupted after step %d of %d; checkpoint %s\nresume with: trainer run CONFIG --resume\n",
+					optStep, total, res.Checkpoint)
+				return res, nil
+			}
 		}
 		it.Close()
 		if err := it.Err(); err != nil {
@@ -460,6 +476,16 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	res.Elapsed = time.Since(start)
 	fmt.Fprintf(out, "done in %s; checkpoint %s\n", res.Elapsed.Round(time.Second), res.Checkpoint)
 	return res, nil
+}
+
+// stopRequested reports whether stop has been closed, without waiting.
+func stopRequested(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // resumePoint loads the checkpoint to continue from and checks it belongs to this net.

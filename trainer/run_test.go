@@ -184,3 +184,42 @@ func TestEvaluateEMAShadowsOfACheckpoint(t *testing.T) {
 		t.Errorf("--ema on a checkpoint without shadows: %v", err)
 	}
 }
+
+// TestStopCheckpointsAndResumes: a stop request ends the run after the step in flight with a checkpoint
+// of that step, and --resume from it finishes bit-identical to an uninterrupted run.
+func TestStopCheckpointsAndResumes(t *testing.T) {
+	whole := smallRun(t, "whole")
+	resWhole, err := Run(whole, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := smallRun(t, "cut")
+	stop := make(chan struct{})
+	close(stop)
+	var out strings.Builder
+	res, err := Run(cut, RunOptions{Out: &out, Stop: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted || res.Step != 1 || !strings.Contains(out.String(), "--resume") {
+		t.Fatalf("stopped run: interrupted %v at step %d, output %q; want step 1 and how to resume", res.Interrupted, res.Step, out.String())
+	}
+	ckpt, err := LoadCheckpoint(res.Checkpoint)
+	if err != nil || ckpt.Header.Step != 1 {
+		t.Fatalf("stop checkpoint %v: %v", res.Checkpoint, err)
+	}
+	resumed, err := Run(cut, RunOptions{Out: io.Discard, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, errA := LoadCheckpoint(resWhole.Checkpoint)
+	b, errB := LoadCheckpoint(resumed.Checkpoint)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	for name, ta := range a.Tensors {
+		if tb, ok := b.Tensors[name]; !ok || !equalBytes(ta, tb) {
+			t.Errorf("%s differs after stop and resume", name)
+		}
+	}
+}

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/trainer/trainer/graphs"
@@ -143,11 +145,41 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stop, release := stopOnSignal(stderr)
+	defer release()
 	_, err = trainer.Run(cfg, trainer.RunOptions{
 		Resume: *resume, ResumeFrom: *resumeFrom, Out: stdout,
-		Progress: !*noProgress && isTerminal(stdout),
+		Progress: !*noProgress && isTerminal(stdout), Stop: stop,
 	})
 	return err
+}
+
+// stopOnSignal turns the first SIGINT/SIGTERM into a request to finish the step in flight, checkpoint
+// and exit 0; a second one exits at once (checkpoint writes are atomic, so nothing is left half-written).
+func stopOnSignal(stderr io.Writer) (stop <-chan struct{}, release func()) {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	requested := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-signals:
+			fmt.Fprintf(stderr, "\n%v: finishing the current step and writing a checkpoint (again to quit at once)\n", sig)
+			close(requested)
+		case <-done:
+			return
+		}
+		select {
+		case <-signals:
+			fmt.Fprintln(stderr, "second signal: exiting without a final checkpoint")
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return requested, func() {
+		signal.Stop(signals)
+		close(done)
+	}
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
