@@ -1,7 +1,9 @@
 package verify
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -13,104 +15,235 @@ import (
 	"github.com/trainer/trainer/verify/reference"
 )
 
-// stepTol bounds the optimizer checks: the closed form and the graph do the same float64 arithmetic.
+// stepTol bounds the optimizer checks: the closed form and the graph do the same float64 arithmetic,
+// up to the order of a few sums (LAMB's norms, the clip norm).
 const stepTol = 1e-12
+
+// stepLRs are the learning rates of the three steps of every step check: they change at every step
+// (which separates RMSProp's two forms) and are exact in float32, the dtype the loop feeds.
+var stepLRs = []float64{0.0625, 0.03125, 0.09375}
 
 // stepChecks check one train step of the trainer's optimizers: the parameters after each of three
 // steps equal the update law of ARCHITECTURE.md applied to the step's gradient, which is itself
 // compared with central differences of the reference.
 func stepChecks() []Check {
 	const mu, wd = 0.9, 0.01
-	return []Check{
-		sgdStepCheck("sgd_step", trainer.SGD{WeightDecay: wd}),
-		sgdStepCheck("sgd_heavy_ball_step", trainer.SGD{Momentum: mu, WeightDecay: wd}),
-		sgdStepCheck("sgd_nesterov_step", trainer.SGD{Momentum: mu, Nesterov: true, WeightDecay: wd}),
+	checks := []Check{
+		sgdStepCase("sgd_step", trainer.SGD{WeightDecay: wd}).check(),
+		sgdStepCase("sgd_heavy_ball_step", trainer.SGD{Momentum: mu, WeightDecay: wd}).check(),
+		sgdStepCase("sgd_nesterov_step", trainer.SGD{Momentum: mu, Nesterov: true, WeightDecay: wd}).check(),
 	}
+	return append(checks, optimizerStepChecks()...)
+}
+
+// stepVar is one trained variable of the step checks' softmax regression: logits = x·W + Σ vectors,
+// W [in, classes] first, then any number of [classes] vectors (a bias, LAMB's zero tensor).
+type stepVar struct {
+	scope, name string
+	init        gen
+	decay       bool
+}
+
+// stepLaw is the closed form of one optimizer step on the host: the parameters after update t
+// (1-based) at rate lr, from the parameters before and the step's gradient, one slice per variable.
+// It keeps its own slots between calls, so each run needs a fresh one.
+type stepLaw interface {
+	step(theta, grads [][]float64, decay []bool, lr float64, t int) [][]float64
+}
+
+// stepCase is one step check: a graph update (the trainer's code) against a host law (written here).
+type stepCase struct {
+	name string
+	vars []stepVar
+	// host returns the optimizer's runtime scalars for update t (HostScalars); nil when there are none.
+	host func(t int) []float64
+	// update builds the step's update in the graph, as trainer/step.go does.
+	update func(ctx *context.Context, vars []*context.Variable, grads []*Node, decay []bool, lr *Node, host ...*Node)
+	// newLaw makes a fresh closed form. exercised, when set, reads the law after the run: a note on what
+	// the steps went through, and false when they missed what the check is about (the update row then
+	// fails). A law of another type (a test's wrong law) is not inspected.
+	newLaw    func() stepLaw
+	exercised func(law stepLaw) (note string, ok bool)
+}
+
+// regressionVars are fc/weight (decayed) and fc/bias (the no-decay group), then extra [classes] vectors.
+func regressionVars(extra ...stepVar) []stepVar {
+	return append([]stepVar{
+		{scope: "/model/fc", name: "weight", init: normal(0.5), decay: true},
+		{scope: "/model/fc", name: "bias", init: normal(0.5), decay: false},
+	}, extra...)
+}
+
+func (c stepCase) check() Check {
+	return Check{Name: c.name, Run: c.run}
+}
+
+// run trains the softmax regression for len(stepLRs) steps and returns the /grad and /update rows.
+func (c stepCase) run(backend backends.Backend) []Result {
+	const batch, in, classes = 5, 4, 3
+	name := c.name
+	rng := rand.New(rand.NewPCG(seed(name), 7))
+	x := reference.FromData(normal(1)(rng, []int{batch, in}), batch, in)
+	lab := labels(classes)(rng, []int{batch})
+	labInts := make([]int, batch)
+	for i, v := range lab {
+		labInts[i] = int(v)
+	}
+
+	ctx := context.New()
+	vars := make([]*context.Variable, len(c.vars))
+	decay := make([]bool, len(c.vars))
+	parts := []string{fmt.Sprintf("x %dx%d", batch, in)}
+	for i, sv := range c.vars {
+		dims := []int{classes}
+		if i == 0 {
+			dims = []int{in, classes}
+		}
+		vars[i] = ctx.InAbsPath(sv.scope).VariableWithValue(sv.name, tensors.FromFlatDataAndDimensions(sv.init(rng, dims), dims...))
+		decay[i] = sv.decay
+		group := "decayed"
+		if !sv.decay {
+			group = "not decayed"
+		}
+		parts = append(parts, fmt.Sprintf("%s/%s %s (%s)", strings.TrimPrefix(sv.scope, "/model/"), sv.name, dimsString(dims), group))
+	}
+	shapes := strings.Join(parts, ", ")
+	nHost := 0
+	if c.host != nil {
+		nHost = len(c.host(1))
+	}
+
+	exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, inputs []*Node) []*Node {
+		xs, labels, lr := inputs[0], inputs[1], inputs[2]
+		g := xs.Graph()
+		logits := Dot(xs, vars[0].ValueGraph(g))
+		nodes := []*Node{vars[0].ValueGraph(g)}
+		for _, v := range vars[1:] {
+			logits = Add(logits, InsertAxes(v.ValueGraph(g), 0))
+			nodes = append(nodes, v.ValueGraph(g))
+		}
+		loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
+		grads := Gradient(loss, nodes...)
+		c.update(ctx, vars, grads, decay, lr, inputs[3:]...)
+		return grads
+	})
+	if err != nil {
+		return []Result{failed(name, shapes, err)}
+	}
+	defer exec.Finalize()
+
+	law := c.newLaw()
+	var gradAbs, gradRel, stepAbs, stepRel float64
+	for step, lr := range stepLRs {
+		t := step + 1
+		theta := make([][]float64, len(vars))
+		var flat []float64
+		for i, v := range vars {
+			theta[i] = tensors.MustCopyFlatData[float64](v.MustValue())
+			flat = append(flat, theta[i]...)
+		}
+		// Runtime scalars go in as float32, as trainer/step.go feeds them.
+		args := []any{hostTensor(x, dtypes.Float64, false), hostTensor(reference.FromData(lab, batch), dtypes.Float64, true), float32(lr)}
+		if c.host != nil {
+			host := c.host(t)
+			if len(host) != nHost {
+				return []Result{failed(name, shapes, fmt.Errorf("update %d has %d host scalars, update 1 had %d", t, len(host), nHost))}
+			}
+			for _, h := range host {
+				args = append(args, float32(h))
+			}
+		}
+		outs, err := exec.Exec(args...)
+		if err != nil {
+			return []Result{failed(name, shapes, err)}
+		}
+		// The step's gradient against the reference.
+		loss := func(p []float64) float64 {
+			w := reference.FromData(p[:in*classes], in, classes)
+			bias := make([]float64, classes)
+			for off := in * classes; off < len(p); off += classes {
+				for j := range bias {
+					bias[j] += p[off+j]
+				}
+			}
+			return reference.SoftmaxCrossEntropy(reference.Dense(x, w, bias), labInts, 0)
+		}
+		fd := reference.CentralDiffRichardson(loss, flat, fdStep)
+		grads := make([][]float64, len(outs))
+		var graphGrad []float64
+		for i, o := range outs {
+			grads[i] = tensors.MustCopyFlatData[float64](o)
+			graphGrad = append(graphGrad, grads[i]...)
+		}
+		a, r := reference.Errors(graphGrad, fd)
+		gradAbs, gradRel = max(gradAbs, a), max(gradRel, r)
+		// The update law applied to that gradient.
+		want := law.step(theta, grads, decay, lr, t)
+		for i, v := range vars {
+			a, r := reference.Errors(tensors.MustCopyFlatData[float64](v.MustValue()), want[i])
+			stepAbs, stepRel = max(stepAbs, a), max(stepRel, r)
+		}
+	}
+	update := within(name+"/update", shapes, stepAbs, stepRel, stepTol)
+	if c.exercised != nil {
+		note, ok := c.exercised(law)
+		update.Note = note
+		update.Pass = update.Pass && ok
+	}
+	return []Result{within(name+"/grad", shapes, gradAbs, gradRel, gradTol), update}
+}
+
+// f32 rounds a host scalar as the graph receives it.
+func f32(v float64) float64 { return float64(float32(v)) }
+
+// zeros returns zero slots shaped like theta.
+func zeros(theta [][]float64) [][]float64 {
+	out := make([][]float64, len(theta))
+	for i := range theta {
+		out[i] = make([]float64, len(theta[i]))
+	}
+	return out
 }
 
 // sgdLaw is the closed form: g = ∇ + wd·θ (decayed variables only); v' = μv + g; heavy ball
 // θ' = θ − lr·v'; Nesterov θ' = θ − lr·(g + μv'); without momentum θ' = θ − lr·g.
-func sgdLaw(o trainer.SGD, theta, velocity, grad []float64, decay bool, lr float64) (newTheta, newVelocity []float64) {
-	newTheta = make([]float64, len(theta))
-	newVelocity = make([]float64, len(theta))
-	for i := range theta {
-		g := grad[i]
-		if decay {
-			g += o.WeightDecay * theta[i]
-		}
-		step := g
-		if o.Momentum > 0 {
-			newVelocity[i] = o.Momentum*velocity[i] + g
-			step = newVelocity[i]
-			if o.Nesterov {
-				step = g + o.Momentum*newVelocity[i]
-			}
-		}
-		newTheta[i] = theta[i] - lr*step
-	}
-	return newTheta, newVelocity
+type sgdLaw struct {
+	momentum, wd float64
+	nesterov     bool
+	velocity     [][]float64
 }
 
-// sgdStepCheck trains a softmax regression (weight decayed, bias not) for three steps.
-func sgdStepCheck(name string, opt trainer.SGD) Check {
-	return Check{Name: name, Run: func(backend backends.Backend) []Result {
-		const batch, in, classes, steps = 5, 4, 3, 3
-		const lr = 0.0625 // exact in float32, the dtype the loop feeds
-		rng := rand.New(rand.NewPCG(seed(name), 7))
-		x := reference.FromData(normal(1)(rng, []int{batch, in}), batch, in)
-		lab := labels(classes)(rng, []int{batch})
-		labInts := make([]int, batch)
-		for i, v := range lab {
-			labInts[i] = int(v)
+func (l *sgdLaw) step(theta, grads [][]float64, decay []bool, lr float64, _ int) [][]float64 {
+	if l.velocity == nil {
+		l.velocity = zeros(theta)
+	}
+	out := zeros(theta)
+	for i := range theta {
+		for j, th := range theta[i] {
+			g := grads[i][j]
+			if decay[i] {
+				g += l.wd * th
+			}
+			step := g
+			if l.momentum > 0 {
+				l.velocity[i][j] = l.momentum*l.velocity[i][j] + g
+				step = l.velocity[i][j]
+				if l.nesterov {
+					step = g + l.momentum*l.velocity[i][j]
+				}
+			}
+			out[i][j] = th - lr*step
 		}
-		shapes := "x 5x4, fc/weight 4x3 (decayed), fc/bias 3 (not decayed)"
+	}
+	return out
+}
 
-		ctx := context.New()
-		w := ctx.InAbsPath("/model/fc").VariableWithValue("weight", tensors.FromFlatDataAndDimensions(normal(0.5)(rng, []int{in, classes}), in, classes))
-		b := ctx.InAbsPath("/model/fc").VariableWithValue("bias", tensors.FromFlatDataAndDimensions(normal(0.5)(rng, []int{classes}), classes))
-		vars := []*context.Variable{w, b}
-		decay := []bool{true, false}
-		exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, x, labels, lr *Node) []*Node {
-			g := x.Graph()
-			logits := Add(Dot(x, w.ValueGraph(g)), InsertAxes(b.ValueGraph(g), 0))
-			loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
-			grads := Gradient(loss, w.ValueGraph(g), b.ValueGraph(g))
-			opt.Update(ctx, vars, grads, decay, lr)
-			return grads
-		})
-		if err != nil {
-			return []Result{failed(name, shapes, err)}
-		}
-		defer exec.Finalize()
-
-		velocity := [][]float64{make([]float64, in*classes), make([]float64, classes)}
-		var gradAbs, gradRel, stepAbs, stepRel float64
-		for range steps {
-			theta := [][]float64{tensors.MustCopyFlatData[float64](w.MustValue()), tensors.MustCopyFlatData[float64](b.MustValue())}
-			outs, err := exec.Exec(hostTensor(x, dtypes.Float64, false), hostTensor(reference.FromData(lab, batch), dtypes.Float64, true), float32(lr))
-			if err != nil {
-				return []Result{failed(name, shapes, err)}
-			}
-			// The step's gradient against the reference.
-			loss := func(wb []float64) float64 {
-				wt := reference.FromData(wb[:in*classes], in, classes)
-				return reference.SoftmaxCrossEntropy(reference.Dense(x, wt, wb[in*classes:]), labInts, 0)
-			}
-			fd := reference.CentralDiffRichardson(loss, append(append([]float64(nil), theta[0]...), theta[1]...), fdStep)
-			graphGrad := append(tensors.MustCopyFlatData[float64](outs[0]), tensors.MustCopyFlatData[float64](outs[1])...)
-			a, r := reference.Errors(graphGrad, fd)
-			gradAbs, gradRel = max(gradAbs, a), max(gradRel, r)
-			// The update law applied to that gradient.
-			for i, v := range vars {
-				wantTheta, wantVel := sgdLaw(opt, theta[i], velocity[i], tensors.MustCopyFlatData[float64](outs[i]), decay[i], lr)
-				a, r := reference.Errors(tensors.MustCopyFlatData[float64](v.MustValue()), wantTheta)
-				stepAbs, stepRel = max(stepAbs, a), max(stepRel, r)
-				velocity[i] = wantVel
-			}
-		}
-		return []Result{
-			within(name+"/grad", shapes, gradAbs, gradRel, gradTol),
-			within(name+"/update", shapes, stepAbs, stepRel, stepTol),
-		}
-	}}
+// sgdStepCase trains the softmax regression (weight decayed, bias not) with trainer.SGD.
+func sgdStepCase(name string, opt trainer.SGD) stepCase {
+	return stepCase{
+		name:   name,
+		vars:   regressionVars(),
+		update: opt.Update,
+		newLaw: func() stepLaw { return &sgdLaw{momentum: opt.Momentum, wd: opt.WeightDecay, nesterov: opt.Nesterov} },
+	}
 }
