@@ -4,27 +4,16 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/trainer/trainer/pjrt"
 )
 
 // Helpers shared by the ConvNeXt and ViT tests (prefixed netCheck to stay clear of other families' tests).
-
-var netCheckBackend = sync.OnceValue(func() backends.Backend {
-	backend, err := pjrt.NewGoBackend("")
-	if err != nil {
-		panic(err)
-	}
-	return backend
-})
 
 // netCheckData is a tiny generated batch: images [n, size, size, 3] in the given dtype, labels int32.
 func netCheckData(seed uint64, n, size, classes int, dtype dtypes.DType) (*tensors.Tensor, *tensors.Tensor) {
@@ -64,7 +53,7 @@ func netCheckLoss(logits, labels *Node) *Node {
 // netCheckLogits runs the net once on images and returns its logits as float64, with their shape.
 func netCheckLogits(t *testing.T, build BuildFn, opts Options, train bool, images *tensors.Tensor) ([]float64, []int) {
 	t.Helper()
-	exec, err := context.NewExec(netCheckBackend(), netCheckContext(), func(ctx *context.Context, x *Node) *Node {
+	exec, err := context.NewExec(testBackend(), netCheckContext(), func(ctx *context.Context, x *Node) *Node {
 		return ConvertDType(build(ctx.In(ModelScope), x, train, opts), dtypes.Float64)
 	})
 	if err != nil {
@@ -85,7 +74,7 @@ func netCheckSGD(t *testing.T, build BuildFn, opts Options, images, labels *tens
 	t.Helper()
 	var names []string
 	ctx := netCheckContext()
-	exec, err := context.NewExec(netCheckBackend(), ctx, func(ctx *context.Context, x, y *Node) []*Node {
+	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x, y *Node) []*Node {
 		g := x.Graph()
 		loss := netCheckLoss(build(ctx.In(ModelScope), x, true, opts), y)
 		var vars []*context.Variable
@@ -164,7 +153,7 @@ func netCheckGradients(t *testing.T, build BuildFn, opts Options, size int) {
 	images, labels := netCheckData(5, 2, size, 10, dtypes.Float64)
 	ctx := netCheckContext()
 	var vars []*context.Variable
-	gradExec, err := context.NewExec(netCheckBackend(), ctx, func(ctx *context.Context, x, y *Node) []*Node {
+	gradExec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x, y *Node) []*Node {
 		g := x.Graph()
 		loss := netCheckLoss(build(ctx.In(ModelScope), x, false, opts), y)
 		vars = vars[:0]
@@ -185,7 +174,7 @@ func netCheckGradients(t *testing.T, build BuildFn, opts Options, size int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lossExec, err := context.NewExec(netCheckBackend(), ctx.Reuse(), func(ctx *context.Context, x, y *Node) *Node {
+	lossExec, err := context.NewExec(testBackend(), ctx.Reuse(), func(ctx *context.Context, x, y *Node) *Node {
 		return netCheckLoss(build(ctx.In(ModelScope), x, false, opts), y)
 	})
 	if err != nil {
@@ -340,7 +329,7 @@ func netCheckVariables(t *testing.T, spec Spec, opts Options, size int) (ctx *co
 		}
 	}()
 	ctx = context.New()
-	g := NewGraph(netCheckBackend(), "variables")
+	g := NewGraph(testBackend(), "variables")
 	defer g.Finalize()
 	spec.Build(ctx.In(ModelScope), Parameter(g, "x", netCheckImages(1, size)), false, opts)
 	return ctx
@@ -366,7 +355,7 @@ func TestConvNeXtTinySummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Summarize(netCheckBackend(), spec, Options{})
+	sum, err := Summarize(testBackend(), spec, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +379,7 @@ func TestConvNeXtTinySummary(t *testing.T) {
 	}
 	t.Logf("convnext_tiny: %d parameters, %.3f GMACs", sum.Parameters, float64(macs)/1e9)
 
-	sum, err = Summarize(netCheckBackend(), spec, Options{NumClasses: 10, Width: 0.25})
+	sum, err = Summarize(testBackend(), spec, Options{NumClasses: 10, Width: 0.25})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +480,7 @@ func TestConvNeXtInitialisation(t *testing.T) {
 	// torchvision: trunc_normal(0.02) conv/linear weights, zero biases, layer_scale 1e-6, LN ones/zeros.
 	spec, _ := Get("convnext_tiny")
 	ctx := context.New()
-	exec, err := context.NewExec(netCheckBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
+	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
 		return spec.Build(ctx.In(ModelScope), x, false, Options{Width: 0.25, NumClasses: 10, Seed: 1})
 	})
 	if err != nil {
@@ -535,9 +524,15 @@ func TestConvNeXtInitialisation(t *testing.T) {
 }
 
 func TestConvNeXtForwardShapeAndPrecisions(t *testing.T) {
+	netCheckPrecisions(t, "convnext_tiny", Options{Width: 1.0 / 12, NumClasses: 10, Seed: 3})
+}
+
+// netCheckPrecisions builds a net at 32 px for 10 classes and checks float32 and bfloat16 logits have
+// the right shape and agree within bfloat16's precision.
+func netCheckPrecisions(t *testing.T, name string, opts Options) {
+	t.Helper()
 	images, _ := netCheckData(2, 2, 32, 10, dtypes.Float32)
-	spec, _ := Get("convnext_tiny")
-	opts := Options{Width: 1.0 / 12, NumClasses: 10, Seed: 3}
+	spec, _ := Get(name)
 	f32, dims := netCheckLogits(t, spec.Build, opts, false, images)
 	if !equalInts(dims, []int{2, 10}) {
 		t.Fatalf("logits shape %v, want [2 10]", dims)

@@ -9,28 +9,16 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-
-	"github.com/trainer/trainer/pjrt"
 )
 
 var mobileNets = []string{"mobilenet_v2", "efficientnet_b0", "mobilenetv4_conv_medium"}
-
-var mobileBackend = sync.OnceValue(func() backends.Backend {
-	backend, err := pjrt.NewGoBackend("")
-	if err != nil {
-		panic(err)
-	}
-	return backend
-})
 
 // mobileGraphOnly builds the net's graph (nothing runs) in a fresh context under ModelScope and returns
 // the context.
@@ -41,7 +29,7 @@ func mobileGraphOnly(t *testing.T, name string, opts Options, size int) *context
 		t.Fatal(err)
 	}
 	ctx := context.New()
-	g := NewGraph(mobileBackend(), "shapes_"+name)
+	g := NewGraph(testBackend(), "shapes_"+name)
 	defer g.Finalize()
 	images := Parameter(g, "images", shapes.Make(dtypes.Float32, 1, size, size, 3))
 	logits := spec.Build(ctx.In(ModelScope), images, false, opts)
@@ -146,7 +134,7 @@ func TestMobileFamilySummaries(t *testing.T) {
 			continue
 		}
 		spec, _ := Get(ref.name)
-		sum, err := Summarize(mobileBackend(), spec, Options{})
+		sum, err := Summarize(testBackend(), spec, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +254,7 @@ func TestMobileFamilyInitialisation(t *testing.T) {
 	}
 	for _, name := range mobileNets {
 		ctx := mobileGraphOnly(t, name, Options{Seed: 1}, 32)
-		if err := ctx.InitializeVariables(mobileBackend(), nil); err != nil {
+		if err := ctx.InitializeVariables(testBackend(), nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range cases[name] {
@@ -421,11 +409,11 @@ func TestMobileFamilyMatchesReferenceForward(t *testing.T) {
 					opts.Padding = PadSame
 				}
 				ctx := context.New()
-				g := NewGraph(mobileBackend(), "variables")
+				g := NewGraph(testBackend(), "variables")
 				spec.Build(ctx.In(ModelScope), Parameter(g, "images", shapes.Make(dtypes.Float64, 2, 64, 64, 3)), train, opts)
 				g.Finalize()
 				mobileSetClosedFormWeights(t, ctx)
-				exec, err := context.NewExec(mobileBackend(), ctx.Reuse(), func(ctx *context.Context, images *Node) *Node {
+				exec, err := context.NewExec(testBackend(), ctx.Reuse(), func(ctx *context.Context, images *Node) *Node {
 					return spec.Build(ctx.In(ModelScope), images, train, opts)
 				})
 				if err != nil {
@@ -509,7 +497,7 @@ func mobileTrain(t *testing.T, name string, opts Options, size, steps int, step 
 		t.Fatal(err)
 	}
 	ctx := context.New()
-	exec, err := context.NewExec(mobileBackend(), ctx, func(ctx *context.Context, images, labels *Node) []*Node {
+	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, images, labels *Node) []*Node {
 		g := images.Graph()
 		logits := spec.Build(ctx.In(ModelScope), images, true, opts)
 		loss := mobileLoss(logits, labels)
@@ -598,7 +586,7 @@ func TestMobileFamilyGradientsMatchFiniteDifferences(t *testing.T) {
 			opts := Options{Width: 0.25, NumClasses: 10, DropoutRate: &zero, DropPathRate: &zero, Precision: "float64"}
 			ctx := context.New()
 			var vars []*context.Variable
-			exec, err := context.NewExec(mobileBackend(), ctx, func(ctx *context.Context, images, labels *Node) []*Node {
+			exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, images, labels *Node) []*Node {
 				loss := mobileLoss(spec.Build(ctx.In(ModelScope), images, true, opts), labels)
 				var values []*Node
 				vars, values = mobileTrainableValues(ctx, images.Graph())
@@ -653,7 +641,7 @@ func TestMobileFamilyGradientsMatchFiniteDifferences(t *testing.T) {
 func mobileForward(t *testing.T, ctx *context.Context, name string, opts Options, train bool) *tensors.Tensor {
 	t.Helper()
 	spec, _ := Get(name)
-	exec, err := context.NewExec(mobileBackend(), ctx, func(ctx *context.Context, images *Node) *Node {
+	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, images *Node) *Node {
 		return spec.Build(ctx.In(ModelScope), images, train, opts)
 	})
 	if err != nil {
@@ -730,7 +718,7 @@ func mobileCosine(a, b []float64) float64 {
 func TestMobileFamilyRefusesValidPadding(t *testing.T) {
 	for _, name := range mobileNets {
 		spec, _ := Get(name)
-		if _, err := Summarize(mobileBackend(), spec, Options{Padding: PadValid, Width: 0.25}); err == nil ||
+		if _, err := Summarize(testBackend(), spec, Options{Padding: PadValid, Width: 0.25}); err == nil ||
 			!strings.Contains(err.Error(), "valid") {
 			t.Errorf("%s: Padding valid should be refused with a clear error, got %v", name, err)
 		}

@@ -13,33 +13,20 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-
-	"github.com/trainer/trainer/pjrt"
 )
 
 // The reference numbers below come from PyTorch 1.13 / torchvision 0.14 on this machine:
 // sum(p.numel() for p in m.parameters()); multiply-accumulates of every Conv2d (out_h·out_w·out_c·in_c/groups·kh·kw)
 // and Linear (in·out) through forward hooks; and the state_dict fingerprint: sha256 of the sorted lines
 // "<key> <torch shape joined by x>" without num_batches_tracked, first 16 hex digits (see netFingerprint).
-
-// netBackend is the completed pure-Go backend the net tests run on.
-var netBackend = sync.OnceValue(func() backends.Backend {
-	backend, err := pjrt.NewGoBackend("")
-	if err != nil {
-		panic(err)
-	}
-	return backend
-})
 
 // netInfo is what building a net's graph (nothing runs) tells about it.
 type netInfo struct {
@@ -57,7 +44,7 @@ func inspectNet(t *testing.T, spec Spec, opts Options, size int) netInfo {
 	var stats Stats
 	opts.Stats = &stats
 	ctx := context.New()
-	g := NewGraph(netBackend(), "inspect_"+spec.Name)
+	g := NewGraph(testBackend(), "inspect_"+spec.Name)
 	defer g.Finalize()
 	images := Parameter(g, "images", shapes.Make(dtypes.Float32, 1, size, size, spec.InputShape[2]))
 	logits := spec.Build(ctx.In(ModelScope), images, false, opts)
@@ -137,7 +124,7 @@ func checkNetAgainstRef(t *testing.T, name string, ref netRef) {
 	if len(info.logits) != 2 || info.logits[1] != ref.classes {
 		t.Errorf("%s: logits %v, want [1 %d]", name, info.logits, ref.classes)
 	}
-	sum, err := Summarize(netBackend(), spec, Options{})
+	sum, err := Summarize(testBackend(), spec, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +153,7 @@ func TestResNet50AtRSBTrainSize(t *testing.T) {
 	if info.trainable != 25557032 || info.macs != 2087321600 {
 		t.Errorf("resnet50 at 160 px: %d parameters (want 25557032), %d MACs (torch: 2087321600)", info.trainable, info.macs)
 	}
-	if sum, err := Summarize(netBackend(), spec, Options{ImageSize: 160}); err != nil || sum.ForwardFLOPs != 2*2087321600 {
+	if sum, err := Summarize(testBackend(), spec, Options{ImageSize: 160}); err != nil || sum.ForwardFLOPs != 2*2087321600 {
 		t.Errorf("Summarize of resnet50 at ImageSize 160: %d FLOPs, want %d (err %v)", sum.ForwardFLOPs, 2*2087321600, err)
 	}
 	// Under XLA's SAME phase the even sizes keep the same output sizes, so the cost is unchanged.
@@ -205,7 +192,7 @@ func TestResNetNoWeightDecayGroup(t *testing.T) {
 
 func TestResNetValidPaddingIsRejected(t *testing.T) {
 	spec, _ := Get("resnet34")
-	if _, err := Summarize(netBackend(), spec, Options{Padding: PadValid, Width: 1.0 / 16}); err == nil ||
+	if _, err := Summarize(testBackend(), spec, Options{Padding: PadValid, Width: 1.0 / 16}); err == nil ||
 		!strings.Contains(err.Error(), "valid") {
 		t.Errorf("Padding valid should be refused with a clear error, got %v", err)
 	}
@@ -254,7 +241,7 @@ type trainRun struct {
 func trainSteps(t *testing.T, spec Spec, opts Options, images, labels *tensors.Tensor, steps int, lr float64) trainRun {
 	t.Helper()
 	run := trainRun{ctx: context.New()}
-	exec, err := context.NewExec(netBackend(), run.ctx.Checked(false), func(ctx *context.Context, x, y *Node) []*Node {
+	exec, err := context.NewExec(testBackend(), run.ctx.Checked(false), func(ctx *context.Context, x, y *Node) []*Node {
 		g := x.Graph()
 		logits := spec.Build(ctx.In(ModelScope), x, true, opts)
 		loss := crossEntropy(logits, y)
@@ -374,7 +361,7 @@ func checkBatchNormModes(t *testing.T, name string, opts Options, batch, size in
 	images, _ := tinyDataset(batch, size, spec.InputShape[2], 10)
 	ctx := context.New()
 	forward := func(train bool) []float64 {
-		e, err := context.NewExec(netBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) *Node {
+		e, err := context.NewExec(testBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) *Node {
 			return ConvertDType(spec.Build(ctx.In(ModelScope), x, train, opts), dtypes.Float64)
 		})
 		if err != nil {
@@ -399,7 +386,7 @@ func checkBatchNormModes(t *testing.T, name string, opts Options, batch, size in
 
 	// Pre-BN activations at the initial weights (training does not change weights here).
 	pre := func() []float64 {
-		e, err := context.NewExec(netBackend(), ctx.Reuse(), func(ctx *context.Context, x *Node) *Node {
+		e, err := context.NewExec(testBackend(), ctx.Reuse(), func(ctx *context.Context, x *Node) *Node {
 			return ConvertDType(preBN(ctx.In(ModelScope), x), dtypes.Float64)
 		})
 		if err != nil {
@@ -513,7 +500,7 @@ func TestResNetBatchNormModes(t *testing.T) {
 // evalLogits runs one eval forward pass of a fresh net and returns its logits as float64.
 func evalLogits(t *testing.T, spec Spec, opts Options, images *tensors.Tensor) []float64 {
 	t.Helper()
-	e, err := context.NewExec(netBackend(), context.New(), func(ctx *context.Context, x *Node) *Node {
+	e, err := context.NewExec(testBackend(), context.New(), func(ctx *context.Context, x *Node) *Node {
 		out := spec.Build(ctx.In(ModelScope), x, false, opts)
 		if out.DType() != opts.ParamDType() {
 			panic(fmt.Sprintf("logits are %s, want %s", out.DType(), opts.ParamDType()))
@@ -686,7 +673,7 @@ func checkAgainstTorch(t *testing.T, name string, opts Options, batch, size int)
 
 	ctx := context.New()
 	forward := func(train bool) []float64 {
-		e, err := context.NewExec(netBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) *Node {
+		e, err := context.NewExec(testBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) *Node {
 			return spec.Build(ctx.In(ModelScope), x, train, opts)
 		})
 		if err != nil {
@@ -703,7 +690,7 @@ func checkAgainstTorch(t *testing.T, name string, opts Options, batch, size int)
 	// state_dict key), the norm and the sum of the cross-entropy gradient.
 	trainPass := func() ([]float64, map[string][2]float64) {
 		var keys []string
-		e, err := context.NewExec(netBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) []*Node {
+		e, err := context.NewExec(testBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) []*Node {
 			logits := spec.Build(ctx.In(ModelScope), x, true, opts)
 			loss := crossEntropy(logits, Const(x.Graph(), labels))
 			var values []*Node

@@ -35,7 +35,7 @@ func TestViTTinySummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Summarize(netCheckBackend(), spec, Options{})
+	sum, err := Summarize(testBackend(), spec, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestViTTinySummary(t *testing.T) {
 	t.Logf("vit_tiny: %d parameters, %.3f GMACs", sum.Parameters, float64(macs)/1e9)
 
 	// Width 2 is ViT-S/16's shape (6 heads of 64, dim 384): timm vit_small_patch16_224 has 22,050,664.
-	sum, err = Summarize(netCheckBackend(), spec, Options{Width: 2})
+	sum, err = Summarize(testBackend(), spec, Options{Width: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestViTNamesAndDecayGroup(t *testing.T) {
 func TestViTInitialisation(t *testing.T) {
 	spec, _ := Get("vit_tiny")
 	ctx := context.New()
-	exec, err := context.NewExec(netCheckBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
+	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
 		return spec.Build(ctx.In(ModelScope), x, false, Options{NumClasses: 10, ImageSize: 32, Seed: 1})
 	})
 	if err != nil {
@@ -175,24 +175,7 @@ func TestViTInitialisation(t *testing.T) {
 }
 
 func TestViTForwardShapeAndPrecisions(t *testing.T) {
-	images, _ := netCheckData(2, 2, 32, 10, dtypes.Float32)
-	spec, _ := Get("vit_tiny")
-	opts := Options{Width: 1.0 / 3, NumClasses: 10, ImageSize: 32, Seed: 3}
-	f32, dims := netCheckLogits(t, spec.Build, opts, false, images)
-	if !equalInts(dims, []int{2, 10}) {
-		t.Fatalf("logits shape %v, want [2 10]", dims)
-	}
-	opts.Precision = "bfloat16"
-	bf16, dims := netCheckLogits(t, spec.Build, opts, false, images)
-	if !equalInts(dims, []int{2, 10}) {
-		t.Fatalf("bfloat16 logits shape %v, want [2 10]", dims)
-	}
-	scale := netCheckMaxDiff(f32, make([]float64, len(f32)))
-	d := netCheckMaxDiff(f32, bf16)
-	if scale == 0 || d > 0.05*scale+1e-3 || math.IsNaN(d) {
-		t.Errorf("bfloat16 logits differ from float32 by %g (logits up to %g)", d, scale)
-	}
-	t.Logf("bfloat16 vs float32: max logit difference %.3g (max |logit| %.3g)", d, scale)
+	netCheckPrecisions(t, "vit_tiny", Options{Width: 1.0 / 3, NumClasses: 10, ImageSize: 32, Seed: 3})
 }
 
 func TestViTRejectsAnInputOfAnotherSize(t *testing.T) {
@@ -203,7 +186,7 @@ func TestViTRejectsAnInputOfAnotherSize(t *testing.T) {
 			t.Errorf("a 32 px input with ImageSize 64 should panic naming the sizes, got %v", r)
 		}
 	}()
-	g := NewGraph(netCheckBackend(), "size")
+	g := NewGraph(testBackend(), "size")
 	defer g.Finalize()
 	spec.Build(context.New(), Parameter(g, "x", netCheckImages(1, 32)), false, Options{ImageSize: 64})
 }

@@ -3,14 +3,10 @@ package graphs
 import (
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
-
-	"github.com/gomlx/gomlx/backends"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/trainer/trainer/pjrt"
 )
 
 func randomTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
@@ -40,16 +36,6 @@ func gradsWith(t *testing.T, vjp VJP, kind NodeType, build func(l, r *Node) *Nod
 	outs := exec.MustExec(lhs, rhs)
 	return [][]float64{tensors.MustCopyFlatData[float64](outs[0]), tensors.MustCopyFlatData[float64](outs[1])}
 }
-
-// testBackend is the pure-Go backend with the project's added ops (Pad, Reverse, SelectAndScatter,
-// im2col convolution), which conv and pool gradients need.
-var testBackend = sync.OnceValue(func() backends.Backend {
-	backend, err := pjrt.NewGoBackend("")
-	if err != nil {
-		panic(err)
-	}
-	return backend
-})
 
 func TestDotGeneralGradientMatchesStock(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
