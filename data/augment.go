@@ -24,6 +24,9 @@ type Transform struct {
 	HFlip float64
 	// CropPct is the eval center crop's fraction of the resized shorter side; 0 means 1.
 	CropPct float64
+	// Erasing is applied in training after normalisation (the loader calls it), drawing from the
+	// same per-example generator after the crop and flip.
+	Erasing RandomErasing
 }
 
 // Validate checks the ranges.
@@ -41,6 +44,9 @@ func (t Transform) Validate() error {
 		return fmt.Errorf("transform: hflip probability %g, want [0, 1]", t.HFlip)
 	case t.CropPct < 0 || t.CropPct > 1:
 		return fmt.Errorf("transform: crop_pct %g, want (0, 1]", t.CropPct)
+	}
+	if err := t.Erasing.Validate(); err != nil {
+		return fmt.Errorf("transform: %w", err)
 	}
 	return nil
 }

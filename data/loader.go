@@ -31,6 +31,9 @@ type LoaderOptions struct {
 	// Transform decodes and resizes each example to Size×Size (with the training augmentation when
 	// Train is set). Nil uses the stored pixels as they are: the source must then have a FixedShape.
 	Transform *Transform
+	// Mixup, when set, mixes each batch once it is decoded and gives it soft Targets; its generator
+	// is seeded by (Seed, epoch, step, Replica).
+	Mixup *Mixup
 }
 
 // Batch is one batch of decoded examples. Its slices always have BatchSize rows; only the first Size
@@ -41,6 +44,9 @@ type Batch struct {
 	Labels      []int32   // BatchSize
 	Size        int       // number of real examples
 	Indices     []int     // source indices of the Size real examples
+	// Targets are the soft targets (BatchSize×NumClasses) when the loader mixes (LoaderOptions.Mixup),
+	// else nil; Labels still hold each row's own label.
+	Targets []float32
 }
 
 // Loader cuts a Source into batches in a seeded order that is a pure function of (Seed, epoch), so
@@ -103,6 +109,14 @@ func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 		l.h, l.w, l.c = t.Size, t.Size, t.channels()
 	} else if fs, ok := src.(FixedShape); ok {
 		l.h, l.w, l.c = fs.Shape()
+	}
+	if m := opts.Mixup; m != nil {
+		if err := m.Validate(); err != nil {
+			return nil, fmt.Errorf("data: NewLoader: %w", err)
+		}
+		if src.NumClasses() > m.NumClasses {
+			return nil, fmt.Errorf("data: NewLoader: mixup over %d classes, the source has %d", m.NumClasses, src.NumClasses())
+		}
 	}
 	if l.h < 1 || l.w < 1 || l.c < 1 {
 		return nil, fmt.Errorf("data: NewLoader: the source's images have no fixed size: give a Transform")
@@ -182,11 +196,38 @@ func (l *Loader) span(step int) (base, size int) {
 // Batch returns batch step of epoch, decoded into fresh slices on the calling goroutine. It panics
 // if step is outside [0, StepsPerEpoch()).
 func (l *Loader) Batch(epoch, step int) (Batch, error) {
-	bs := l.opts.BatchSize
-	b := Batch{Images: make([]float32, bs*l.ImageSize()), Labels: make([]int32, bs), Indices: make([]int, 0, bs)}
+	b := l.newBatch()
 	l.setup(&b, epoch, step)
 	err := l.fill(&b, l.Order(epoch), 0, b.Size, &augScratch{})
+	if err == nil {
+		l.mix(&b)
+	}
 	return b, err
+}
+
+// newBatch allocates the buffers of one batch.
+func (l *Loader) newBatch() Batch {
+	bs := l.opts.BatchSize
+	b := Batch{Images: make([]float32, bs*l.ImageSize()), Labels: make([]int32, bs), Indices: make([]int, 0, bs)}
+	if m := l.opts.Mixup; m != nil {
+		b.Targets = make([]float32, bs*m.NumClasses)
+	}
+	return b
+}
+
+// mix applies the batch-level mixup or cutmix to b's real rows, once all of them are decoded.
+func (l *Loader) mix(b *Batch) {
+	m := l.opts.Mixup
+	if m == nil {
+		return
+	}
+	clear(b.Targets)
+	if b.Size == 0 {
+		return
+	}
+	var rng rand.PCG
+	mixRNG(&rng, l.opts.Seed, b.Epoch, b.Step, l.opts.Replica)
+	m.Apply(m.Params(l.h, l.w, &rng), b.Images, b.Labels, b.Size, l.h, l.w, l.c, b.Targets)
 }
 
 // setup fills b's metadata for (epoch, step) and zeroes its padding rows.
@@ -237,7 +278,8 @@ func (l *Loader) decode(sc *augScratch, epoch, pos, idx int, dst []float32) (int
 			sc.dec = p.pix
 		}
 	}
-	if t := l.opts.Transform; t != nil {
+	t := l.opts.Transform
+	if t != nil {
 		exampleRNG(&sc.rng, l.opts.Seed, epoch, pos)
 		if p, err = t.apply(p, &sc.rng, sc); err != nil {
 			return 0, fmt.Errorf("data: %s: %w", l.src.Describe(idx), err)
@@ -259,6 +301,9 @@ func (l *Loader) decode(sc *augScratch, epoch, pos, idx int, dst []float32) (int
 		for j, v := range p.pix {
 			dst[j] = l.lut[j%l.c][v]
 		}
+	}
+	if t != nil && t.Train && t.Erasing.Prob > 0 {
+		t.Erasing.apply(dst, l.h, l.w, l.c, &sc.rng)
 	}
 	return ex.Label, nil
 }
@@ -358,7 +403,7 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 	it := &Iterator{l: l, free: make(chan *slot, p), ready: make(chan *slot, p),
 		tasks: make(chan task, p*l.opts.Workers), stop: make(chan struct{})}
 	for range p {
-		it.free <- &slot{b: Batch{Images: make([]float32, bs*l.ImageSize()), Labels: make([]int32, bs), Indices: make([]int, 0, bs)}}
+		it.free <- &slot{b: l.newBatch()}
 	}
 	// Chunks of a few rows: enough of them to balance the workers, few enough to keep overhead low.
 	chunk := max(1, bs/(4*l.opts.Workers))
@@ -380,6 +425,7 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 			n := (s.b.Size + chunk - 1) / chunk
 			s.pending.Store(int32(n))
 			if n == 0 {
+				l.mix(&s.b)
 				close(s.done)
 			}
 			select {
@@ -413,6 +459,14 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 					}
 				}
 				if t.s.pending.Add(-1) == 0 {
+					// The last chunk's worker mixes the whole batch: every other chunk is done.
+					select {
+					case <-it.stop:
+					default:
+						if t.s.err == nil {
+							l.mix(&t.s.b)
+						}
+					}
 					close(t.s.done)
 				}
 			}

@@ -54,7 +54,8 @@ func TestAugmentedLoaderIsDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tf := &Transform{Size: 8, Train: true, Scale: [2]float64{0.08, 1}, Ratio: torchRatio, HFlip: 0.5}
+	tf := &Transform{Size: 8, Train: true, Scale: [2]float64{0.08, 1}, Ratio: torchRatio, HFlip: 0.5,
+		Erasing: RandomErasing{Prob: 0.5}}
 	opts := LoaderOptions{BatchSize: 4, Shuffle: true, Seed: 11, DropLast: true, Transform: tf,
 		Mean: []float32{0.5, 0.4, 0.3}, Std: []float32{0.2, 0.2, 0.2}}
 	ref, err := NewSourceLoader(src, opts)

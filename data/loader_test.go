@@ -265,5 +265,5 @@ func TestIteratorCloseLeaksNothing(t *testing.T) {
 // batchesEqual compares batches by content (an iterator's batch has reused slices of spare capacity).
 func batchesEqual(a, b Batch) bool {
 	return a.Epoch == b.Epoch && a.Step == b.Step && a.Size == b.Size && slices.Equal(a.Images, b.Images) &&
-		slices.Equal(a.Labels, b.Labels) && slices.Equal(a.Indices, b.Indices)
+		slices.Equal(a.Labels, b.Labels) && slices.Equal(a.Indices, b.Indices) && slices.Equal(a.Targets, b.Targets)
 }

@@ -116,7 +116,21 @@ type AugmentConfig struct {
 	Interpolation string `yaml:"interpolation"`
 	// HFlip is the probability of a horizontal flip.
 	HFlip float64 `yaml:"hflip"`
+	// MixupAlpha and CutmixAlpha are the α of timm's batch-level mixup and cutmix (0: off); either on
+	// gives the step soft targets with loss.label_smoothing folded in. MixupProb is the probability
+	// that a batch is mixed, MixupSwitchProb that of cutmix rather than mixup when both are on.
+	MixupAlpha      float64 `yaml:"mixup_alpha"`
+	CutmixAlpha     float64 `yaml:"cutmix_alpha"`
+	MixupProb       float64 `yaml:"mixup_prob"`
+	MixupSwitchProb float64 `yaml:"mixup_switch_prob"`
+	// RandomErasing is the probability of timm's random erasing of one box (0: off), filled as
+	// RandomErasingMode says: pixel (normal noise per value), rand (per channel) or const (zeros).
+	RandomErasing     float64 `yaml:"random_erasing"`
+	RandomErasingMode string  `yaml:"random_erasing_mode"`
 }
+
+// Mixing reports whether batches are mixed (mixup or cutmix), which makes the targets soft.
+func (a AugmentConfig) Mixing() bool { return a.MixupAlpha > 0 || a.CutmixAlpha > 0 }
 
 // OptimizerConfig is the update law, its hyperparameters and what happens to the gradient before it
 // (clipping, accumulation). Hyperparameters at −1 take the chosen optimizer's default (Resolved); one
@@ -259,7 +273,8 @@ func Defaults() Config {
 		Net: NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0, Precision: "float32",
 			Dropout: -1, DropPath: -1},
 		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000, EvalCropPct: 0.875,
-			Augment: AugmentConfig{RandomResizedCropRatio: []float64{3.0 / 4, 4.0 / 3}, Interpolation: "bilinear"}},
+			Augment: AugmentConfig{RandomResizedCropRatio: []float64{3.0 / 4, 4.0 / 3}, Interpolation: "bilinear",
+				MixupProb: 1, MixupSwitchProb: 0.5, RandomErasingMode: "pixel"}},
 		Optimizer: OptimizerConfig{Name: "sgd", LR: 0.1, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
 			AccumulateSteps: 1},
 		Schedule:   ScheduleConfig{Name: "constant"},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
 	"github.com/trainer/trainer/data"
 )
 
@@ -34,9 +36,18 @@ func (d DataConfig) validate() []error {
 	_, err := data.ParseInterp(a.Interpolation)
 	check(err == nil, "data.augment.interpolation", "got %q, expected bilinear or bicubic", a.Interpolation)
 	check(a.HFlip >= 0 && a.HFlip <= 1, "data.augment.hflip", "got %g, expected a probability in [0, 1]", a.HFlip)
-	augmented := len(sc) > 0 || a.HFlip > 0
+	check(a.MixupAlpha >= 0, "data.augment.mixup_alpha", "got %g, expected >= 0 (0: off; timm recipes 0.1-0.8)", a.MixupAlpha)
+	check(a.CutmixAlpha >= 0, "data.augment.cutmix_alpha", "got %g, expected >= 0 (0: off; timm recipes 1.0)", a.CutmixAlpha)
+	check(a.MixupProb >= 0 && a.MixupProb <= 1, "data.augment.mixup_prob", "got %g, expected a probability in [0, 1]", a.MixupProb)
+	check(a.MixupSwitchProb >= 0 && a.MixupSwitchProb <= 1, "data.augment.mixup_switch_prob", "got %g, expected a probability in [0, 1]", a.MixupSwitchProb)
+	check(a.RandomErasing >= 0 && a.RandomErasing <= 1, "data.augment.random_erasing", "got %g, expected a probability in [0, 1] (0: off)", a.RandomErasing)
+	check(a.RandomErasingMode == "pixel" || a.RandomErasingMode == "rand" || a.RandomErasingMode == "const",
+		"data.augment.random_erasing_mode", "got %q, expected pixel, rand or const", a.RandomErasingMode)
+	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
+	// augmentations need the image sources' transform.
+	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0
 	idx := d.Source == "mnist" || d.Source == "fashion-mnist"
-	check(!augmented || !idx, "data.augment", "augmentation applies to the image sources, not %s", d.Source)
+	check(!augmented || !idx, "data.augment", "per-example augmentation (crop, flip, erasing) applies to the image sources, not %s", d.Source)
 	return errs
 }
 
@@ -125,8 +136,13 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 		copy(tf.Scale[:], d.Augment.RandomResizedCropScale)
 		copy(tf.Ratio[:], d.Augment.RandomResizedCropRatio)
 		tf.HFlip = d.Augment.HFlip
+		tf.Erasing = data.RandomErasing{Prob: d.Augment.RandomErasing, Mode: d.Augment.RandomErasingMode}
+		if a := d.Augment; a.Mixing() {
+			opts.Mixup = &data.Mixup{MixupAlpha: a.MixupAlpha, CutmixAlpha: a.CutmixAlpha, Prob: a.MixupProb,
+				SwitchProb: a.MixupSwitchProb, LabelSmoothing: s.cfg.Loss.LabelSmoothing, NumClasses: s.numClasses()}
+		}
 	}
-	augmented := tf.Train && (tf.Scale != [2]float64{} || tf.HFlip > 0)
+	augmented := tf.Train && (tf.Scale != [2]float64{} || tf.HFlip > 0 || tf.Erasing.Prob > 0)
 	if fs, ok := src.(data.FixedShape); ok {
 		h, w, c := fs.Shape()
 		if h == want[0] && w == want[1] && c == want[2] && !augmented {
@@ -145,4 +161,13 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 		return nil, fmt.Errorf("%s split: %w", split, err)
 	}
 	return l, nil
+}
+
+// targetsTensor is what the train step scores a batch against: the soft targets [batch, classes]
+// when the loader mixes, else the integer labels [batch].
+func targetsTensor(b data.Batch) *tensors.Tensor {
+	if b.Targets != nil {
+		return tensors.FromFlatDataAndDimensions(b.Targets, len(b.Labels), len(b.Targets)/len(b.Labels))
+	}
+	return tensors.FromFlatDataAndDimensions(b.Labels, len(b.Labels))
 }

@@ -48,7 +48,8 @@ func imagenetteTree(t *testing.T, root string, classes, train, val int) {
 }
 
 // Pack a generated Imagenette-shaped tree, train a reduced ResNet-50 on the shards with
-// RandomResizedCrop and flips, and resume mid-epoch: the resumed run ends with the same weights.
+// RandomResizedCrop, flips, random erasing, mixup and cutmix, and resume mid-epoch: the resumed run
+// ends with the same weights.
 func TestRunFromShardsResumesExactly(t *testing.T) {
 	tree, shards := t.TempDir(), t.TempDir()
 	imagenetteTree(t, tree, 3, 6, 2)
@@ -69,6 +70,8 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		c.Data.BatchSize, c.Data.EvalBatchSize, c.Data.Workers = 4, 4, 2
 		c.Data.Augment.RandomResizedCropScale = []float64{0.35, 1}
 		c.Data.Augment.HFlip = 0.5
+		c.Data.Augment.RandomErasing = 0.5
+		c.Data.Augment.MixupAlpha, c.Data.Augment.CutmixAlpha = 0.8, 1
 		c.Steps = 6 // 18 images / 4 = 4 steps per epoch: step 5 is mid-epoch 1
 		c.Optimizer.LR = 0.002
 		c.Checkpoint = CheckpointConfig{EverySteps: 5, Keep: 3}

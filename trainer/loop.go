@@ -389,7 +389,7 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 				sc.EMADecay, sc.EMAFresh = EMADecay(cfg.EMA, optStep), s.emaFresh
 			}
 			images := imagesTensor(trainLoader, b)
-			labels := tensors.FromFlatDataAndDimensions(b.Labels, len(b.Labels))
+			labels := targetsTensor(b) // soft targets [batch, classes] under mixup/cutmix
 			loss, correct, err := step.run(images, labels, sc)
 			images.FinalizeAll()
 			labels.FinalizeAll()

@@ -116,6 +116,9 @@ func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 		if apply != nil {
 			gateUpdates(ctx, g, apply)
 		}
+		if labels.Rank() == 2 {
+			labels = ArgMax(labels, -1, dtypes.Int32) // soft targets: accuracy against the dominant class
+		}
 		correct := ReduceAllSum(ConvertDType(Equal(ArgMax(logits, -1, dtypes.Int32), labels), dtypes.Float32))
 		return []*Node{ConvertDType(loss, dtypes.Float32), correct}
 	})
@@ -143,14 +146,28 @@ func (s *session) trainables(ctx *context.Context, g *Graph) ([]*context.Variabl
 	return vars, decay
 }
 
-// trainLoss is the configured loss of logits [batch, classes] against integer labels [batch].
+// trainLoss is the configured loss of logits [batch, classes] against integer labels [batch], or
+// against soft targets [batch, classes] (mixup/cutmix, smoothing already folded in by the loader):
+// SoftCrossEntropy, or BCE on the soft targets binarised at the threshold as timm does.
 func (s *session) trainLoss(logits, labels *Node) *Node {
 	l := s.cfg.Loss
+	soft := labels.Rank() == 2
 	if l.Name != "bce" {
+		if soft {
+			return SoftCrossEntropy(logits, labels)
+		}
 		return SoftmaxCrossEntropy(logits, labels, l.LabelSmoothing)
 	}
 	classes := logits.Shape().Dimensions[logits.Rank()-1]
-	targets := BCETargets(labels, classes, l.LabelSmoothing, l.BCETargetThreshold, logits.DType())
+	var targets *Node
+	if soft {
+		targets = ConvertDType(labels, logits.DType())
+		if l.BCETargetThreshold > 0 {
+			targets = ConvertDType(GreaterThan(targets, Scalar(labels.Graph(), targets.DType(), l.BCETargetThreshold)), targets.DType())
+		}
+	} else {
+		targets = BCETargets(labels, classes, l.LabelSmoothing, l.BCETargetThreshold, logits.DType())
+	}
 	loss := BCEWithLogits(logits, targets)
 	if l.BCEDivisor == "batch" {
 		loss = MulScalar(loss, float64(classes)) // BCEWithLogits divides by batch × classes
