@@ -45,19 +45,22 @@ type GoBackend struct {
 	config       string
 	capabilities backends.Capabilities
 	convMode     convMode
+	fastDot      bool // float32 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (gobackend_slice.go).
 }
 
 var _ backends.Backend = (*GoBackend)(nil)
 
 // NewGoBackend returns the completed pure-Go backend. simplegoConfig is simplego's comma-separated option
 // list (e.g. "parallelism=2,ops_sequential"); when it names neither "ops_sequential" nor "ops_parallel",
-// "ops_sequential" is added (see DefaultGoConfig).
+// "ops_sequential" is added (see DefaultGoConfig). One option is the wrapper's own: "simplego_dot" keeps
+// simplego's own DotGeneral and Slice executors instead of the packed GEMM and slice copies (for comparisons).
 func NewGoBackend(simplegoConfig string) (backends.Backend, error) {
 	return newGoBackend(simplegoConfig)
 }
 
 func newGoBackend(simplegoConfig string) (*GoBackend, error) {
 	config := normalizeGoConfig(simplegoConfig)
+	config, simplegoDot := takeOption(config, "simplego_dot")
 	inner, err := simplego.New(config)
 	if err != nil {
 		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
@@ -70,7 +73,33 @@ func newGoBackend(simplegoConfig string) (*GoBackend, error) {
 	for _, op := range addedOps {
 		caps.Operations[op] = true
 	}
-	return &GoBackend{Backend: sg, config: config, capabilities: caps}, nil
+	b := &GoBackend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot}
+	if b.fastDot {
+		enableFastOps(sg)
+	} else {
+		b.config += ",simplego_dot"
+	}
+	return b, nil
+}
+
+// takeOption removes option from a comma-separated config and reports whether it was there.
+func takeOption(config, option string) (string, bool) {
+	var kept []string
+	found := false
+	for _, p := range strings.Split(config, ",") {
+		if p == option {
+			found = true
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, ","), found
+}
+
+// Finalize releases simplego's resources and unhooks the backend from the packed GEMM.
+func (b *GoBackend) Finalize() {
+	disableFastOps(b.Backend)
+	b.Backend.Finalize()
 }
 
 // normalizeGoConfig adds DefaultGoConfig unless the config already chooses an op-execution mode.
@@ -101,7 +130,11 @@ func (b *GoBackend) String() string { return simplego.BackendName }
 
 // Description is simplego's description plus what the wrapper adds.
 func (b *GoBackend) Description() string {
-	return b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm; im2col/col2im ConvGeneral, sliced ReduceWindow"
+	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm; im2col/col2im ConvGeneral, sliced ReduceWindow"
+	if b.fastDot {
+		d += "; packed-GEMM float32 DotGeneral (" + gemmKernelName() + "), copying Slice"
+	}
+	return d
 }
 
 // Capabilities reports simplego's capabilities plus the ops the wrapper adds.

@@ -30,6 +30,7 @@ Usage:
   trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
   trainer data inspect FILE|DIR
   trainer data verify DIR [--decode]
+  trainer bench --net NAME --batch N --size S [--steps K] [--width W] [--backend B] [--cpuprofile F] [--json]
   trainer plot schedule CONFIG [--out FILE.png] | trainer plot run DIR [--out DIR]
   trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors
   trainer import NET FILE.safetensors --out CKPT
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdPlot(rest, stdout, stderr)
 	case "data":
 		return cmdData(rest, stdout, stderr)
+	case "bench":
+		return cmdBench(rest, stdout, stderr)
 	case "export":
 		return cmdExport(rest, stdout, stderr)
 	case "import":

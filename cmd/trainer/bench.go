@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/trainer"
+)
+
+// benchReport is `trainer bench --json`'s output.
+type benchReport struct {
+	Net       string    `json:"net"`
+	Backend   string    `json:"backend"`
+	Batch     int       `json:"batch"`
+	Size      int       `json:"size"`
+	Threads   int       `json:"threads"`
+	StepsMS   []float64 `json:"steps_ms"`
+	MedianMS  float64   `json:"median_ms"`
+	ImagesPS  float64   `json:"images_per_s"`
+	GFLOPs    float64   `json:"gflop_per_step"` // 3 × the forward's 2·MACs (forward, input and weight gradients).
+	GFLOPPerS float64   `json:"gflop_per_s"`
+}
+
+// cmdBench times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a
+// registered net on random float32 data: `trainer bench --net NAME --batch N --size S [--steps K]`.
+// The PyTorch peer is scripts/cpu-peer.sh; docs/benchmarks.md has both.
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	netName := fs.String("net", "mnist_cnn", "registered net (trainer nets)")
+	batch := fs.Int("batch", 128, "batch size")
+	size := fs.Int("size", 0, "square input resolution (0: the net's default)")
+	steps := fs.Int("steps", 5, "timed steps (after one untimed step that compiles)")
+	width := fs.Float64("width", 1, "width multiplier of the net")
+	backendName := fs.String("backend", "go", "backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to this file")
+	asJSON := fs.Bool("json", false, "print JSON")
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 0 {
+		return fmt.Errorf("bench: unexpected arguments %q", positional)
+	}
+	if *batch < 1 || *steps < 1 || *size < 0 || *width <= 0 {
+		return errors.New("bench: --batch and --steps must be >= 1, --size >= 0, --width > 0")
+	}
+	spec, err := graphs.Get(*netName)
+	if err != nil {
+		return err
+	}
+	h, w, c := spec.InputShape[0], spec.InputShape[1], spec.InputShape[2]
+	if *size > 0 {
+		h, w = *size, *size
+	}
+	backend, err := pjrt.Open(*backendName)
+	if err != nil {
+		return err
+	}
+	defer backend.Finalize()
+
+	stats := &graphs.Stats{}
+	opts := graphs.Options{ImageSize: h, Width: *width, Seed: 1, Stats: stats}
+	classes := spec.NumClasses
+	ctx := context.New()
+	opt := trainer.SGD{Momentum: 0.9}
+	exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, images, labels, lr *Node) *Node {
+		g := images.Graph()
+		ctx.SetTraining(g, true)
+		stats.MACs = 0 // Count one build (the graph may be traced more than once).
+		logits := spec.Build(ctx.In(graphs.ModelScope), images, true, opts)
+		loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
+		var vars []*context.Variable
+		ctx.EnumerateVariables(func(v *context.Variable) {
+			if v.Trainable && v.InUseByGraph(g) {
+				vars = append(vars, v)
+			}
+		})
+		nodes := make([]*Node, len(vars))
+		for i, v := range vars {
+			nodes[i] = v.ValueGraph(g)
+		}
+		grads := Gradient(loss, nodes...)
+		opt.Update(ctx, vars, grads, make([]bool, len(vars)), lr)
+		return loss
+	})
+	if err != nil {
+		return err
+	}
+	defer exec.Finalize()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	pixels := make([]float32, *batch*h*w*c)
+	for i := range pixels {
+		pixels[i] = rng.Float32()*2 - 1
+	}
+	labels := make([]int32, *batch)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(classes))
+	}
+	step := func() (time.Duration, error) {
+		x := tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
+		y := tensors.FromFlatDataAndDimensions(labels, *batch)
+		start := time.Now()
+		outs, err := exec.Exec(x, y, float32(0.01))
+		elapsed := time.Since(start)
+		if err != nil {
+			return 0, err
+		}
+		if loss := tensors.ToScalar[float32](outs[0]); outs[0].DType() != dtypes.Float32 || loss != loss {
+			return 0, fmt.Errorf("bench: loss is %v", loss)
+		}
+		for _, o := range outs {
+			o.FinalizeAll()
+		}
+		return elapsed, nil
+	}
+	if _, err := step(); err != nil { // Compiles.
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep := benchReport{Net: *netName, Backend: backend.Description(), Batch: *batch, Size: h, Threads: runtime.GOMAXPROCS(0)}
+	var times []float64
+	for range *steps {
+		d, err := step()
+		if err != nil {
+			return err
+		}
+		times = append(times, d.Seconds()*1000)
+	}
+	rep.StepsMS = slices.Clone(times)
+	slices.Sort(times)
+	rep.MedianMS = times[len(times)/2]
+	rep.ImagesPS = float64(*batch) / (rep.MedianMS / 1000)
+	rep.GFLOPs = 3 * 2 * float64(stats.MACs) * float64(*batch) / 1e9
+	rep.GFLOPPerS = rep.GFLOPs / (rep.MedianMS / 1000)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(stdout, "%s batch=%d size=%d threads=%d: median %.1f ms/step (min %.1f, max %.1f over %d), %.0f images/s, %.2f GFLOP/step, %.1f GFLOP/s\nbackend: %s\n",
+		rep.Net, rep.Batch, rep.Size, rep.Threads, rep.MedianMS, times[0], times[len(times)-1], len(times),
+		rep.ImagesPS, rep.GFLOPs, rep.GFLOPPerS, rep.Backend)
+	return nil
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestBenchCommand runs a tiny bench and checks the report's arithmetic. TRAINER_BENCH_ARGS replaces
+// the arguments, to time a real configuration before cmdBench is wired into main
+// (TRAINER_BENCH_ARGS="--net mnist_cnn --batch 128 --steps 5" go test ./cmd/trainer -run TestBenchCommand -v).
+func TestBenchCommand(t *testing.T) {
+	args := []string{"--net", "mlp", "--batch", "4", "--steps", "3", "--json"}
+	custom := os.Getenv("TRAINER_BENCH_ARGS")
+	if custom != "" {
+		args = strings.Fields(custom)
+	}
+	var out, errOut bytes.Buffer
+	if err := cmdBench(args, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if custom != "" {
+		t.Log(out.String())
+		return
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	// mlp: 784·512 + 512·256 + 256·10 MACs per example; a step is 3 forwards of 2 FLOPs per MAC.
+	wantGFLOPs := 3 * 2 * float64(784*512+512*256+256*10) * 4 / 1e9
+	if rep.Net != "mlp" || rep.Batch != 4 || rep.Size != 28 || len(rep.StepsMS) != 3 || rep.MedianMS <= 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if d := rep.GFLOPs/wantGFLOPs - 1; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("GFLOP/step %g, want %g", rep.GFLOPs, wantGFLOPs)
+	}
+	if d := rep.ImagesPS*rep.MedianMS/1000/4 - 1; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("images/s %g inconsistent with %g ms for batch 4", rep.ImagesPS, rep.MedianMS)
+	}
+	if err := cmdBench([]string{"--net", "no_such_net"}, &out, &errOut); err == nil {
+		t.Fatal("unknown net accepted")
+	}
+}

@@ -1,0 +1,153 @@
+package pjrt
+
+import (
+	"reflect"
+	"sync"
+	"unsafe"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// simplego executes each node with a function from its nodeExecutors table, which has no exported
+// setter. The float32 DotGeneral kernel (gemm.go) replaces the table's DotGeneral entry through a
+// linkname; it only acts for the simplego instances inside a GoBackend that asked for it (any other
+// simplego backend in the process, and every other dtype, still runs simplego's own kernel), and it
+// reads the node's parameters by field name, falling back to simplego's kernel if GoMLX changes them.
+// TestFastDotHookInstalled fails if the table or the parameters can no longer be reached.
+
+type sgNodeExecutor = func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error)
+
+//go:linkname sgNodeExecutors github.com/gomlx/gomlx/backends/simplego.nodeExecutors
+var sgNodeExecutors [backends.OpTypeLast]sgNodeExecutor
+
+var (
+	sgDotGeneral   sgNodeExecutor // simplego's own executors, saved before the table entries are replaced.
+	sgSlice        sgNodeExecutor
+	fastOpsOwners  sync.Map // *simplego.Backend -> struct{}: the backends whose DotGeneral and Slice are ours.
+	installFastOps sync.Once
+)
+
+// enableFastOps routes sg's float32 DotGenerals to the packed GEMM and its Slices to slice copies.
+func enableFastOps(sg *simplego.Backend) {
+	installFastOps.Do(func() {
+		sgDotGeneral = sgNodeExecutors[backends.OpTypeDotGeneral]
+		if sgDotGeneral != nil {
+			sgNodeExecutors[backends.OpTypeDotGeneral] = execFastDotGeneral
+		}
+		sgSlice = sgNodeExecutors[backends.OpTypeSlice]
+		if sgSlice != nil {
+			sgNodeExecutors[backends.OpTypeSlice] = execFastSlice
+		}
+	})
+	fastOpsOwners.Store(sg, struct{}{})
+}
+
+// disableFastOps forgets sg (called when its GoBackend is finalized).
+func disableFastOps(sg *simplego.Backend) { fastOpsOwners.Delete(sg) }
+
+func ownsFastOps(sg *simplego.Backend) bool {
+	_, ok := fastOpsOwners.Load(sg)
+	return ok
+}
+
+// dotParams are the fields of simplego's dotGeneralNodeData the GEMM needs.
+type dotParams struct {
+	lhsContracting, lhsBatch, rhsContracting, rhsBatch []int
+	batch, lhsCross, rhsCross, contracting             int
+}
+
+// nodeData returns the struct node.data points to; ok is false if simplego's layout changed.
+func nodeData(node *simplego.Node) (v reflect.Value, ok bool) {
+	data := unexportedField(reflect.ValueOf(node).Elem(), "data")
+	if !data.IsValid() || data.Kind() != reflect.Interface || data.IsNil() {
+		return v, false
+	}
+	v = data.Elem()
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return v, false
+	}
+	return v.Elem(), true
+}
+
+// intsField reads the []int field name of struct v.
+func intsField(v reflect.Value, name string, dst *[]int) bool {
+	f := unexportedField(v, name)
+	if !f.IsValid() || f.Type() != reflect.TypeOf([]int(nil)) {
+		return false
+	}
+	*dst = f.Interface().([]int)
+	return true
+}
+
+// readDotParams reads the node's DotGeneral parameters; ok is false if simplego's layout changed.
+func readDotParams(node *simplego.Node) (p dotParams, ok bool) {
+	v, ok := nodeData(node)
+	if !ok {
+		return p, false
+	}
+	ints := func(name string, dst *[]int) bool { return intsField(v, name, dst) }
+	size := func(name string, dst *int) bool {
+		f := unexportedField(v, name)
+		if !f.IsValid() || f.Kind() != reflect.Int {
+			return false
+		}
+		*dst = int(f.Int())
+		return true
+	}
+	ok = ints("lhsContractingAxes", &p.lhsContracting) && ints("lhsBatchAxes", &p.lhsBatch) &&
+		ints("rhsContractingAxes", &p.rhsContracting) && ints("rhsBatchAxes", &p.rhsBatch) &&
+		size("batchSize", &p.batch) && size("lhsCrossSize", &p.lhsCross) &&
+		size("rhsCrossSize", &p.rhsCross) && size("contractingSize", &p.contracting)
+	return p, ok
+}
+
+// unexportedField returns struct field name of v, readable; the zero Value if there is none.
+func unexportedField(v reflect.Value, name string) reflect.Value {
+	f := v.FieldByName(name)
+	if !f.IsValid() || !f.CanAddr() {
+		return reflect.Value{}
+	}
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+}
+
+// execFastDotGeneral replaces simplego's DotGeneral executor: float32 products of the backends that
+// enabled it go to the packed GEMM; everything else to simplego's kernel. The output is simplego's
+// normalised [batch, lhsCross, rhsCross] (the builder reshapes it).
+func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	if !ownsFastOps(backend) || len(inputs) != 2 {
+		return sgDotGeneral(backend, node, inputs, inputsOwned)
+	}
+	lhsShape, err1 := backend.BufferShape(inputs[0])
+	rhsShape, err2 := backend.BufferShape(inputs[1])
+	if err1 != nil || err2 != nil || lhsShape.DType != dtypes.Float32 || rhsShape.DType != dtypes.Float32 {
+		return sgDotGeneral(backend, node, inputs, inputsOwned)
+	}
+	p, ok := readDotParams(node)
+	if !ok {
+		return sgDotGeneral(backend, node, inputs, inputsOwned)
+	}
+	lhsFlat, err1 := backend.BufferData(inputs[0])
+	rhsFlat, err2 := backend.BufferData(inputs[1])
+	if err1 != nil || err2 != nil {
+		return sgDotGeneral(backend, node, inputs, inputsOwned)
+	}
+	prob := &gemmProblem{
+		lhs:   newGemmOperand(lhsFlat.([]float32), lhsShape.Dimensions, p.lhsContracting, p.lhsBatch),
+		rhs:   newGemmOperand(rhsFlat.([]float32), rhsShape.Dimensions, p.rhsContracting, p.rhsBatch),
+		batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting,
+	}
+	if len(prob.lhs.crossOff) != prob.m || len(prob.rhs.crossOff) != prob.n || len(prob.lhs.kOff) != prob.k ||
+		len(prob.rhs.kOff) != prob.k || len(prob.lhs.batchOff) != prob.batch || len(prob.rhs.batchOff) != prob.batch {
+		return sgDotGeneral(backend, node, inputs, inputsOwned)
+	}
+	output := backend.NewBuffer(shapes.Make(dtypes.Float32, p.batch, p.lhsCross, p.rhsCross))
+	outFlat, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	prob.run(outFlat.([]float32))
+	return output, nil
+}
