@@ -189,7 +189,8 @@ func (l *Loader) Order(epoch int) []int {
 // span returns the position in the epoch's order of row 0 of step, and the number of real rows.
 func (l *Loader) span(step int) (base, size int) {
 	bs := l.opts.BatchSize
-	base = step*bs*l.opts.Replicas + l.opts.Replica*bs
+	// A replica's share of the last, partial eval batch can be empty: clamp so it slices nothing.
+	base = min(step*bs*l.opts.Replicas+l.opts.Replica*bs, l.src.Len())
 	return base, max(0, min(bs, l.src.Len()-base))
 }
 

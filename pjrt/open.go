@@ -99,11 +99,12 @@ func open(config string) (backends.Backend, openResult, error) {
 		b, err := NewGoBackend(spec.GoConfig)
 		return b, r, err
 	}
+	// Search even without cgo, so that `trainer devices` still lists what it found.
+	r.plugin, r.search, err = resolvePlugin(spec)
 	if !xlaAvailable {
 		return nil, r, errors.Errorf("backend %q: this program was built without cgo, and the xla backend (PJRT plugins) "+
 			"needs it: rebuild with CGO_ENABLED=1, or use --backend go", config)
 	}
-	r.plugin, r.search, err = resolvePlugin(spec)
 	if err != nil {
 		return nil, r, err
 	}
@@ -150,6 +151,7 @@ type Description struct {
 	PluginPath  string   `json:"plugin,omitempty"`       // PJRT: the plugin used.
 	SearchDirs  []string `json:"search_dirs,omitempty"`  // PJRT: directories searched (empty when a path was given).
 	SearchEnv   bool     `json:"search_env,omitempty"`   // PJRT: SearchDirs came from PJRT_PLUGIN_LIBRARY_PATH.
+	PythonDirs  []string `json:"python_dirs,omitempty"`  // PJRT: Python package directories searched for wheel plugins.
 	PluginFiles []Plugin `json:"plugin_files,omitempty"` // PJRT: plugin files found.
 	Err         error    `json:"-"`                      // Why the backend couldn't be opened (Describe also returns it).
 	Error       string   `json:"error,omitempty"`        // Err's text, for JSON.
@@ -166,6 +168,7 @@ func Describe(config string) (Description, error) {
 	}
 	if r.search != nil {
 		d.SearchDirs, d.SearchEnv, d.PluginFiles = r.search.Dirs, r.search.FromEnv, r.search.Plugins
+		d.PythonDirs = r.search.PythonDirs
 	}
 	if err != nil {
 		return d, err
@@ -210,6 +213,12 @@ func (d Description) String() string {
 		fmt.Fprintf(&b, "plugin directories searched (%s):\n", src)
 		for _, dir := range d.SearchDirs {
 			fmt.Fprintf(&b, "  %s\n", dir)
+		}
+		if len(d.PythonDirs) > 0 {
+			b.WriteString("python package directories searched (jax_plugins/xla_cuda*/xla_cuda_plugin.so, libtpu/libtpu.so):\n")
+			for _, dir := range d.PythonDirs {
+				fmt.Fprintf(&b, "  %s\n", dir)
+			}
 		}
 		if len(d.PluginFiles) == 0 {
 			b.WriteString("plugin files found: none\n")

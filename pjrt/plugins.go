@@ -15,8 +15,15 @@ import (
 	"github.com/pkg/errors"
 )
 
-// PJRT plugin discovery, done by us before GoMLX/go-xla ever sees a plugin, with go-xla's rules
-// (github.com/gomlx/go-xla/pkg/pjrt, dynamiclib_base.go and dynamiclib_posix.go):
+// PJRT plugin discovery, done by us before GoMLX/go-xla ever sees a plugin. The order (docs/distributed.md):
+//
+//  1. an explicit plugin path (--backend /path/plugin.so, xla:/path/plugin.so, or --plugin): only that file;
+//  2. else the directories below, with go-xla's rules (github.com/gomlx/go-xla/pkg/pjrt,
+//     dynamiclib_base.go and dynamiclib_posix.go);
+//  3. then, unless PJRT_PLUGIN_LIBRARY_PATH is set, the plugins Python wheels install (PythonSitePackages):
+//     jax_plugins/xla_cuda12|13/xla_cuda_plugin.so (jax-cuda12-pjrt, jax-cuda13-pjrt) and libtpu/libtpu.so.
+//
+// The first usable file of the asked platform wins. go-xla's rules:
 //
 //   - PJRT_PLUGIN_LIBRARY_PATH (a ":"-separated list) replaces the default directories, which are
 //     ~/.local/lib/go-xla (and its nvidia/), ~/.local/lib/gomlx/pjrt, /usr/local/lib/go-xla (and its nvidia/),
@@ -76,7 +83,10 @@ func (p Plugin) MarshalJSON() ([]byte, error) {
 type PluginSearch struct {
 	FromEnv bool     // Dirs came from PJRT_PLUGIN_LIBRARY_PATH.
 	Dirs    []string // Directories searched, in order.
-	Plugins []Plugin // Files found, in search order (the first of each name wins, as in go-xla).
+	// PythonDirs are the Python package directories searched after Dirs for the plugins that wheels
+	// ship (not searched when PJRT_PLUGIN_LIBRARY_PATH is set).
+	PythonDirs []string
+	Plugins    []Plugin // Files found, in search order (the first usable one of a platform wins).
 }
 
 // PluginSearchDirs returns the directories searched for PJRT plugins, read from the environment now.
@@ -174,15 +184,82 @@ func FindPlugins() PluginSearch {
 					continue
 				}
 				seen[path] = true
-				p := Plugin{Name: name, Path: path, Err: CheckPlugin(path)}
-				if p.Err == nil && isCUDAName(name) && !hasNVIDIADevice() {
-					p.Err = errors.New("CUDA plugin, but this machine has no NVIDIA device (/dev/nvidia*)")
+				s.Plugins = append(s.Plugins, checkedPlugin(name, path))
+			}
+		}
+	}
+	if s.FromEnv {
+		return s // PJRT_PLUGIN_LIBRARY_PATH replaces every default, the Python wheels' included
+	}
+	s.PythonDirs = PythonSitePackages()
+	for _, dir := range s.PythonDirs {
+		for _, w := range wheelPlugins {
+			matches, _ := filepath.Glob(filepath.Join(dir, w.pattern))
+			for _, path := range matches {
+				if seen[path] {
+					continue
 				}
-				s.Plugins = append(s.Plugins, p)
+				seen[path] = true
+				s.Plugins = append(s.Plugins, checkedPlugin(w.name(path), path))
 			}
 		}
 	}
 	return s
+}
+
+// checkedPlugin checks a candidate file without loading it.
+func checkedPlugin(name, path string) Plugin {
+	p := Plugin{Name: name, Path: path, Err: CheckPlugin(path)}
+	if p.Err == nil && isCUDAName(name) && !hasNVIDIADevice() {
+		p.Err = errors.New("CUDA plugin, but this machine has no NVIDIA device (/dev/nvidia*)")
+	}
+	return p
+}
+
+// wheelPlugins are the PJRT plugins Python wheels install under site-packages: jax-cuda12-pjrt and
+// jax-cuda13-pjrt (jax_plugins/xla_cuda12|13/xla_cuda_plugin.so, named cuda12/cuda13 here) and libtpu
+// (libtpu/libtpu.so, named tpu).
+var wheelPlugins = []struct {
+	pattern string
+	name    func(path string) string
+}{
+	{filepath.Join("jax_plugins", "xla_cuda*", "xla_cuda_plugin.so"), func(path string) string {
+		return strings.TrimPrefix(filepath.Base(filepath.Dir(path)), "xla_") // xla_cuda13 -> cuda13
+	}},
+	{filepath.Join("libtpu", "libtpu.so"), func(string) string { return "tpu" }},
+}
+
+// PythonSitePackages returns the Python package directories searched for wheel plugins, in order:
+// $VIRTUAL_ENV's and $CONDA_PREFIX's, then ~/.local (pip --user), /usr/local, /usr, /opt/conda and
+// pyenv's versions. Only existing directories are returned.
+func PythonSitePackages() []string {
+	var prefixes []string
+	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if p := os.Getenv(env); p != "" && filepath.IsAbs(p) {
+			prefixes = append(prefixes, p)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	if home != "" {
+		prefixes = append(prefixes, filepath.Join(home, ".local"))
+	}
+	prefixes = append(prefixes, "/usr/local", "/usr", "/opt/conda")
+	if home != "" {
+		versions, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "*"))
+		prefixes = append(prefixes, versions...)
+	}
+	var dirs []string
+	for _, prefix := range prefixes {
+		for _, sub := range []string{"site-packages", "dist-packages"} {
+			matches, _ := filepath.Glob(filepath.Join(prefix, "lib", "python3*", sub))
+			for _, m := range matches {
+				if info, err := os.Stat(m); err == nil && info.IsDir() {
+					dirs = append(dirs, m)
+				}
+			}
+		}
+	}
+	return uniqueStrings(dirs)
 }
 
 // Find returns the first usable plugin for the platform ("cpu", "cuda", "tpu", or any plugin name).
@@ -269,7 +346,8 @@ func installHint(platform string) string {
 	b.WriteString("To use PJRT, either:\n")
 	switch platform {
 	case "cuda":
-		fmt.Fprintf(&b, "  - pass the absolute path of a CUDA plugin, e.g. JAX's (pip jax-cuda12-pjrt or jax-cuda13-pjrt):\n"+
+		fmt.Fprintf(&b, "  - install JAX's CUDA plugin into a Python found above (trainer devices --install cuda prints the command),\n"+
+			"  - or pass the absolute path of a CUDA plugin, e.g. JAX's (pip jax-cuda12-pjrt or jax-cuda13-pjrt):\n"+
 			"      --backend /path/to/jax_plugins/xla_cuda13/xla_cuda_plugin.so   (or xla:/path/to/xla_cuda_plugin.so)\n"+
 			"  - or put it (or a symlink to it) named pjrt_c_api_cuda_plugin.so in a directory and set %s to it;\n", PluginPathEnv)
 	case "tpu":
@@ -298,6 +376,12 @@ func (s PluginSearch) notFoundError(platform string) error {
 	}
 	if len(s.Dirs) == 0 {
 		b.WriteString("  (no directories)\n")
+	}
+	if len(s.PythonDirs) > 0 {
+		b.WriteString("and the Python package directories (jax_plugins/xla_cuda*/, libtpu/):\n")
+		for _, d := range s.PythonDirs {
+			fmt.Fprintf(&b, "  %s\n", d)
+		}
 	}
 	if len(s.Plugins) > 0 {
 		b.WriteString("plugin files found:\n")

@@ -43,8 +43,13 @@ type CheckpointHeader struct {
 	Epoch          int    `json:"epoch"`
 	// Metric and Score mark the best checkpoint (best.tckpt): the eval metric it was chosen on and
 	// its value.
-	Metric  string         `json:"metric,omitempty"`
-	Score   float64        `json:"score,omitempty"`
+	Metric string  `json:"metric,omitempty"`
+	Score  float64 `json:"score,omitempty"`
+	// Config is the resolved config (YAML) of the run that wrote the checkpoint: --resume compares it
+	// key by key with the new one (trainer/resume.go). Empty in checkpoints made by `trainer import`.
+	Config string `json:"config,omitempty"`
+	// LRScale is the factor guard.nonfinite=reduce_lr has put on the schedule's lr (0 means 1).
+	LRScale float64        `json:"lr_scale,omitempty"`
 	Tensors []TensorRecord `json:"tensors"`
 }
 
@@ -71,7 +76,7 @@ func checkpointName(step int) string { return fmt.Sprintf("ckpt-%09d%s", step, c
 // the directory) and then deletes all but the newest keep checkpoints.
 func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, keep int) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return "", fmt.Errorf("checkpoint directory %s: %w", dir, err)
 	}
 	file, err := encodeCheckpoint(ctx, header)
 	if err != nil {
@@ -79,7 +84,8 @@ func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, k
 	}
 	path := filepath.Join(dir, checkpointName(header.Step))
 	if err := atomicfile.Write(path, file); err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		// Nothing was renamed into place and nothing pruned: the previous checkpoints are intact.
+		return "", fmt.Errorf("checkpoint %s not written (previous checkpoints kept): %w", path, err)
 	}
 	return path, pruneCheckpoints(dir, keep)
 }
@@ -95,7 +101,7 @@ func SaveCheckpointFile(path string, ctx *context.Context, header CheckpointHead
 		return err
 	}
 	if err := atomicfile.Write(path, file); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint %s not written (a previous file there is kept): %w", path, err)
 	}
 	return nil
 }
@@ -181,6 +187,16 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	return parseCheckpoint(path, data)
+}
+
+// maxTensorRank bounds the rank a checkpoint may declare (GoMLX tensors are far below it).
+const maxTensorRank = 16
+
+// parseCheckpoint verifies and decodes a checkpoint file's bytes; path only names it in errors. It
+// checks, in order: size, magic, version (before the checksum, so a file of another version is named
+// as such even if its layout differs), CRC-32C, header, and that every tensor fits the payload.
+func parseCheckpoint(path string, data []byte) (*Checkpoint, error) {
 	fail := func(format string, args ...any) (*Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %s: %s", path, fmt.Sprintf(format, args...))
 	}
@@ -191,35 +207,60 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	if string(data[:len(checkpointMagic)]) != checkpointMagic {
 		return fail("not a trainer checkpoint (magic %q, expected %q)", data[:len(checkpointMagic)], checkpointMagic)
 	}
+	switch version := binary.LittleEndian.Uint32(data[len(checkpointMagic):]); {
+	case version > checkpointVersion:
+		return fail("format version %d, expected %d: written by a newer trainer; load it with that trainer "+
+			"(or `trainer export` it to safetensors there)", version, checkpointVersion)
+	case version < checkpointVersion:
+		return fail("format version %d, expected %d: not a format any trainer release wrote", version, checkpointVersion)
+	}
 	body, stored := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if sum := crc32.Checksum(body, crcTable); sum != stored {
 		return fail("checksum mismatch (stored %08x, computed %08x): the file is truncated or corrupt", stored, sum)
 	}
-	version := binary.LittleEndian.Uint32(data[len(checkpointMagic):])
-	if version != checkpointVersion {
-		return fail("format version %d, this trainer reads version %d", version, checkpointVersion)
-	}
-	headerLen := int(binary.LittleEndian.Uint32(data[len(checkpointMagic)+4:]))
-	if fixed+headerLen > len(body) {
-		return fail("header length %d exceeds the file", headerLen)
+	headerLen := uint64(binary.LittleEndian.Uint32(data[len(checkpointMagic)+4:]))
+	if uint64(fixed)+headerLen > uint64(len(body)) {
+		return fail("header length %d exceeds the file (%d bytes)", headerLen, len(data))
 	}
 	ckpt := &Checkpoint{Path: path, Tensors: map[string]*tensors.Tensor{}}
-	if err := json.Unmarshal(body[fixed:fixed+headerLen], &ckpt.Header); err != nil {
+	if err := json.Unmarshal(body[fixed:fixed+int(headerLen)], &ckpt.Header); err != nil {
 		return fail("header: %v", err)
 	}
-	payload := body[fixed+headerLen:]
+	payload := body[fixed+int(headerLen):]
+	// Tensors lie back to back in header order; requiring that (no overlap) bounds what a header can
+	// make the reader allocate by the file's own size.
+	var end int64
 	for _, rec := range ckpt.Header.Tensors {
+		if _, dup := ckpt.Tensors[rec.Name]; dup {
+			return fail("tensor %s is listed twice", rec.Name)
+		}
 		dtype, err := dtypes.DTypeString(rec.DType)
-		if err != nil {
+		if err != nil || dtype == dtypes.InvalidDType || dtype.Size() <= 0 {
 			return fail("tensor %s: unknown dtype %q", rec.Name, rec.DType)
 		}
-		shape := shapes.Make(dtype, rec.Shape...)
-		if int64(shape.Memory()) != rec.Bytes || rec.Offset < 0 || rec.Offset+rec.Bytes > int64(len(payload)) {
-			return fail("tensor %s: %d bytes at offset %d do not fit shape %s in a %d-byte payload",
-				rec.Name, rec.Bytes, rec.Offset, shape, len(payload))
+		// The element count is checked against the payload before any allocation, with no overflow.
+		if len(rec.Shape) > maxTensorRank {
+			return fail("tensor %s: rank %d, expected at most %d", rec.Name, len(rec.Shape), maxTensorRank)
 		}
-		t := tensors.FromShape(shape)
-		t.MutableBytes(func(dst []byte) { copy(dst, payload[rec.Offset:rec.Offset+rec.Bytes]) })
+		size := int64(dtype.Size())
+		for _, d := range rec.Shape {
+			if d < 0 || (d > 0 && size > int64(len(payload))/int64(d)) {
+				return fail("tensor %s: shape %v does not fit a %d-byte payload", rec.Name, rec.Shape, len(payload))
+			}
+			size *= int64(d)
+		}
+		if size != rec.Bytes || rec.Offset < 0 || rec.Offset > int64(len(payload))-rec.Bytes {
+			return fail("tensor %s: %d bytes at offset %d do not fit shape %v of %s (%d bytes) in a %d-byte payload",
+				rec.Name, rec.Bytes, rec.Offset, rec.Shape, rec.DType, size, len(payload))
+		}
+		if rec.Offset < end {
+			return fail("tensor %s: offset %d overlaps the previous tensor (which ends at %d)", rec.Name, rec.Offset, end)
+		}
+		end = rec.Offset + rec.Bytes
+		t := tensors.FromShape(shapes.Make(dtype, rec.Shape...))
+		if rec.Bytes > 0 { // GoMLX's MutableBytes panics on a tensor with no elements
+			t.MutableBytes(func(dst []byte) { copy(dst, payload[rec.Offset:rec.Offset+rec.Bytes]) })
+		}
 		ckpt.Tensors[rec.Name] = t
 	}
 	return ckpt, nil

@@ -21,6 +21,7 @@ import (
 type Config struct {
 	Name       string           `yaml:"name"`
 	Backend    string           `yaml:"backend"`
+	Replicas   int              `yaml:"replicas"` // data-parallel devices (trainer/replicas.go)
 	Seed       int              `yaml:"seed"`
 	Epochs     int              `yaml:"epochs"`
 	Steps      int              `yaml:"steps"`
@@ -34,6 +35,7 @@ type Config struct {
 	Eval       EvalConfig       `yaml:"eval"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Log        LogConfig        `yaml:"log"`
+	Guard      GuardConfig      `yaml:"guard"` // non-finite loss/gradient policy (trainer/guard.go)
 }
 
 // NetConfig picks a registered net, its size and the options every net takes.
@@ -264,12 +266,13 @@ type LogConfig struct {
 // Defaults is the one place where every key's default lives.
 func Defaults() Config {
 	return Config{
-		Name:    "",
-		Backend: "go",
-		Seed:    1,
-		Epochs:  1,
-		Steps:   0,
-		RunDir:  "runs",
+		Name:     "",
+		Backend:  "go",
+		Replicas: 1,
+		Seed:     1,
+		Epochs:   1,
+		Steps:    0,
+		RunDir:   "runs",
 		Net: NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0, Precision: "float32",
 			Dropout: -1, DropPath: -1},
 		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000, EvalCropPct: 0.875,
@@ -283,6 +286,7 @@ func Defaults() Config {
 		Eval:       EvalConfig{EveryEpochs: 1},
 		Checkpoint: CheckpointConfig{EverySteps: 500, Keep: 3, Best: "auto"},
 		Log:        LogConfig{EverySteps: 20},
+		Guard:      GuardConfig{NonFinite: GuardStop},
 	}
 }
 
@@ -491,6 +495,8 @@ func (c Config) Validate() error {
 	check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
 	errs = append(errs, c.Data.validate()...)
 	errs = append(errs, c.validateRecipe()...)
+	errs = append(errs, c.validateReplicas()...)
+	errs = append(errs, c.validateRecipeTraps()...)
 	check(c.Eval.EveryEpochs >= 0, "eval.every_epochs", "got %d, expected >= 0 (0: only at the end)", c.Eval.EveryEpochs)
 	check(c.Checkpoint.EverySteps >= 0, "checkpoint.every_steps", "got %d, expected >= 0 (0: only at the end)", c.Checkpoint.EverySteps)
 	check(c.Checkpoint.Keep >= 1, "checkpoint.keep", "got %d, expected >= 1", c.Checkpoint.Keep)
@@ -499,6 +505,7 @@ func (c Config) Validate() error {
 		"checkpoint.best", "got %q, expected auto, top1, ema_top1 or none", c.Checkpoint.Best)
 	check(c.Checkpoint.Best != "ema_top1" || c.EMA.Decay > 0, "checkpoint.best", "ema_top1 needs ema.decay > 0")
 	check(c.Log.EverySteps >= 1, "log.every_steps", "got %d, expected >= 1", c.Log.EverySteps)
+	errs = append(errs, c.Guard.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -77,24 +77,19 @@ type session struct {
 }
 
 func newSession(cfg Config) (*session, error) {
-	spec, err := graphs.Get(cfg.Net.Name)
-	if err != nil {
+	if _, err := graphs.Get(cfg.Net.Name); err != nil {
 		return nil, err
 	}
 	backend, err := pjrt.Open(cfg.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Backend, err)
 	}
-	// The graph RNG (dropout and drop-path masks) starts from the run's seed; its state is a variable,
-	// so checkpoints carry it and a resumed run draws the same masks.
-	ctx := context.New()
-	ctx.SetParam(context.ParamInitialSeed, int64(cfg.Seed))
-	netOpts, err := cfg.Net.Options(cfg.Seed)
+	s, err := sessionOn(cfg, backend)
 	if err != nil {
+		backend.Finalize()
 		return nil, err
 	}
-	netOpts.BNMicroBatches = max(cfg.Optimizer.AccumulateSteps, 1) // BN decay compensated for accumulation
-	return &session{cfg: cfg, spec: spec, backend: backend, ctx: ctx, netOpts: netOpts, emaFresh: true}, nil
+	return s, nil
 }
 
 // loader opens a split and checks it fits the net's input (trainer/data.go).
@@ -244,6 +239,13 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	if cfg.Replicas > 1 {
+		// The sharded step, the mesh and the per-replica loaders exist (replicas.go, emit shows the
+		// program), but feeding R shards per step through the loop is not wired and cannot be tested
+		// without R devices: refuse rather than silently train on one.
+		return res, fmt.Errorf("replicas: %d replicas on %s: the data-parallel loop is not wired into trainer run yet "+
+			"(trainer emit --replicas %d shows the sharded step; docs/distributed.md); use replicas: 1", cfg.Replicas, s.backend.Name(), cfg.Replicas)
+	}
 	trainLoader, err := s.loader("train", cfg.Data.BatchSize, true)
 	if err != nil {
 		return res, err
@@ -269,22 +271,30 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 		return res, fmt.Errorf("optimizer.accumulate_steps %d exceeds the %d batches of %d epochs: nothing to train",
 			k, cfg.Epochs*microPerEpoch, cfg.Epochs)
 	}
+	if err := cfg.CheckScheduleLength(total, perEpoch); err != nil {
+		return res, err
+	}
 
 	dir := cfg.Dir()
 	ckptDir := filepath.Join(dir, "checkpoints")
 	res.Dir = dir
 	startStep := 0
+	var resumed *Checkpoint     // the checkpoint continued from, if any
+	var accepted []ConfigChange // config changes on resume, all on the allow-list (trainer/resume.go)
 	switch {
 	case opts.ResumeFrom != "" || opts.Resume:
 		ckpt, err := s.resumePoint(ckptDir, opts.ResumeFrom)
 		if err != nil {
 			return res, err
 		}
-		startStep = ckpt.Header.Step
+		if accepted, err = s.resumeConfig(ckpt); err != nil {
+			return res, err
+		}
+		resumed, startStep = ckpt, ckpt.Header.Step
 		s.load(ckpt)
 		fmt.Fprintf(out, "resuming %s from %s (step %d)\n", cfg.Name, ckpt.Path, startStep)
-		if ckpt.Header.ConfigHash != cfg.Hash() {
-			fmt.Fprintf(out, "note: the config differs from the one that wrote this checkpoint\n")
+		for _, c := range accepted {
+			fmt.Fprintf(out, "config change accepted on resume: %s\n", c)
 		}
 	default:
 		if paths, _ := ListCheckpoints(ckptDir); len(paths) > 0 {
@@ -298,11 +308,24 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	if err := atomicfile.Write(filepath.Join(dir, "config.yaml"), cfg.YAML()); err != nil {
 		return res, fmt.Errorf("writing resolved config: %w", err)
 	}
-	metrics, err := openMetrics(filepath.Join(dir, "metrics.jsonl"))
+	// Records past the starting step were written by an interrupted run and are about to be written
+	// again: drop them (a fresh run starts the log anew).
+	metricsPath := filepath.Join(dir, "metrics.jsonl")
+	dropped, err := truncateMetrics(metricsPath, startStep)
+	if err != nil {
+		return res, err
+	}
+	metrics, err := openMetrics(metricsPath)
 	if err != nil {
 		return res, err
 	}
 	defer metrics.Close()
+	if resumed != nil {
+		if err := metrics.write(resumeRecord(resumed, accepted, dropped)); err != nil {
+			return res, err
+		}
+	}
+	guard := newHostGuard(cfg.Guard, resumed)
 
 	opt, err := NewOptimizer(cfg.Optimizer)
 	if err != nil {
@@ -317,10 +340,14 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	optStep := startStep // optimizer steps done
 
 	save := func(at int) (string, error) {
-		return SaveCheckpoint(ckptDir, s.ctx, CheckpointHeader{
+		path, err := SaveCheckpoint(ckptDir, s.ctx, CheckpointHeader{
 			TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name,
-			Step: at, Epoch: at * k / microPerEpoch,
+			Step: at, Epoch: at * k / microPerEpoch, Config: string(cfg.YAML()), LRScale: guard.lrScale,
 		}, cfg.Checkpoint.Keep)
+		if err == nil {
+			guard.lastCheckpoint = path
+		}
+		return path, err
 	}
 	// keepBest rewrites checkpoints/best.tckpt when the chosen metric improves; a resumed run starts
 	// from the score in the existing file.
@@ -339,6 +366,7 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 		return SaveCheckpointFile(bestPath, s.ctx, CheckpointHeader{
 			TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name,
 			Step: optStep, Epoch: optStep * k / microPerEpoch, Metric: bestMetric, Score: score,
+			Config: string(cfg.YAML()), LRScale: guard.lrScale,
 		})
 	}
 	// evalNow scores the live weights (and the EMA shadows) and logs both.
@@ -380,13 +408,17 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 		it := trainLoader.Iterate(micro/microPerEpoch, micro%microPerEpoch)
 		for b, ok := it.Next(); ok && optStep < total; b, ok = it.Next() {
 			j := micro % k // position in the accumulation group
-			lr := LearningRate(cfg, optStep, total, perEpoch)
-			sc := stepScalars{LR: lr, Host: opt.HostScalars(optStep + 1), Apply: j == k-1}
+			lr := LearningRate(cfg, optStep, total, perEpoch) * guard.lrScale
+			// A group with a non-finite micro-batch is not applied (guard.nonfinite skip/reduce_lr).
+			sc := stepScalars{LR: lr, Host: opt.HostScalars(optStep + 1), Apply: j == k-1 && !guard.groupBad}
 			if j > 0 {
 				sc.Keep = 1
 			}
 			if useEMA {
 				sc.EMADecay, sc.EMAFresh = EMADecay(cfg.EMA, optStep), s.emaFresh
+			}
+			if testHookImages != nil {
+				testHookImages(optStep+1, j, b.Images) // tests inject non-finite pixels (guard_test.go)
 			}
 			images := imagesTensor(trainLoader, b)
 			labels := targetsTensor(b) // soft targets [batch, classes] under mixup/cutmix
@@ -398,23 +430,36 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 				return res, fmt.Errorf("train step %d: %w", optStep, err)
 			}
 			micro++
-			if math.IsNaN(loss) || math.IsInf(loss, 0) {
-				it.Close()
-				return res, fmt.Errorf("step %d: loss is %v; stopping (lower optimizer.lr?)", optStep+1, loss)
+			if nf, finite := step.guard.lastNonFinite(); !finite {
+				line, record, err := guard.onNonFinite(optStep+1, loss, nf)
+				if err != nil {
+					it.Close()
+					return res, err
+				}
+				bar.done()
+				fmt.Fprintln(out, line)
+				if err := metrics.write(record); err != nil {
+					it.Close()
+					return res, err
+				}
+			} else {
+				lossSum += loss
+				correctSum += correct
+				microCount++
 			}
-			lossSum += loss
-			correctSum += correct
-			microCount++
 			if j < k-1 {
 				continue
 			}
 			optStep++
-			s.emaFresh = false
+			if !guard.endStep() {
+				s.emaFresh = false // the shadows were initialised by this step
+			}
 			logCount++
 			elapsed := time.Since(logStart).Seconds()
 			ips := float64(microCount*cfg.Data.BatchSize) / elapsed
 			avgLoss := lossSum / float64(microCount)
-			logNow := logCount == cfg.Log.EverySteps || optStep == total
+			// A window of skipped steps only has its nonfinite records.
+			logNow := (logCount >= cfg.Log.EverySteps || optStep == total) && microCount > 0
 			if opts.Progress && !logNow {
 				bar.update(optStep, total, barEpoch, avgLoss, lr, ips) // a terminal bar moves every step
 			}

@@ -279,7 +279,8 @@ func ScheduleLength(cfg Config) (total int, perEpoch float64, err error) {
 	if cfg.Steps > 0 {
 		total = cfg.Steps
 	}
-	return total, float64(micro) / float64(k), nil
+	perEpoch = float64(micro) / float64(k)
+	return total, perEpoch, cfg.CheckScheduleLength(total, perEpoch)
 }
 
 // RunCharts reads a run directory's metrics.jsonl and returns its charts by file name: loss.png

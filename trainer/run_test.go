@@ -110,6 +110,7 @@ func TestRunLearnsAndResumesExactly(t *testing.T) {
 func TestResumeRefusesAnotherNetsCheckpoint(t *testing.T) {
 	cfg := smallRun(t, "c")
 	cfg.Steps = 2
+	cfg.Schedule = ScheduleConfig{Name: "constant"} // smallRun's warmup is longer than two steps
 	res, err := Run(cfg, RunOptions{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)

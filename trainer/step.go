@@ -39,6 +39,7 @@ type trainStep struct {
 	hostCount  int
 	accumulate int
 	ema        bool
+	guard      stepGuard // finiteness flags of the loss and each gradient (trainer/guard.go)
 }
 
 // Finalize releases the compiled graph.
@@ -65,6 +66,7 @@ func (ts *trainStep) run(images, labels *tensors.Tensor, sc stepScalars) (loss, 
 	}
 	loss = float64(tensors.ToScalar[float32](outs[0]))
 	correct = float64(tensors.ToScalar[float32](outs[1]))
+	ts.guard.read(outs[2])
 	for _, o := range outs {
 		o.FinalizeAll()
 	}
@@ -82,6 +84,7 @@ func flag(b bool) float32 {
 func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 	ts := &trainStep{hostCount: len(opt.HostScalars(1)), accumulate: max(s.cfg.Optimizer.AccumulateSteps, 1),
 		ema: s.cfg.EMA.Decay > 0}
+	ts.guard.gate = s.cfg.Guard.gating()
 	clip := s.cfg.Optimizer.ClipGradNorm
 	exec, err := context.NewExec(s.backend, s.ctx, func(ctx *context.Context, in []*Node) []*Node {
 		images, labels, lr := in[0], in[1], in[2]
@@ -97,6 +100,7 @@ func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 			nodes[i] = v.ValueGraph(g)
 		}
 		grads := Gradient(loss, nodes...)
+		finite, ok := ts.guard.measure(loss, vars, grads)
 		var emaDecay, emaFresh, keep, apply *Node
 		if ts.ema {
 			emaDecay, emaFresh = in[next], in[next+1]
@@ -116,11 +120,12 @@ func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 		if apply != nil {
 			gateUpdates(ctx, g, apply)
 		}
+		ts.guard.gateAll(ctx, g, ok) // last: a skipped step changes nothing
 		if labels.Rank() == 2 {
 			labels = ArgMax(labels, -1, dtypes.Int32) // soft targets: accuracy against the dominant class
 		}
 		correct := ReduceAllSum(ConvertDType(Equal(ArgMax(logits, -1, dtypes.Int32), labels), dtypes.Float32))
-		return []*Node{ConvertDType(loss, dtypes.Float32), correct}
+		return []*Node{ConvertDType(loss, dtypes.Float32), correct, finite}
 	})
 	if err != nil {
 		return nil, err

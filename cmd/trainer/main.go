@@ -23,19 +23,20 @@ import (
 const usage = `trainer trains image-classification nets with GoMLX.
 
 Usage:
-  trainer run CONFIG [--set key=value]... [--resume | --resume-from PATH] [--backend B]
+  trainer run CONFIG [--set key=value]... [--resume | --resume-from PATH] [--backend B] [--smoke]
   trainer eval CONFIG --checkpoint PATH [--ema] [--set key=value]... [--backend B]
   trainer nets [--json]
   trainer verify [--net NAME[,NAME]] [--ops-only | --nets-only] [--check REGEXP] [--coords N] [--backend B] [--json]
   trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
   trainer data inspect FILE|DIR
   trainer data verify DIR [--decode]
+  trainer emit NET|CONFIG [--batch N] [--precision bf16] [--optimizer NAME] [--replicas R] [--set k=v] --out FILE
   trainer bench --net NAME --batch N --size S [--steps K] [--width W] [--backend B] [--cpuprofile F] [--json]
   trainer plot schedule CONFIG [--out FILE.png] | trainer plot run DIR [--out DIR]
   trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors
   trainer import NET FILE.safetensors --out CKPT
   trainer predict --net NAME --weights FILE [--classes FILE] [--size S] IMAGE...
-  trainer devices [--backend B] [--json]
+  trainer devices [--backend B | --plugin PATH] [--json] | trainer devices --install cuda|cuda12|tpu|cpu [--run]
 
 Backends: go (pure Go, default), xla:cpu, xla:cuda, xla:tpu, or the path of a PJRT plugin .so.
 `
@@ -73,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdData(rest, stdout, stderr)
 	case "bench":
 		return cmdBench(rest, stdout, stderr)
+	case "emit":
+		return cmdEmit(rest, stdout, stderr)
 	case "export":
 		return cmdExport(rest, stdout, stderr)
 	case "import":
@@ -129,6 +132,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "", "backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (overrides the config)")
 	noProgress := fs.Bool("no-progress", false, "print log lines instead of redrawing a progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run to this file")
+	smoke := fs.Bool("smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
 	positional, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -144,7 +148,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cfg, err := loadConfig(fs, positional, sets, *backend)
+	cfg, err := loadRunConfig(fs, positional, sets, *backend, *smoke, stdout)
 	if err != nil {
 		return err
 	}
@@ -255,9 +259,25 @@ func cmdDevices(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	backend := fs.String("backend", "go", "backend to describe")
+	plugin := fs.String("plugin", "", "absolute path of a PJRT plugin to load (same as --backend PATH)")
+	install := fs.String("install", "", "print the command that installs a PJRT plugin: cuda, cuda12, tpu or cpu")
+	runInstall := fs.Bool("run", false, "with --install: run that command (a download)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parse(fs, args); err != nil {
 		return err
+	}
+	if *install != "" {
+		return installPlugin(*install, *runInstall, stdout, stderr)
+	}
+	if *runInstall {
+		return errors.New("devices: --run needs --install TARGET")
+	}
+	if *plugin != "" {
+		cfg, err := pjrt.PluginBackend(*plugin)
+		if err != nil {
+			return err
+		}
+		*backend = cfg
 	}
 	desc, err := pjrt.Describe(*backend)
 	if *asJSON {

@@ -74,8 +74,9 @@ func TestRunEvalAndResumeThroughTheCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "top-1") || !strings.Contains(out, "10000 images") {
 		t.Errorf("eval: %v\n%s", err, out)
 	}
-	// Resuming a finished run with more steps continues from step 4.
-	out, _, err = runCLI(t, "run", cfg, "--resume", "--set", "steps=6", "--no-progress")
+	// Resuming a finished run with more steps continues from step 4 (the same lr: changing it on resume
+	// is refused, trainer/resume.go).
+	out, _, err = runCLI(t, "run", cfg, "--resume", "--set", "optimizer.lr=0.02", "--set", "steps=6", "--no-progress")
 	if err != nil || !strings.Contains(out, "step 4") || !strings.Contains(out, "6/6") {
 		t.Errorf("resume: %v\n%s", err, out)
 	}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trainer/trainer/pjrt"
+)
+
+func TestCmdEmit(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "step.mlir")
+	var stdout, stderr bytes.Buffer
+	err := cmdEmit([]string{"mnist_cnn", "--batch", "16", "--optimizer", "adamw", "--precision", "bf16", "--replicas", "2", "--out", out}, &stdout, &stderr)
+	if !pjrt.EmitAvailable {
+		if err == nil || !strings.Contains(err.Error(), "cgo") {
+			t.Fatalf("emit without cgo: %v", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("emit: %v\n%s", err, stderr.String())
+	}
+	text, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"stablehlo.num_partitions = 2", "tensor<16x28x28x1xf32>", "stablehlo.convolution",
+		"stablehlo.dot_general", "stablehlo.reduce", "stablehlo.sqrt", "bf16"} {
+		if !bytes.Contains(text, []byte(want)) {
+			t.Errorf("emitted module lacks %q", want)
+		}
+	}
+	// mnist_cnn: 8 tensors, 1,199,882 parameters, and AdamW's two slots each: 3 × 4 bytes per parameter stay
+	// resident; the host sends 16 images of 28×28, 16 labels and 3 runtime scalars (50,252 bytes).
+	for _, want := range []string{"global batch 16 over 2 replica(s), bfloat16, adamw",
+		"24 variables, 13.73 MiB, stay on the device", "sends 5 inputs, 49.1 KiB"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	for _, bad := range [][]string{
+		{"mnist_cnn", "--out", out, "--precision", "fp8"},
+		{"mnist_cnn"},
+		{"no_such_net", "--out", out},
+		{"mnist_cnn", "--batch", "15", "--replicas", "2", "--out", out},
+	} {
+		if err := cmdEmit(bad, &stdout, &stderr); err == nil {
+			t.Errorf("emit %v succeeded", bad)
+		}
+	}
+}
