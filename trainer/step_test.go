@@ -401,13 +401,19 @@ func equalBytes(a, b *tensors.Tensor) bool {
 	return string(x) == string(y)
 }
 
-// TestBFloat16StepTracksFloat32: the same 12 AdamW steps of the MLP on one batch in bfloat16 compute
-// (float32 masters, optimizer state and loss) and in float32 give losses within 0.05 nats of each other
-// (the loss falls from 2.27 to 0.65), and both learn.
+// TestBFloat16StepTracksFloat32: the same 12 AdamW steps of the MLP and of the MNIST-CNN (quarter
+// width) on one batch in bfloat16 compute (float32 masters, optimizer state and loss) and in float32
+// give losses within 0.05 nats of each other (the MLP's falls from 2.27 to 0.65), and both learn.
 func TestBFloat16StepTracksFloat32(t *testing.T) {
+	for _, net := range []string{"mlp", "mnist_cnn"} {
+		t.Run(net, func(t *testing.T) { testBFloat16StepTracksFloat32(t, net) })
+	}
+}
+
+func testBFloat16StepTracksFloat32(t *testing.T, net string) {
 	losses := func(precision string) []float64 {
 		cfg := Defaults()
-		cfg.Name, cfg.Net.Name, cfg.Net.Precision, cfg.Net.Width = "bf16", "mlp", precision, 0.25
+		cfg.Name, cfg.Net.Name, cfg.Net.Precision, cfg.Net.Width = "bf16", net, precision, 0.25
 		cfg.Optimizer = OptimizerConfig{Name: "adamw", LR: 1e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
 			WeightDecay: 0.05, AccumulateSteps: 1}
 		_, step, opt := testSession(t, cfg)
@@ -430,7 +436,7 @@ func TestBFloat16StepTracksFloat32(t *testing.T) {
 	if worst > 0.05 {
 		t.Errorf("bfloat16 losses %v depart from float32 %v by %.3f", bf16, f32, worst)
 	}
-	if last := len(f32) - 1; f32[last] > 0.8*f32[0] || bf16[last] > 0.8*bf16[0] {
+	if last := len(f32) - 1; f32[last] > 0.9*f32[0] || bf16[last] > 0.9*bf16[0] {
 		t.Errorf("no learning: float32 %v, bfloat16 %v", f32, bf16)
 	}
 	t.Logf("float32 %.4f -> %.4f, bfloat16 %.4f -> %.4f, largest gap %.3f", f32[0], f32[len(f32)-1], bf16[0], bf16[len(bf16)-1], worst)
