@@ -48,8 +48,8 @@ func imagenetteTree(t *testing.T, root string, classes, train, val int) {
 }
 
 // Pack a generated Imagenette-shaped tree, train a reduced ResNet-50 on the shards with
-// RandomResizedCrop, flips, random erasing, mixup and cutmix, and resume mid-epoch: the resumed run
-// ends with the same weights.
+// RandomResizedCrop, flips, random erasing, mixup, cutmix, dropout, drop path and EMA, and resume
+// mid-epoch: the resumed run ends with the same weights.
 func TestRunFromShardsResumesExactly(t *testing.T) {
 	tree, shards := t.TempDir(), t.TempDir()
 	imagenetteTree(t, tree, 3, 6, 2)
@@ -72,6 +72,10 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		c.Data.Augment.HFlip = 0.5
 		c.Data.Augment.RandomErasing = 0.5
 		c.Data.Augment.MixupAlpha, c.Data.Augment.CutmixAlpha = 0.8, 1
+		// Every source of randomness a resume must restore: augmentation, mixing, dropout and
+		// stochastic-depth masks (the graph RNG), and the EMA shadows.
+		c.Net.Dropout, c.Net.DropPath = 0.2, 0.2
+		c.EMA = EMAConfig{Decay: 0.9, Warmup: true}
 		c.Steps = 6 // 18 images / 4 = 4 steps per epoch: step 5 is mid-epoch 1
 		c.Optimizer.LR = 0.002
 		c.Checkpoint = CheckpointConfig{EverySteps: 5, Keep: 3}
