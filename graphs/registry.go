@@ -84,6 +84,9 @@ type Spec struct {
 	// NoWeightDecay reports whether a variable (by its scope and name) is in the no-decay group
 	// (biases, norms, embeddings). Nil means: biases only.
 	NoWeightDecay func(scope, name string) bool
+	// FixedInputSize says the net only takes the resolution it was built for (opts.ImageSize or
+	// InputShape): ViT's position embedding. Convolutional nets take any size.
+	FixedInputSize bool
 	// Reference names the implementation the net reproduces (e.g. "torchvision resnet50") and whose
 	// state_dict names TorchName produces.
 	Reference string

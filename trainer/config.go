@@ -104,8 +104,11 @@ type DataConfig struct {
 	Workers  int `yaml:"workers"`
 	Prefetch int `yaml:"prefetch"`
 	// EvalCropPct: eval resizes the shorter side to image_size/eval_crop_pct, then center-crops.
-	EvalCropPct float64       `yaml:"eval_crop_pct"`
-	Augment     AugmentConfig `yaml:"augment"`
+	EvalCropPct float64 `yaml:"eval_crop_pct"`
+	// EvalImageSize evaluates at another resolution than net.image_size (RSB-A3 trains at 160 and
+	// evaluates at 224); 0: the training size. Convolutional nets only.
+	EvalImageSize int           `yaml:"eval_image_size"`
+	Augment       AugmentConfig `yaml:"augment"`
 }
 
 // AugmentConfig is the training augmentation of the image sources (off by default).

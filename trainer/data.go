@@ -102,6 +102,9 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 	if size := s.cfg.Net.ImageSize; size > 0 {
 		want[0], want[1] = size, size
 	}
+	if !train && d.EvalImageSize > 0 {
+		want[0], want[1] = d.EvalImageSize, d.EvalImageSize
+	}
 	mean, std := d.normalisation()
 	opts := data.LoaderOptions{BatchSize: batch, Shuffle: train, DropLast: train, Seed: uint64(s.cfg.Seed),
 		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch}

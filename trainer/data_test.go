@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,39 @@ func TestDataMeanScalarOrPerChannel(t *testing.T) {
 	cfg = Defaults()
 	if m, s := cfg.Data.normalisation(); len(m) != 1 || m[0] != float32(0.1307) || s[0] != float32(0.3081) {
 		t.Errorf("MNIST default: %v %v", m, s)
+	}
+}
+
+// TestEvalAtAnotherResolution trains a convolutional net at 32 px and evaluates it at 48 px
+// (data.eval_image_size, as RSB-A3 trains at 160 and evaluates at 224) straight from an ImageFolder.
+func TestEvalAtAnotherResolution(t *testing.T) {
+	tree := t.TempDir()
+	imagenetteTree(t, tree, 3, 4, 2)
+	c := Defaults()
+	c.Name, c.RunDir = "evalsize", t.TempDir()
+	c.Net.Name, c.Net.Width, c.Net.ImageSize, c.Net.NumClasses = "resnet50", 1.0/16, 32, 3
+	c.Data.Source, c.Data.Dir = "imagefolder", tree
+	c.Data.BatchSize, c.Data.EvalBatchSize, c.Data.EvalImageSize = 4, 4, 48
+	c.Steps, c.Eval.EveryEpochs = 2, 0
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(c, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Eval.Examples != 6 || math.IsNaN(res.Eval.Loss) {
+		t.Errorf("eval at 48 px: %+v; want all 6 images scored", res.Eval)
+	}
+	s, err := newSession(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.loader("test", 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, w, _ := l.Shape(); h != 48 || w != 48 {
+		t.Errorf("eval loader yields %dx%d images, want 48x48", h, w)
 	}
 }

@@ -45,7 +45,7 @@ const (
 
 // SmokeKeys are the keys SmokeOverrides may set: the documented override set (docs/recipes.md).
 var SmokeKeys = []string{
-	"name", "backend", "replicas", "steps", "net.width", "net.image_size",
+	"name", "backend", "replicas", "steps", "net.width", "net.image_size", "data.eval_image_size",
 	"data.source", "data.dir", "data.train", "data.eval", "data.batch_size", "data.eval_batch_size",
 	"data.workers", "data.mean", "data.std", "optimizer.accumulate_steps",
 	"schedule.warmup_epochs", "schedule.warmup_steps", "schedule.min_lr", "schedule.warmup_start_lr",
@@ -91,6 +91,10 @@ func SmokeOverrides(cfg Config, dataDir string) ([]string, error) {
 	}
 	if size > SmokeImageSize {
 		set = append(set, "net.image_size="+strconv.Itoa(SmokeImageSize))
+	}
+	if e := cfg.Data.EvalImageSize; e > 0 {
+		// Evaluate at the same ratio to the (smoke) training size as the recipe does.
+		set = append(set, "data.eval_image_size="+strconv.Itoa(max(8, e*min(size, SmokeImageSize)/size)))
 	}
 	k := min(max(cfg.Optimizer.AccumulateSteps, 1), SmokeMaxAccumulate)
 	set = append(set, "optimizer.accumulate_steps="+strconv.Itoa(k))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/trainer/trainer/graphs"
 )
 
 // validateRecipeTraps refuses recipes that load and run but do not do what they say, the traps the seed
@@ -19,7 +21,7 @@ import (
 //     depend on the split's size;
 //   - a global batch not divisible by replicas × accumulation: the global batch is defined as
 //     data.batch_size × optimizer.accumulate_steps (data.batch_size is the micro-batch), so it always
-//     divides; there is no replicas key yet (the pure-Go backend has one device).
+//     divides by the accumulation; validateReplicas checks it divides by the replicas.
 func (c Config) validateRecipeTraps() []error {
 	var errs []error
 	check := func(ok bool, key, format string, args ...any) {
@@ -52,6 +54,15 @@ func (c Config) validateRecipeTraps() []error {
 		"got %g, but it chooses between mixup and cutmix and only one of mixup_alpha, cutmix_alpha is > 0: it has no effect", a.MixupSwitchProb)
 	check(a.RandomErasing > 0 || a.RandomErasingMode == def.RandomErasingMode, "data.augment.random_erasing_mode",
 		"got %q with random_erasing 0: it has no effect", a.RandomErasingMode)
+	if size := c.Data.EvalImageSize; size != 0 {
+		check(size >= 8 && size <= 4096, "data.eval_image_size", "got %d, expected in [8, 4096] (0: the training size)", size)
+		check(c.Data.Source != "mnist" && c.Data.Source != "fashion-mnist", "data.eval_image_size",
+			"got %d with data.source %s: the idx sources are stored at one size", size, c.Data.Source)
+		if spec, err := graphs.Get(c.Net.Name); err == nil {
+			check(!spec.FixedInputSize, "data.eval_image_size",
+				"got %d, but net %s only takes the resolution it is built for (net.image_size)", size, c.Net.Name)
+		}
+	}
 	return errs
 }
 

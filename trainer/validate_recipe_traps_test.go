@@ -40,6 +40,10 @@ func TestRecipeTrapsAreRefused(t *testing.T) {
 			func(c *Config) { c.Data.Augment.MixupProb = 0.5 }},
 		{"switch prob with mixup only", "data.augment.mixup_switch_prob: got 0.8",
 			func(c *Config) { c.Data.Augment.MixupAlpha, c.Data.Augment.MixupSwitchProb = 0.2, 0.8 }},
+		{"eval size on an idx source", "data.eval_image_size: got 32 with data.source mnist",
+			func(c *Config) { c.Data.EvalImageSize = 32 }},
+		{"eval size on ViT", "data.eval_image_size: got 256, but net vit_tiny only takes",
+			func(c *Config) { c.Data.Source, c.Net.Name, c.Data.EvalImageSize = "imagefolder", "vit_tiny", 256 }},
 		{"erasing mode without erasing", `data.augment.random_erasing_mode: got "const" with random_erasing 0`,
 			func(c *Config) { c.Data.Augment.RandomErasingMode = "const" }},
 		// Already refused by validateRecipe: an optimizer option foreign to the optimizer.
