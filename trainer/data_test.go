@@ -95,24 +95,8 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		t.Fatalf("ran %d steps, eval saw %d images; want 6 and all 6", resA.Step, resA.Eval.Examples)
 	}
 	b := cfg("b")
-	if _, err := Run(b, RunOptions{Out: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(b.Dir(), "checkpoints", checkpointName(6))); err != nil {
-		t.Fatal(err)
-	}
-	resB, err := Run(b, RunOptions{Out: io.Discard, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckA, err := LoadCheckpoint(resA.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckB, err := LoadCheckpoint(resB.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resB := rerunFrom(t, b, 6)
+	ckA, ckB := loadBoth(t, resA.Checkpoint, resB.Checkpoint)
 	if len(ckA.Tensors) < 100 || len(ckA.Tensors) != len(ckB.Tensors) {
 		t.Fatalf("checkpoints hold %d and %d tensors", len(ckA.Tensors), len(ckB.Tensors))
 	}

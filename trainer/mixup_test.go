@@ -121,16 +121,7 @@ func TestMixupRunResumesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := mk("b", true)
-	if _, err := Run(b, RunOptions{Out: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(b.Dir(), "checkpoints", checkpointName(12))); err != nil {
-		t.Fatal(err)
-	}
-	resB, err := Run(b, RunOptions{Out: io.Discard, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resB := rerunFrom(t, b, 12)
 	resC, err := Run(mk("c", false), RunOptions{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)

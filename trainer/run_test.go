@@ -75,14 +75,7 @@ func TestRunLearnsAndResumesExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckA, err := LoadCheckpoint(resA.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckB, err := LoadCheckpoint(resB.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ckA, ckB := loadBoth(t, resA.Checkpoint, resB.Checkpoint)
 	if len(ckA.Tensors) != len(ckB.Tensors) || len(ckA.Tensors) < 4 {
 		t.Fatalf("checkpoints hold %d and %d tensors; want the same, weights, biases and their momenta", len(ckA.Tensors), len(ckB.Tensors))
 	}

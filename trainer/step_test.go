@@ -354,24 +354,8 @@ func TestRecipeRunResumesExactly(t *testing.T) {
 		}
 	}
 	b := mk("b")
-	if _, err := Run(b, RunOptions{Out: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(b.Dir(), "checkpoints", checkpointName(12))); err != nil {
-		t.Fatal(err)
-	}
-	resB, err := Run(b, RunOptions{Out: io.Discard, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckA, err := LoadCheckpoint(resA.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckB, err := LoadCheckpoint(resB.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resB := rerunFrom(t, b, 12)
+	ckA, ckB := loadBoth(t, resA.Checkpoint, resB.Checkpoint)
 	for _, want := range []string{"/ema/model/bn/running_mean", "/ema/model/fc1/weight", "/optimizer/model/fc1/weight/exp_avg_sq", "/#rngState"} {
 		if _, ok := ckA.Tensors[want]; !ok {
 			t.Errorf("checkpoint lacks %s", want)
