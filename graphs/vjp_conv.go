@@ -144,7 +144,7 @@ func convInputGradient(x, kernel, v *Node, p convParams) (*Node, bool) {
 		}
 		pads[a] = [2]int{lo, hi}
 	}
-	flipped := Reverse(kernel, 0, 1)
+	flipped := flipSpatial(kernel)
 	axes := nhwc
 	if p.groups == 1 {
 		// Read the kernel's output channels as input channels instead of transposing it.
@@ -182,4 +182,23 @@ func convKernelGradient(x, kernel, v *Node, p convParams) *Node {
 		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1},
 	}
 	return ConvGeneral(x, v, axes, p.dilations, pads, nil, p.strides, 1, p.groups)
+}
+
+// flipSpatial reverses a kernel's two spatial axes (0 and 1). It is built from unit slices and one
+// concatenation per axis rather than Reverse: on the pure-Go backend Reverse becomes a Gather that
+// copies element by element (a quarter of a ResNet step), while slices and concatenations copy runs;
+// XLA fuses either form.
+func flipSpatial(kernel *Node) *Node {
+	for axis := range 2 {
+		n := kernel.Shape().Dimensions[axis]
+		if n == 1 {
+			continue
+		}
+		parts := make([]*Node, n)
+		for i := range n {
+			parts[i] = SliceAxis(kernel, axis, AxisElem(n-1-i))
+		}
+		kernel = Concatenate(parts, axis)
+	}
+	return kernel
 }
