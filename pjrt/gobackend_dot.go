@@ -26,11 +26,13 @@ var sgNodeExecutors [backends.OpTypeLast]sgNodeExecutor
 var (
 	sgDotGeneral   sgNodeExecutor // simplego's own executors, saved before the table entries are replaced.
 	sgSlice        sgNodeExecutor
+	sgTranspose    sgNodeExecutor
 	fastOpsOwners  sync.Map // *simplego.Backend -> struct{}: the backends whose DotGeneral and Slice are ours.
 	installFastOps sync.Once
 )
 
-// enableFastOps routes sg's float32 DotGenerals to the packed GEMM and its Slices to slice copies.
+// enableFastOps routes sg's float32 DotGenerals to the packed GEMM and its Slices and Transposes to
+// run and tile copies.
 func enableFastOps(sg *simplego.Backend) {
 	installFastOps.Do(func() {
 		sgDotGeneral = sgNodeExecutors[backends.OpTypeDotGeneral]
@@ -40,6 +42,10 @@ func enableFastOps(sg *simplego.Backend) {
 		sgSlice = sgNodeExecutors[backends.OpTypeSlice]
 		if sgSlice != nil {
 			sgNodeExecutors[backends.OpTypeSlice] = execFastSlice
+		}
+		sgTranspose = sgNodeExecutors[backends.OpTypeTranspose]
+		if sgTranspose != nil {
+			sgNodeExecutors[backends.OpTypeTranspose] = execFastTranspose
 		}
 	})
 	fastOpsOwners.Store(sg, struct{}{})
