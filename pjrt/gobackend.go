@@ -132,7 +132,7 @@ func (b *GoBackend) String() string { return simplego.BackendName }
 func (b *GoBackend) Description() string {
 	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm; im2col/col2im ConvGeneral, sliced ReduceWindow"
 	if b.fastDot {
-		d += "; packed-GEMM float32 DotGeneral (" + gemmKernelName() + "), copying Slice"
+		d += "; packed-GEMM float32 DotGeneral (" + gemmKernelName() + "), copying Slice, tiled Transpose"
 	}
 	return d
 }
