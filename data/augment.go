@@ -27,6 +27,9 @@ type Transform struct {
 	// Erasing is applied in training after normalisation (the loader calls it), drawing from the
 	// same per-example generator after the crop and flip.
 	Erasing RandomErasing
+	// RandAugment, when set, runs in training after the crop and flip, before normalisation (as in
+	// timm), drawing from the same per-example generator.
+	RandAugment *RandAugment
 }
 
 // Validate checks the ranges.
@@ -48,6 +51,9 @@ func (t Transform) Validate() error {
 	if err := t.Erasing.Validate(); err != nil {
 		return fmt.Errorf("transform: %w", err)
 	}
+	if r := t.RandAugment; r != nil && (r.NumOps < 1 || r.Magnitude < 0 || r.MagnitudeStd < 0) {
+		return fmt.Errorf("transform: rand augment %+v, want >= 1 op and magnitude, std >= 0", *r)
+	}
 	return nil
 }
 
@@ -65,11 +71,21 @@ type augScratch struct {
 	crop, tmp []uint8
 	out       []uint8
 	rng       rand.PCG
+	ra        raScratch
 }
 
 // apply transforms src (which may alias scratch buffers other than out) and returns Size×Size pixels
 // in sc.out. rng drives the random choices.
 func (t Transform) apply(src pixels, rng *rand.PCG, sc *augScratch) (pixels, error) {
+	out, err := t.cropFlip(src, rng, sc)
+	if err == nil && t.Train && t.RandAugment != nil {
+		t.RandAugment.apply(out, rng, &sc.ra)
+	}
+	return out, err
+}
+
+// cropFlip is apply's geometry: the (random) crop and flip.
+func (t Transform) cropFlip(src pixels, rng *rand.PCG, sc *augScratch) (pixels, error) {
 	if t.Train && t.Scale != [2]float64{} {
 		x, y, w, h := RandomResizedCropParams(src.w, src.h, t.Scale, t.Ratio, rng)
 		crop := cropPixels(src, x, y, w, h, sc.crop)

@@ -132,6 +132,9 @@ type AugmentConfig struct {
 	// RandomErasingMode says: pixel (normal noise per value), rand (per channel) or const (zeros).
 	RandomErasing     float64 `yaml:"random_erasing"`
 	RandomErasingMode string  `yaml:"random_erasing_mode"`
+	// RandAugment is timm's RandAugment config string, e.g. rand-m9-mstd0.5-inc1 (empty: off), run
+	// after the crop and flip, before normalisation.
+	RandAugment string `yaml:"rand_augment"`
 }
 
 // Mixing reports whether batches are mixed (mixup or cutmix), which makes the targets soft.

@@ -43,11 +43,15 @@ func (d DataConfig) validate() []error {
 	check(a.RandomErasing >= 0 && a.RandomErasing <= 1, "data.augment.random_erasing", "got %g, expected a probability in [0, 1] (0: off)", a.RandomErasing)
 	check(a.RandomErasingMode == "pixel" || a.RandomErasingMode == "rand" || a.RandomErasingMode == "const",
 		"data.augment.random_erasing_mode", "got %q, expected pixel, rand or const", a.RandomErasingMode)
+	if a.RandAugment != "" {
+		_, err := data.ParseRandAugment(a.RandAugment)
+		check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
+	}
 	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
 	// augmentations need the image sources' transform.
-	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0
+	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0 || a.RandAugment != ""
 	idx := d.Source == "mnist" || d.Source == "fashion-mnist"
-	check(!augmented || !idx, "data.augment", "per-example augmentation (crop, flip, erasing) applies to the image sources, not %s", d.Source)
+	check(!augmented || !idx, "data.augment", "per-example augmentation (crop, flip, erasing, rand_augment) applies to the image sources, not %s", d.Source)
 	return errs
 }
 
@@ -140,12 +144,19 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 		copy(tf.Ratio[:], d.Augment.RandomResizedCropRatio)
 		tf.HFlip = d.Augment.HFlip
 		tf.Erasing = data.RandomErasing{Prob: d.Augment.RandomErasing, Mode: d.Augment.RandomErasingMode}
+		if d.Augment.RandAugment != "" {
+			ra, err := data.ParseRandAugment(d.Augment.RandAugment)
+			if err != nil {
+				return nil, fmt.Errorf("data.augment.rand_augment: %w", err)
+			}
+			tf.RandAugment = &ra
+		}
 		if a := d.Augment; a.Mixing() {
 			opts.Mixup = &data.Mixup{MixupAlpha: a.MixupAlpha, CutmixAlpha: a.CutmixAlpha, Prob: a.MixupProb,
 				SwitchProb: a.MixupSwitchProb, LabelSmoothing: s.cfg.Loss.LabelSmoothing, NumClasses: s.numClasses()}
 		}
 	}
-	augmented := tf.Train && (tf.Scale != [2]float64{} || tf.HFlip > 0 || tf.Erasing.Prob > 0)
+	augmented := tf.Train && (tf.Scale != [2]float64{} || tf.HFlip > 0 || tf.Erasing.Prob > 0 || tf.RandAugment != nil)
 	if fs, ok := src.(data.FixedShape); ok {
 		h, w, c := fs.Shape()
 		if h == want[0] && w == want[1] && c == want[2] && !augmented {

@@ -72,6 +72,7 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		c.Data.Augment.RandomResizedCropScale = []float64{0.35, 1}
 		c.Data.Augment.HFlip = 0.5
 		c.Data.Augment.RandomErasing = 0.5
+		c.Data.Augment.RandAugment = "rand-m9-mstd0.5-inc1"
 		c.Data.Augment.MixupAlpha, c.Data.Augment.CutmixAlpha = 0.8, 1
 		// Every source of randomness a resume must restore: augmentation, mixing, dropout and
 		// stochastic-depth masks (the graph RNG), and the EMA shadows.

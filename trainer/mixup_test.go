@@ -167,6 +167,9 @@ func TestAugmentKeysValidated(t *testing.T) {
 		{"data.augment.random_erasing=2", "data.augment.random_erasing"},
 		{"data.augment.random_erasing_mode=noise", "data.augment.random_erasing_mode"},
 		{"data.augment.random_erasing=0.25", "per-example augmentation"}, // not on MNIST
+		{"data.augment.rand_augment=rand-m9-x3", "data.augment.rand_augment"},
+		{"data.augment.rand_augment=m9", "rand-m{M}"}, // the message gives the grammar
+		{"data.augment.rand_augment=rand-m9", "per-example augmentation"},
 	} {
 		_, err := LoadConfig(path, []string{c.set})
 		if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), path) {
