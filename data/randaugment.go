@@ -377,14 +377,46 @@ func Sharpness(p pixels, factor float64, sc *raScratch) {
 
 // Rotate turns p by degrees counter-clockwise about its centre (PIL's rotate, expand off).
 func Rotate(p pixels, degrees float64, sc *raScratch) {
-	a := -degrees * math.Pi / 180
-	cos, sin := math.Cos(a), math.Sin(a)
+	// Pillow returns exact copies for 0° and 180° (and 90°/270° on square images) instead of resampling.
+	a := math.Mod(math.Mod(degrees, 360)+360, 360)
+	if (a == 90 || a == 270) && p.w == p.h {
+		sc.buf = growBytes(sc.buf, len(p.pix))
+		out, n, c := sc.buf, p.w, p.c
+		for y := range n {
+			for x := range n {
+				sx, sy := n-1-y, x // 90° counter-clockwise
+				if a == 270 {
+					sx, sy = y, n-1-x
+				}
+				copy(out[(y*n+x)*c:(y*n+x+1)*c], p.pix[(sy*n+sx)*c:(sy*n+sx+1)*c])
+			}
+		}
+		copy(p.pix, out)
+		return
+	}
+	switch a {
+	case 0:
+		return
+	case 180:
+		c := p.c
+		n := p.w * p.h
+		for i := range n / 2 {
+			j := n - 1 - i
+			for ch := range c {
+				p.pix[i*c+ch], p.pix[j*c+ch] = p.pix[j*c+ch], p.pix[i*c+ch]
+			}
+		}
+		return
+	}
+	rad := -degrees * math.Pi / 180
+	cos, sin := math.Cos(rad), math.Sin(rad)
 	cx, cy := float64(p.w)/2, float64(p.h)/2
 	affine(p, [6]float64{cos, sin, cos*-cx + sin*-cy + cx, -sin, cos, -sin*-cx + cos*-cy + cy}, sc)
 }
 
 // affine is PIL's Image.transform(AFFINE, m, BILINEAR, fillcolor): output pixel centre (x, y) reads
-// the input at (m0·x + m1·y + m2, m3·x + m4·y + m5), bilinearly with edge clamping; points outside
+// the input at (m0·x + m1·y + m2, m3·x + m4·y + m5), bilinearly with edge clamping and truncated to
+// 8 bits as Pillow does; points outside
 // the input get timm's fill colour.
 func affine(p pixels, m [6]float64, sc *raScratch) {
 	sc.buf = growBytes(sc.buf, len(p.pix))
@@ -415,7 +447,7 @@ func affine(p pixels, m [6]float64, sc *raScratch) {
 			for ch := range c {
 				top := at(ix, iy, ch) + dx*(at(ix+1, iy, ch)-at(ix, iy, ch))
 				bot := at(ix, iy+1, ch) + dx*(at(ix+1, iy+1, ch)-at(ix, iy+1, ch))
-				v := top + dy*(bot-top) + 0.5
+				v := top + dy*(bot-top)
 				o[ch] = uint8(max(0, min(255, v)))
 			}
 		}
