@@ -25,12 +25,7 @@ func execFastSlice(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 	for a := range outDims {
 		outDims[a] = (limits[a] - starts[a] + strides[a] - 1) / strides[a]
 	}
-	inFlat, err := backend.BufferData(inputs[0])
-	if err != nil {
-		return nil, err
-	}
-	output := backend.NewBuffer(shapes.Make(inShape.DType, outDims...))
-	outFlat, err := backend.BufferData(output)
+	inFlat, output, outFlat, err := newCopyOutput(backend, inputs[0], shapes.Make(inShape.DType, outDims...))
 	if err != nil {
 		return nil, err
 	}
@@ -95,4 +90,17 @@ func sliceCopy[T any](dst, src []T, inDims, outDims, starts, strides []int) {
 			idx[a] = 0
 		}
 	}
+}
+
+// newCopyOutput returns the flat data of a copying op's input and a new output buffer of shape out
+// with its flat data, for the executors that move values without arithmetic (Slice, Transpose).
+func newCopyOutput(backend *simplego.Backend, input *simplego.Buffer, out shapes.Shape) (inFlat any, output *simplego.Buffer, outFlat any, err error) {
+	if inFlat, err = backend.BufferData(input); err != nil {
+		return nil, nil, nil, err
+	}
+	output = backend.NewBuffer(out)
+	if outFlat, err = backend.BufferData(output); err != nil {
+		return nil, nil, nil, err
+	}
+	return inFlat, output, outFlat, nil
 }

@@ -28,12 +28,7 @@ func execFastTranspose(backend *simplego.Backend, node *simplego.Node, inputs []
 	for i, p := range perm {
 		outDims[i] = inShape.Dimensions[p]
 	}
-	inFlat, err := backend.BufferData(inputs[0])
-	if err != nil {
-		return nil, err
-	}
-	output := backend.NewBuffer(shapes.Make(inShape.DType, outDims...))
-	outFlat, err := backend.BufferData(output)
+	inFlat, output, outFlat, err := newCopyOutput(backend, inputs[0], shapes.Make(inShape.DType, outDims...))
 	if err != nil {
 		return nil, err
 	}
