@@ -20,17 +20,18 @@ const dataUsage = `Usage:
   trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
   trainer data inspect FILE.shard|DIR
   trainer data verify DIR [--decode]
+  trainer data bench SPLIT [--source imagefolder|shards] [--size 224] [--batch 64] [--batches 20] [--workers N] [--interpolation bilinear|bicubic]
 
 pack reads SRC and writes shards (docs/data.md): an ImageFolder root with train/ and val/ (each packed
 to OUT/train, OUT/val), a single split's folder of class folders, CIFAR-10's binary batches, or the
 seed's Imagenette train.bin/val.bin (a folder holding them, or one file).
 `
 
-// cmdData runs `trainer data pack|inspect|verify`.
+// cmdData runs `trainer data pack|inspect|verify|bench`.
 func cmdData(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, dataUsage)
-		return errors.New("data: expected pack, inspect or verify")
+		return errors.New("data: expected pack, inspect, verify or bench")
 	}
 	switch args[0] {
 	case "pack":
@@ -39,6 +40,8 @@ func cmdData(args []string, stdout, stderr io.Writer) error {
 		return cmdDataInspect(args[1:], stdout, stderr)
 	case "verify":
 		return cmdDataVerify(args[1:], stdout, stderr)
+	case "bench":
+		return cmdDataBench(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, dataUsage)
 		return nil

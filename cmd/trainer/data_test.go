@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,5 +70,31 @@ func TestDataPackInspectVerify(t *testing.T) {
 	}
 	if _, err := parseByteSize("lots"); err == nil {
 		t.Error("parsed \"lots\"")
+	}
+}
+
+// TestDataBench times the loader on a generated ImageFolder, and on its packed shards.
+func TestDataBench(t *testing.T) {
+	tree, out := t.TempDir(), t.TempDir()
+	writeTree(t, tree)
+	var stdout, stderr bytes.Buffer
+	if err := cmdData([]string{"bench", filepath.Join(tree, "train"), "--size", "16", "--batch", "2", "--batches", "5", "--workers", "2"}, &stdout, &stderr); err != nil {
+		t.Fatal(err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "images/s with 2 workers") {
+		t.Errorf("bench output: %q", stdout.String())
+	}
+	if err := cmdData([]string{"pack", tree, out}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := cmdData([]string{"bench", filepath.Join(out, "train"), "--source", "shards", "--size", "16", "--batch", "2", "--batches", "3"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "(6 images)") {
+		t.Errorf("bench output on shards: %q", stdout.String())
+	}
+	if err := cmdData([]string{"bench", filepath.Join(tree, "train"), "--batch", "64"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "gives no batch") {
+		t.Errorf("a split smaller than a batch: %v", err)
 	}
 }

@@ -30,6 +30,7 @@ Usage:
   trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
   trainer data inspect FILE|DIR
   trainer data verify DIR [--decode]
+  trainer data bench SPLIT [--source imagefolder|shards] [--size 224] [--batch 64] [--workers N]
   trainer emit NET|CONFIG [--batch N] [--precision bf16] [--optimizer NAME] [--replicas R] [--set k=v] --out FILE
   trainer bench --net NAME --batch N --size S [--steps K] [--width W] [--backend B] [--cpuprofile F] [--json]
   trainer plot schedule CONFIG [--out FILE.png] | trainer plot run DIR [--out DIR]

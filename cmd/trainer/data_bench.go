@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"github.com/trainer/trainer/data"
+)
+
+// cmdDataBench times the training input pipeline as a run uses it: the loader's parallel workers
+// reading SPLIT, decoding, RandomResizedCrop + flip at --size and normalising, batch after batch.
+func cmdDataBench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("data bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	source := fs.String("source", "imagefolder", "what SPLIT is: imagefolder (a folder of class folders) or shards")
+	size := fs.Int("size", 224, "output resolution")
+	batch := fs.Int("batch", 64, "batch size")
+	batches := fs.Int("batches", 20, "batches to time (after one warm-up batch)")
+	workers := fs.Int("workers", 0, "decode workers (0: one per core)")
+	interp := fs.String("interpolation", "bilinear", "bilinear or bicubic")
+	positional, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return errors.New("data bench: expected one SPLIT folder (e.g. imagenette2/train or shards/train)")
+	}
+	if *source != "imagefolder" && *source != "shards" {
+		return fmt.Errorf("data bench: --source %q, expected imagefolder or shards", *source)
+	}
+	if *size < 8 || *batch < 1 || *batches < 1 {
+		return errors.New("data bench: --size must be >= 8, --batch and --batches >= 1")
+	}
+	in, err := data.ParseInterp(*interp)
+	if err != nil {
+		return fmt.Errorf("data bench: --interpolation: %w", err)
+	}
+	src, err := data.OpenSource(*source, positional[0], "train", data.SourceOptions{})
+	if err != nil {
+		return fmt.Errorf("data bench: %w", err)
+	}
+	l, err := data.NewSourceLoader(src, data.LoaderOptions{
+		BatchSize: *batch, Shuffle: true, DropLast: true, Seed: 1, Workers: *workers,
+		Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
+		Transform: &data.Transform{Size: *size, Train: true, Scale: [2]float64{0.08, 1},
+			Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: in},
+	})
+	if err != nil {
+		return fmt.Errorf("data bench: %w", err)
+	}
+	threads := *workers
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	var images int
+	var start time.Time
+	for epoch := 0; images < *batches**batch; epoch++ {
+		it := l.Iterate(epoch, 0)
+		for b, ok := it.Next(); ok; b, ok = it.Next() {
+			if start.IsZero() {
+				start = time.Now() // the first batch warms the workers up
+				continue
+			}
+			images += len(b.Labels)
+			if images >= *batches**batch {
+				break
+			}
+		}
+		it.Close()
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("data bench: %w", err)
+		}
+	}
+	elapsed := time.Since(start).Seconds()
+	fmt.Fprintf(stdout, "%s (%d images): decode + RandomResizedCrop(%d, %s) + flip + normalise: %.0f images/s with %d workers, %.0f images/s per worker\n",
+		positional[0], src.Len(), *size, *interp, float64(images)/elapsed, threads, float64(images)/elapsed/float64(threads))
+	return nil
+}
