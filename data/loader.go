@@ -34,6 +34,11 @@ type LoaderOptions struct {
 	// Mixup, when set, mixes each batch once it is decoded and gives it soft Targets; its generator
 	// is seeded by (Seed, epoch, step, Replica).
 	Mixup *Mixup
+	// Repeats > 1 is repeated augmentation (timm's RepeatAugSampler): the epoch visits the first N
+	// entries of the shuffled order with each example repeated Repeats times in a row, dealt
+	// round-robin over the replicas, so the copies of an image go to different replicas (or, with one
+	// replica, to consecutive rows) and each gets its own augmentation; an epoch still has N rows.
+	Repeats int
 }
 
 // Batch is one batch of decoded examples. Its slices always have BatchSize rows; only the first Size
@@ -100,6 +105,9 @@ func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 	}
 	if opts.Replicas < 0 || opts.Replica < 0 || opts.Replica >= opts.Replicas {
 		return nil, fmt.Errorf("data: NewLoader: replica %d of %d, want 0 <= replica < replicas", opts.Replica, opts.Replicas)
+	}
+	if opts.Repeats < 0 || opts.Repeats > 64 {
+		return nil, fmt.Errorf("data: NewLoader: %d repeats, want 0 to 64 (0 or 1: none)", opts.Repeats)
 	}
 	l := &Loader{src: src, opts: opts, orderEpoch: -1}
 	if t := opts.Transform; t != nil {
@@ -182,8 +190,34 @@ func (l *Loader) Order(epoch int) []int {
 	defer l.mu.Unlock()
 	if l.order == nil || l.orderEpoch != epoch {
 		l.order, l.orderEpoch = permutation(l.src.Len(), l.opts.Shuffle, l.opts.Seed, epoch), epoch
+		if l.opts.Repeats > 1 {
+			l.order = repeatedOrder(l.order, l.opts.Repeats, l.opts.BatchSize, l.opts.Replicas)
+		}
 	}
 	return l.order
+}
+
+// repeatedOrder lays out repeated augmentation: g = each entry of perm k times in a row, cut to
+// len(perm); position j of g goes to replica j mod R as that replica's row j div R, and replica r's
+// rows fill its BatchSize block of each global batch (see span).
+func repeatedOrder(perm []int, k, batch, replicas int) []int {
+	n := len(perm)
+	out := make([]int, n)
+	filled := make([]bool, n)
+	for j := range n {
+		row, r := j/replicas, j%replicas
+		if pos := (row/batch)*batch*replicas + r*batch + row%batch; pos < n {
+			out[pos], filled[pos] = perm[j/k], true
+		}
+	}
+	// Positions no replica row maps to (a ragged tail when n is not a multiple of batch·replicas)
+	// keep the plain order's examples; training drops that tail anyway.
+	for pos := range n {
+		if !filled[pos] {
+			out[pos] = perm[pos]
+		}
+	}
+	return out
 }
 
 // span returns the position in the epoch's order of row 0 of step, and the number of real rows.

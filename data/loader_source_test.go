@@ -142,3 +142,46 @@ func TestLoaderMemoryFlat(t *testing.T) {
 		t.Errorf("heap grew from %d to %d bytes over 200 epochs", before, after)
 	}
 }
+
+// Repeated augmentation: an epoch keeps N rows, made of N/k examples each k times; copies are dealt
+// round-robin over the replicas, and with one replica they sit in consecutive rows.
+func TestRepeatedAugmentationOrder(t *testing.T) {
+	ds := synthDataset(24)
+	const k, bs, replicas = 3, 2, 2
+	var loaders []*Loader
+	for r := range replicas {
+		loaders = append(loaders, mustLoader(t, ds, LoaderOptions{BatchSize: bs, Shuffle: true, Seed: 5, DropLast: true,
+			Replica: r, Replicas: replicas, Repeats: k}))
+	}
+	perm := permutation(24, true, 5, 1)
+	count := map[int]int{}
+	// Replica r's stream, row by row, must be g[r], g[r+R], g[r+2R], ... with g = perm repeated k times.
+	for r, l := range loaders {
+		row := 0
+		for step := range l.StepsPerEpoch() {
+			b := mustBatch(t, l, 1, step)
+			for _, idx := range b.Indices {
+				if want := perm[(row*replicas+r)/k]; idx != want {
+					t.Fatalf("replica %d row %d: example %d, want %d", r, row, idx, want)
+				}
+				count[idx]++
+				row++
+			}
+		}
+	}
+	if len(count) != 24/k {
+		t.Errorf("%d distinct examples in the epoch, want %d", len(count), 24/k)
+	}
+	for idx, c := range count {
+		if c != k {
+			t.Errorf("example %d seen %d times, want %d", idx, c, k)
+		}
+	}
+	one := mustLoader(t, ds, LoaderOptions{BatchSize: 4, Shuffle: true, Seed: 5, DropLast: true, Repeats: k})
+	if got := one.Order(1)[:6]; !slices.Equal(got, []int{perm[0], perm[0], perm[0], perm[1], perm[1], perm[1]}) {
+		t.Errorf("one replica: order starts %v, want each example %d times in a row", got, k)
+	}
+	if _, err := NewLoader(ds, LoaderOptions{BatchSize: 2, Repeats: -1}); err == nil {
+		t.Error("negative repeats accepted")
+	}
+}

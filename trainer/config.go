@@ -135,6 +135,9 @@ type AugmentConfig struct {
 	// RandAugment is timm's RandAugment config string, e.g. rand-m9-mstd0.5-inc1 (empty: off), run
 	// after the crop and flip, before normalisation.
 	RandAugment string `yaml:"rand_augment"`
+	// RepeatedAug k > 1 shows each training image k times per epoch, each copy augmented on its own and
+	// dealt to another replica (timm's repeated augmentation, DeiT's recipe); an epoch keeps N images.
+	RepeatedAug int `yaml:"repeated_aug"`
 }
 
 // Mixing reports whether batches are mixed (mixup or cutmix), which makes the targets soft.

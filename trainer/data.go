@@ -47,6 +47,7 @@ func (d DataConfig) validate() []error {
 		_, err := data.ParseRandAugment(a.RandAugment)
 		check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
 	}
+	check(a.RepeatedAug >= 0 && a.RepeatedAug <= 64, "data.augment.repeated_aug", "got %d, expected 0 to 64 (0 or 1: off; DeiT uses 3)", a.RepeatedAug)
 	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
 	// augmentations need the image sources' transform.
 	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0 || a.RandAugment != ""
@@ -151,6 +152,7 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 			}
 			tf.RandAugment = &ra
 		}
+		opts.Repeats = d.Augment.RepeatedAug
 		if a := d.Augment; a.Mixing() {
 			opts.Mixup = &data.Mixup{MixupAlpha: a.MixupAlpha, CutmixAlpha: a.CutmixAlpha, Prob: a.MixupProb,
 				SwitchProb: a.MixupSwitchProb, LabelSmoothing: s.cfg.Loss.LabelSmoothing, NumClasses: s.numClasses()}

@@ -77,6 +77,7 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		// Every source of randomness a resume must restore: augmentation, mixing, dropout and
 		// stochastic-depth masks (the graph RNG), and the EMA shadows.
 		c.Net.Dropout, c.Net.DropPath = 0.2, 0.2
+		c.Data.Augment.RepeatedAug = 2
 		c.EMA = EMAConfig{Decay: 0.9, Warmup: true}
 		c.Steps = 6 // 18 images / 4 = 4 steps per epoch: step 5 is mid-epoch 1
 		c.Optimizer.LR = 0.002
