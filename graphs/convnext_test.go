@@ -478,34 +478,7 @@ func equalInts(a, b []int) bool {
 
 func TestConvNeXtInitialisation(t *testing.T) {
 	// torchvision: trunc_normal(0.02) conv/linear weights, zero biases, layer_scale 1e-6, LN ones/zeros.
-	spec, _ := Get("convnext_tiny")
-	ctx := context.New()
-	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
-		return spec.Build(ctx.In(ModelScope), x, false, Options{Width: 0.25, NumClasses: 10, Seed: 1})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exec.Finalize()
-	images, _ := netCheckData(1, 1, 32, 10, dtypes.Float32)
-	if _, err := exec.Exec(images); err != nil {
-		t.Fatal(err)
-	}
-	stats := func(scope, name string) (mean, std, maxAbs float64) {
-		v := ctx.GetVariableByScopeAndName("/"+ModelScope+"/"+scope, name)
-		if v == nil {
-			t.Fatalf("no variable %s/%s", scope, name)
-		}
-		values := tensors.MustCopyFlatData[float32](v.MustValue())
-		for _, x := range values {
-			mean += float64(x)
-			std += float64(x) * float64(x)
-			maxAbs = max(maxAbs, math.Abs(float64(x)))
-		}
-		n := float64(len(values))
-		mean /= n
-		return mean, math.Sqrt(std/n - mean*mean), maxAbs
-	}
+	stats := netCheckInitStats(t, "convnext_tiny", Options{Width: 0.25, NumClasses: 10, Seed: 1})
 	for _, s := range []string{"features/5/3/block/3", "features/0/0", "features/1/0/block/0", "classifier/2"} {
 		mean, std, _ := stats(s, "weight")
 		if math.Abs(std-0.02) > 0.004 || math.Abs(mean) > 0.004 {
@@ -566,4 +539,39 @@ func TestConvNeXtDropPath(t *testing.T) {
 
 func TestConvNeXtGELUForms(t *testing.T) {
 	netCheckGELUForms(t, convNeXtSmallBuild(convNeXtSmall), Options{NumClasses: 10, Seed: 7}, 32)
+}
+
+// netCheckInitStats builds the named net once (32 px, one image) so its variables get their initial
+// values, and returns a function giving the mean, standard deviation and largest magnitude of the
+// variable scope/name under the model scope (scope "" for variables at the model scope itself).
+func netCheckInitStats(t *testing.T, net string, opts Options) func(scope, name string) (mean, std, maxAbs float64) {
+	t.Helper()
+	spec, _ := Get(net)
+	ctx := context.New()
+	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
+		return spec.Build(ctx.In(ModelScope), x, false, opts)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Finalize()
+	images, _ := netCheckData(1, 1, 32, 10, dtypes.Float32)
+	if _, err := exec.Exec(images); err != nil {
+		t.Fatal(err)
+	}
+	return func(scope, name string) (mean, std, maxAbs float64) {
+		v := ctx.GetVariableByScopeAndName(strings.TrimSuffix("/"+ModelScope+"/"+scope, "/"), name)
+		if v == nil {
+			t.Fatalf("no variable %s/%s", scope, name)
+		}
+		values := tensors.MustCopyFlatData[float32](v.MustValue())
+		for _, x := range values {
+			mean += float64(x)
+			std += float64(x) * float64(x)
+			maxAbs = max(maxAbs, math.Abs(float64(x)))
+		}
+		n := float64(len(values))
+		mean /= n
+		return mean, math.Sqrt(std/n - mean*mean), maxAbs
+	}
 }

@@ -64,10 +64,10 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 	for i := range axes {
 		axes[i] = i
 	}
-	var mean, variance *Node // [C]
+	var mean, variance, centered *Node // mean and variance: [C]
 	if train {
 		mean = ReduceMean(xf, axes...)
-		centered := Sub(xf, asChannels(mean, x.Rank()))
+		centered = Sub(xf, asChannels(mean, x.Rank()))
 		variance = ReduceMean(Square(centered), axes...)
 		m := float64(x.Shape().Size() / ch)
 		stored := variance
@@ -80,9 +80,10 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 	} else {
 		mean = meanVar.ValueGraph(g)
 		variance = varVar.ValueGraph(g)
+		centered = Sub(xf, asChannels(mean, x.Rank()))
 	}
 	scale := Mul(Rsqrt(AddScalar(variance, c.Epsilon)), gamma)
-	y := Add(Mul(Sub(xf, asChannels(mean, x.Rank())), asChannels(scale, x.Rank())), asChannels(beta, x.Rank()))
+	y := Add(Mul(centered, asChannels(scale, x.Rank())), asChannels(beta, x.Rank()))
 	if y.DType() != dtype {
 		y = ConvertDType(y, dtype)
 	}

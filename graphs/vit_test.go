@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -122,33 +120,7 @@ func TestViTNamesAndDecayGroup(t *testing.T) {
 }
 
 func TestViTInitialisation(t *testing.T) {
-	spec, _ := Get("vit_tiny")
-	ctx := context.New()
-	exec, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
-		return spec.Build(ctx.In(ModelScope), x, false, Options{NumClasses: 10, ImageSize: 32, Seed: 1})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exec.Finalize()
-	images, _ := netCheckData(1, 1, 32, 10, dtypes.Float32)
-	if _, err := exec.Exec(images); err != nil {
-		t.Fatal(err)
-	}
-	stats := func(scope, name string) (mean, std, maxAbs float64) {
-		v := ctx.GetVariableByScopeAndName(strings.TrimSuffix("/"+ModelScope+"/"+scope, "/"), name)
-		if v == nil {
-			t.Fatalf("no variable %s/%s", scope, name)
-		}
-		for _, x := range tensors.MustCopyFlatData[float32](v.MustValue()) {
-			mean += float64(x)
-			std += float64(x) * float64(x)
-			maxAbs = max(maxAbs, math.Abs(float64(x)))
-		}
-		n := float64(v.Shape().Size())
-		mean /= n
-		return mean, math.Sqrt(std/n - mean*mean), maxAbs
-	}
+	stats := netCheckInitStats(t, "vit_tiny", Options{NumClasses: 10, ImageSize: 32, Seed: 1})
 	for _, s := range []string{"blocks/0/attn/qkv", "blocks/5/attn/proj", "blocks/11/mlp/fc1", "head"} {
 		mean, std, _ := stats(s, "weight")
 		if math.Abs(std-0.02) > 0.003 || math.Abs(mean) > 0.003 {

@@ -12,12 +12,7 @@ import (
 // The copying Slice gives exactly simplego's result on random windows (whole, strided, single-element
 // and empty-stride axes; float32, float64 and int32), and the run logic is exercised at every rank.
 func TestFastSliceMatchesSimplego(t *testing.T) {
-	fast := testBackend(t)
-	slow, err := newGoBackend("simplego_dot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Finalize()
+	fast, slow := testBackend(t), simplegoOps(t)
 	rng := rand.New(rand.NewSource(31))
 	for trial := range 60 {
 		rank := rng.Intn(5)
@@ -36,21 +31,9 @@ func TestFastSliceMatchesSimplego(t *testing.T) {
 		}
 		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64, dtypes.Int32}[trial%3]
 		name := fmt.Sprintf("%d/%s/dims%v/starts%v/limits%v/strides%v", trial, dtype, dims, starts, limits, strides)
-		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
-			x := in[0]
-			var err error
-			if dtype != dtypes.Float64 {
-				if x, err = b.ConvertDType(x, dtype); err != nil {
-					return nil, err
-				}
-			}
-			y, err := b.Slice(x, starts, limits, strides)
-			if err != nil || dtype == dtypes.Float64 {
-				return []backends.Op{y}, err
-			}
-			y, err = b.ConvertDType(y, dtypes.Float64)
-			return []backends.Op{y}, err
-		}
+		build := inDType(dtype, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+			return b.Slice(x, starts, limits, strides)
+		})
 		x := distinctTT(rng, dims...)
 		got, want := runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0]
 		assertClose(t, name, got, want, 0)
@@ -63,12 +46,7 @@ func TestFastSliceMatchesSimplego(t *testing.T) {
 // The tiled Transpose gives exactly simplego's result for random permutations of ranks 0-5, with
 // contiguous and strided last axes, tails smaller than a tile and sizes above one, in three dtypes.
 func TestFastTransposeMatchesSimplego(t *testing.T) {
-	fast := testBackend(t)
-	slow, err := newGoBackend("simplego_dot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Finalize()
+	fast, slow := testBackend(t), simplegoOps(t)
 	rng := rand.New(rand.NewSource(37))
 	for trial := range 60 {
 		rank := rng.Intn(6)
@@ -82,23 +60,43 @@ func TestFastTransposeMatchesSimplego(t *testing.T) {
 		perm := rng.Perm(rank)
 		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64, dtypes.Int32}[trial%3]
 		name := fmt.Sprintf("%d/%s/dims%v/perm%v", trial, dtype, dims, perm)
-		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
-			x := in[0]
-			var err error
-			if dtype != dtypes.Float64 {
-				if x, err = b.ConvertDType(x, dtype); err != nil {
-					return nil, err
-				}
-			}
-			y, err := b.Transpose(x, perm...)
-			if err != nil || dtype == dtypes.Float64 {
-				return []backends.Op{y}, err
-			}
-			y, err = b.ConvertDType(y, dtypes.Float64)
-			return []backends.Op{y}, err
-		}
+		build := inDType(dtype, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+			return b.Transpose(x, perm...)
+		})
 		x := distinctTT(rng, dims...)
 		got, want := runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0]
 		assertClose(t, name, got, want, 0)
+	}
+}
+
+// simplegoOps is the Go backend with simplego's own DotGeneral, Slice and Transpose: the reference the
+// fast kernels are compared with.
+func simplegoOps(t *testing.T) *GoBackend {
+	t.Helper()
+	slow, err := newGoBackend("simplego_dot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(slow.Finalize)
+	return slow
+}
+
+// inDType builds op on the float64 input converted to dtype, and converts the result back to float64
+// for comparison.
+func inDType(dtype dtypes.DType, op func(b backends.Builder, x backends.Op) (backends.Op, error)) func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+	return func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+		x := in[0]
+		var err error
+		if dtype != dtypes.Float64 {
+			if x, err = b.ConvertDType(x, dtype); err != nil {
+				return nil, err
+			}
+		}
+		y, err := op(b, x)
+		if err != nil || dtype == dtypes.Float64 {
+			return []backends.Op{y}, err
+		}
+		y, err = b.ConvertDType(y, dtypes.Float64)
+		return []backends.Op{y}, err
 	}
 }

@@ -51,13 +51,14 @@ type stepGuard struct {
 	flags []float32 // [loss finite, gradient 0 finite, ...] of the last execution, 1 or 0
 }
 
-// measure returns the flags vector [loss, gradients...] (float32, 1 = finite) and their conjunction.
-func (gd *stepGuard) measure(loss *Node, vars []*context.Variable, grads []*Node) (flags, ok *Node) {
+// measure returns the flags vector [loss, gradients...] (float32, 1 = finite) and their conjunction,
+// given each gradient's Σg² (squaredNorms, which clipping reuses).
+func (gd *stepGuard) measure(loss *Node, vars []*context.Variable, sums []*Node) (flags, ok *Node) {
 	gd.names = make([]string, len(vars))
 	finite := []*Node{IsFinite(loss)}
 	for i, v := range vars {
 		gd.names[i] = v.ScopeAndName()
-		finite = append(finite, IsFinite(ReduceAllSum(Square(grads[i]))))
+		finite = append(finite, IsFinite(sums[i]))
 	}
 	ok = finite[0]
 	for _, f := range finite[1:] {

@@ -100,7 +100,8 @@ func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 			nodes[i] = v.ValueGraph(g)
 		}
 		grads := Gradient(loss, nodes...)
-		finite, ok := ts.guard.measure(loss, vars, grads)
+		sums := squaredNorms(grads)
+		finite, ok := ts.guard.measure(loss, vars, sums)
 		var emaDecay, emaFresh, keep, apply *Node
 		if ts.ema {
 			emaDecay, emaFresh = in[next], in[next+1]
@@ -111,7 +112,10 @@ func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 			grads = accumulateGradients(ctx, vars, grads, keep, ts.accumulate)
 		}
 		if clip > 0 {
-			grads = ClipGlobalNorm(grads, clip)
+			if ts.accumulate > 1 {
+				sums = squaredNorms(grads) // of the accumulated mean, not of this micro-batch
+			}
+			grads = clipWithSquaredNorms(grads, sums, clip)
 		}
 		opt.Update(ctx, vars, grads, decay, lr, host...)
 		if ts.ema {
@@ -195,18 +199,28 @@ func BCETargets(labels *Node, classes int, smoothing, threshold float64, dtype d
 // ClipGlobalNorm scales every gradient by min(1, c/(‖g‖+ε)), ‖g‖ being one norm over all of them
 // (summed in the gradients' dtype, the master dtype).
 func ClipGlobalNorm(grads []*Node, c float64) []*Node {
+	return clipWithSquaredNorms(grads, squaredNorms(grads), c)
+}
+
+// squaredNorms returns Σg² of each gradient, in the first gradient's dtype.
+func squaredNorms(grads []*Node) []*Node {
+	sums := make([]*Node, len(grads))
+	for i, g := range grads {
+		sums[i] = ReduceAllSum(Square(ConvertDType(g, grads[0].DType())))
+	}
+	return sums
+}
+
+// clipWithSquaredNorms is ClipGlobalNorm given each gradient's Σg², so a step that already has them
+// (the non-finite guard measures them) does not reduce every gradient twice.
+func clipWithSquaredNorms(grads, sums []*Node, c float64) []*Node {
 	if len(grads) == 0 {
 		return grads
 	}
 	dtype := grads[0].DType()
-	var sum *Node
-	for _, g := range grads {
-		sq := ReduceAllSum(Square(ConvertDType(g, dtype)))
-		if sum == nil {
-			sum = sq
-		} else {
-			sum = Add(sum, sq)
-		}
+	sum := sums[0]
+	for _, sq := range sums[1:] {
+		sum = Add(sum, sq)
 	}
 	factor := MinScalar(Div(Scalar(sum.Graph(), dtype, c), AddScalar(Sqrt(sum), clipEpsilon)), 1)
 	out := make([]*Node, len(grads))

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -134,17 +132,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if _, err := step(); err != nil { // Compiles.
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	rep := benchReport{Net: *netName, Backend: backend.Description(), Batch: *batch, Size: h, Threads: runtime.GOMAXPROCS(0)}
 	var times []float64
 	for range *steps {
