@@ -42,10 +42,20 @@ func init() {
 		InputShape:  [3]int{224, 224, 3}, NumClasses: 1000,
 		Reference:     "torchvision 0.14 convnext_tiny (state_dict names; layer_scale stored [C] instead of [C,1,1])",
 		NoWeightDecay: convNeXtNoWeightDecay,
+		TorchShape:    LayerScaleTorchShape,
 		Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {
 			return buildConvNeXt(ctx, x, train, opts, convNeXtTiny)
 		},
 	})
+}
+
+// LayerScaleTorchShape is a Spec.TorchShape for nets with torchvision ConvNeXt's layer scale, a [C, 1, 1]
+// parameter there and [C] here.
+func LayerScaleTorchShape(_, name string, dims []int) []int {
+	if name == "layer_scale" && len(dims) == 1 {
+		return []int{dims[0], 1, 1}
+	}
+	return nil
 }
 
 // buildConvNeXt builds the net of config c; Width scales every stage's channels.

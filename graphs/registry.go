@@ -93,6 +93,10 @@ type Spec struct {
 	// TorchName, when set, maps a variable to its reference state_dict key where the default rule
 	// (DefaultTorchName) does not apply; ok false means the variable has no counterpart.
 	TorchName func(scope, name string) (key string, ok bool)
+	// TorchShape, when set, gives the reference's shape of a variable whose layout is not one of the
+	// rules weight import/export applies by name (conv and Linear weights transposed, the rest as is),
+	// e.g. ConvNeXt's layer_scale [C] stored as [C, 1, 1]; nil (or a nil result) keeps the shape.
+	TorchShape func(scope, name string, dims []int) []int
 }
 
 // StateDictKey maps a variable of the model scope to the reference's state_dict key.

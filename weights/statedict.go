@@ -67,17 +67,20 @@ func Template(backend backends.Backend, spec graphs.Spec, opts graphs.Options) (
 //   - rank-4 "weight" is a conv kernel: HWIO [kh, kw, in/g, out] -> OIHW [out, in/g, kh, kw] (a depthwise
 //     [k, k, 1, C] becomes [C, 1, k, k]);
 //   - rank-2 "weight" is a Linear: [in, out] -> [out, in];
-//   - "layer_scale" of rank 1 is torchvision ConvNeXt's [C, 1, 1] parameter;
-//   - anything else keeps its shape.
-func torchLayout(name string, dims []int) (perm, torchDims []int) {
+//   - anything else keeps its data order, in the shape the spec's TorchShape gives (ConvNeXt's
+//     layer_scale [C] is [C, 1, 1]) or its own.
+func torchLayout(spec graphs.Spec, scope, name string, dims []int) (perm, torchDims []int) {
 	switch {
 	case name == "weight" && len(dims) == 4:
 		perm = []int{3, 2, 0, 1}
 	case name == "weight" && len(dims) == 2:
 		perm = []int{1, 0}
-	case name == "layer_scale" && len(dims) == 1:
-		return nil, []int{dims[0], 1, 1}
 	default:
+		if spec.TorchShape != nil {
+			if shape := spec.TorchShape(scope, name, dims); shape != nil {
+				return nil, shape
+			}
+		}
 		return nil, slices.Clone(dims)
 	}
 	torchDims = make([]int, len(dims))
@@ -218,7 +221,7 @@ func ToStateDict(spec graphs.Spec, vars map[string]*tensors.Tensor) (map[string]
 			continue
 		}
 		dims := t.Shape().Dimensions
-		perm, torchDims := torchLayout(name, dims)
+		perm, torchDims := torchLayout(spec, scope, name, dims)
 		st, err := FromFloat64s(F32, torchDims, transpose(values, dims, perm))
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", path, err))
@@ -298,7 +301,7 @@ func FromStateDict(spec graphs.Spec, template []Variable, f *File) (map[string]*
 			continue
 		}
 		dims := v.Shape.Dimensions
-		perm, torchDims := torchLayout(v.Name, dims)
+		perm, torchDims := torchLayout(spec, v.Scope, v.Name, dims)
 		exact := slices.Equal(st.Shape, torchDims)
 		if !exact && (perm != nil || !slices.Equal(squeezed(st.Shape), squeezed(torchDims))) {
 			fit.Mismatched = append(fit.Mismatched, fmt.Sprintf("%s: file %v, net expects %v (%s is %v here)",

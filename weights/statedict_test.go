@@ -35,6 +35,7 @@ const testNet = "weights_test_net"
 func init() {
 	graphs.Register(graphs.Spec{
 		Name: testNet, Description: "test-only net", InputShape: [3]int{8, 8, 3}, NumClasses: 5,
+		TorchShape: graphs.LayerScaleTorchShape, // its layer_scale is stored as torchvision ConvNeXt's
 		Build: func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			g := x.Graph()
 			x = graphs.ToCompute(x, opts)
@@ -60,7 +61,12 @@ func TestTransposeAndLayouts(t *testing.T) {
 	for i := range data {
 		data[i] = i
 	}
-	perm, torchDims := torchLayout("weight", dims)
+	convnext, err := graphs.Get("convnext_tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain graphs.Spec
+	perm, torchDims := torchLayout(plain, "/model/conv", "weight", dims)
 	if !slices.Equal(torchDims, []int{5, 4, 2, 3}) {
 		t.Fatalf("torch dims %v", torchDims)
 	}
@@ -81,16 +87,16 @@ func TestTransposeAndLayouts(t *testing.T) {
 	if back := transpose(out, torchDims, inversePerm(perm)); !slices.Equal(back, data) {
 		t.Fatal("inverse permutation does not restore the kernel")
 	}
-	if _, d := torchLayout("weight", []int{3, 3, 1, 8}); !slices.Equal(d, []int{8, 1, 3, 3}) {
+	if _, d := torchLayout(plain, "/model/dw", "weight", []int{3, 3, 1, 8}); !slices.Equal(d, []int{8, 1, 3, 3}) {
 		t.Errorf("depthwise kernel -> %v", d)
 	}
-	if _, d := torchLayout("weight", []int{7, 3}); !slices.Equal(d, []int{3, 7}) {
+	if _, d := torchLayout(plain, "/model/fc", "weight", []int{7, 3}); !slices.Equal(d, []int{3, 7}) {
 		t.Errorf("linear weight -> %v", d)
 	}
-	if p, d := torchLayout("layer_scale", []int{6}); p != nil || !slices.Equal(d, []int{6, 1, 1}) {
+	if p, d := torchLayout(convnext, "/model/features/1/0", "layer_scale", []int{6}); p != nil || !slices.Equal(d, []int{6, 1, 1}) {
 		t.Errorf("layer_scale -> %v %v", p, d)
 	}
-	if p, d := torchLayout("pos_embed", []int{1, 5, 6}); p != nil || !slices.Equal(d, []int{1, 5, 6}) {
+	if p, d := torchLayout(convnext, "/model", "pos_embed", []int{1, 5, 6}); p != nil || !slices.Equal(d, []int{1, 5, 6}) {
 		t.Errorf("pos_embed -> %v %v", p, d)
 	}
 	m := transpose([]int{1, 2, 3, 4, 5, 6}, []int{2, 3}, []int{1, 0})
