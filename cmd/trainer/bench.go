@@ -28,16 +28,25 @@ type benchReport struct {
 	Batch     int       `json:"batch"`
 	Size      int       `json:"size"`
 	Threads   int       `json:"threads"`
+	Precision string    `json:"precision"`
+	Data      string    `json:"data"` // "device": one batch sent once and reused; "host": sent every step.
+	CompileS  float64   `json:"compile_s"`
 	StepsMS   []float64 `json:"steps_ms"`
 	MedianMS  float64   `json:"median_ms"`
 	ImagesPS  float64   `json:"images_per_s"`
 	GFLOPs    float64   `json:"gflop_per_step"` // 3 × the forward's 2·MACs (forward, input and weight gradients).
 	GFLOPPerS float64   `json:"gflop_per_s"`
+	// Bytes copied host→device and device→host per timed step (median), and the size of the trained
+	// variables: residency holds when the per-step bytes are far below the variables' (pjrt.TransferCounter).
+	ToDeviceBytes int64 `json:"to_device_bytes_per_step"`
+	ToHostBytes   int64 `json:"to_host_bytes_per_step"`
+	VariableBytes int64 `json:"variable_bytes"`
 }
 
 // cmdBench times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a
-// registered net on random float32 data: `trainer bench --net NAME --batch N --size S [--steps K]`.
-// The PyTorch peer is scripts/cpu-peer.sh; docs/benchmarks.md has both.
+// registered net on random data: `trainer bench --net NAME --batch N --size S [--steps K]
+// [--precision bf16] [--data device|host]`. A timed step ends when its loss is on the host. The
+// PyTorch peer is scripts/cpu-peer.sh, the JAX one scripts/jax_peer.py; docs/benchmarks.md has them.
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,6 +57,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	width := fs.Float64("width", 1, "width multiplier of the net")
 	backendName := fs.String("backend", "go", "backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to this file")
+	precision := fs.String("precision", "float32", "compute precision: float32, or bf16 (bfloat16 compute, float32 master weights)")
+	dataPlace := fs.String("data", "device", "device: one synthetic batch sent once and reused (no input transfer); host: sent every step")
 	asJSON := fs.Bool("json", false, "print JSON")
 	positional, err := parse(fs, args)
 	if err != nil {
@@ -59,6 +70,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *batch < 1 || *steps < 1 || *size < 0 || *width <= 0 {
 		return errors.New("bench: --batch and --steps must be >= 1, --size >= 0, --width > 0")
 	}
+	switch *precision {
+	case "float32", "f32":
+		*precision = "float32"
+	case "bf16", "bfloat16":
+		*precision = "bfloat16"
+	default:
+		return fmt.Errorf("bench: --precision %q: expected float32 or bf16", *precision)
+	}
+	if *dataPlace != "device" && *dataPlace != "host" {
+		return fmt.Errorf("bench: --data %q: expected device or host", *dataPlace)
+	}
 	spec, err := graphs.Get(*netName)
 	if err != nil {
 		return err
@@ -67,14 +89,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *size > 0 {
 		h, w = *size, *size
 	}
-	backend, err := pjrt.Open(*backendName)
+	opened, err := pjrt.Open(*backendName)
 	if err != nil {
 		return err
 	}
-	defer backend.Finalize()
+	defer opened.Finalize()
+	backend := pjrt.CountTransfers(opened)
 
 	stats := &graphs.Stats{}
-	opts := graphs.Options{ImageSize: h, Width: *width, Seed: 1, Stats: stats}
+	opts := graphs.Options{ImageSize: h, Width: *width, Seed: 1, Stats: stats, Precision: *precision}
 	classes := spec.NumClasses
 	ctx := context.New()
 	opt := trainer.SGD{Momentum: 0.9}
@@ -112,16 +135,21 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	for i := range labels {
 		labels[i] = int32(rng.IntN(classes))
 	}
+	x := tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
+	y := tensors.FromFlatDataAndDimensions(labels, *batch)
 	step := func() (time.Duration, error) {
-		x := tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
-		y := tensors.FromFlatDataAndDimensions(labels, *batch)
+		if *dataPlace == "host" {
+			x = tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
+			y = tensors.FromFlatDataAndDimensions(labels, *batch)
+		}
 		start := time.Now()
 		outs, err := exec.Exec(x, y, float32(0.01))
-		elapsed := time.Since(start)
 		if err != nil {
 			return 0, err
 		}
-		if loss := tensors.ToScalar[float32](outs[0]); outs[0].DType() != dtypes.Float32 || loss != loss {
+		loss := tensors.ToScalar[float32](outs[0]) // Waits for the step: execution may be asynchronous.
+		elapsed := time.Since(start)
+		if outs[0].DType() != dtypes.Float32 || loss != loss {
 			return 0, fmt.Errorf("bench: loss is %v", loss)
 		}
 		for _, o := range outs {
@@ -129,23 +157,34 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return elapsed, nil
 	}
+	compileStart := time.Now()
 	if _, err := step(); err != nil { // Compiles.
 		return err
 	}
+	compileS := time.Since(compileStart).Seconds()
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	rep := benchReport{Net: *netName, Backend: backend.Description(), Batch: *batch, Size: h, Threads: runtime.GOMAXPROCS(0)}
+	rep := benchReport{Net: *netName, Backend: backend.Description(), Batch: *batch, Size: h, Threads: runtime.GOMAXPROCS(0),
+		Precision: *precision, Data: *dataPlace, CompileS: compileS}
+	ctx.EnumerateVariables(func(v *context.Variable) { rep.VariableBytes += int64(v.Shape().Memory()) })
 	var times []float64
+	var toDevice, toHost []int64
 	for range *steps {
+		in0, out0 := backend.Transferred()
 		d, err := step()
 		if err != nil {
 			return err
 		}
+		in1, out1 := backend.Transferred()
 		times = append(times, d.Seconds()*1000)
+		toDevice, toHost = append(toDevice, in1-in0), append(toHost, out1-out0)
 	}
+	slices.Sort(toDevice)
+	slices.Sort(toHost)
+	rep.ToDeviceBytes, rep.ToHostBytes = toDevice[len(toDevice)/2], toHost[len(toHost)/2]
 	rep.StepsMS = slices.Clone(times)
 	slices.Sort(times)
 	rep.MedianMS = times[len(times)/2]
@@ -157,8 +196,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "%s batch=%d size=%d threads=%d: median %.1f ms/step (min %.1f, max %.1f over %d), %.0f images/s, %.2f GFLOP/step, %.1f GFLOP/s\nbackend: %s\n",
-		rep.Net, rep.Batch, rep.Size, rep.Threads, rep.MedianMS, times[0], times[len(times)-1], len(times),
-		rep.ImagesPS, rep.GFLOPs, rep.GFLOPPerS, rep.Backend)
+	fmt.Fprintf(stdout, "%s batch=%d size=%d %s threads=%d: median %.1f ms/step (min %.1f, max %.1f over %d), %.0f images/s, %.2f GFLOP/step, %.1f GFLOP/s\n",
+		rep.Net, rep.Batch, rep.Size, rep.Precision, rep.Threads, rep.MedianMS, times[0], times[len(times)-1], len(times),
+		rep.ImagesPS, rep.GFLOPs, rep.GFLOPPerS)
+	fmt.Fprintf(stdout, "per step: %d bytes to the device, %d to the host (data on %s; variables %d bytes); first step with compile %.1f s\nbackend: %s\n",
+		rep.ToDeviceBytes, rep.ToHostBytes, rep.Data, rep.VariableBytes, rep.CompileS, rep.Backend)
 	return nil
 }
