@@ -2,6 +2,7 @@ package graphs
 
 import (
 	"fmt"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"math"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
@@ -174,7 +175,14 @@ func Linear(ctx *context.Context, x *Node, c LinearConfig, opts Options) *Node {
 // MaxPool2D takes the maximum over k×k windows at the given stride with symmetric zero-free padding
 // pad (padded cells never win), as nn.MaxPool2d(k, stride, pad). Ties route the gradient to the first
 // maximal cell, as XLA's select-and-scatter does.
+//
+// Half-precision inputs are pooled in float32 (the same maxima, exactly): GoMLX v0.26's xla builder
+// writes the bfloat16 zero of the pool's gradient (select_and_scatter) as a malformed constant that
+// PJRT refuses to parse (TestEmitBF16ConstantsWellFormed).
 func MaxPool2D(x *Node, kernel, stride, pad int) *Node {
+	if dtype := x.DType(); halfPrecision(x) {
+		return ConvertDType(MaxPool2D(ConvertDType(x, dtypes.Float32), kernel, stride, pad), dtype)
+	}
 	return MaxPool(x).Window(kernel).Strides(stride).
 		PaddingPerDim([][2]int{{pad, pad}, {pad, pad}}).Done()
 }
