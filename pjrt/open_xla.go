@@ -4,6 +4,7 @@ package pjrt
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -27,6 +28,18 @@ func openXLA(pluginPath string, spec Spec) (b backends.Backend, err error) {
 	if name := pluginName(pluginPath); name != "" && platformMatches("cpu", name) &&
 		!slices.Contains(options, "noshared_buffers") && !slices.Contains(options, "shared_buffers") {
 		options = append(options, "shared_buffers")
+	}
+	if strings.Contains(pluginPath, string(os.PathSeparator)+"jax_plugins"+string(os.PathSeparator)) && os.Getenv("GOPJRT_CUDA_CHECKS") == "" {
+		// go-xla's check looks for GoMLX's install layout, and for a JAX wheel only prints a page of
+		// wrong advice (docs/distributed.md says what a wheel needs).
+		if err := os.Setenv("GOPJRT_CUDA_CHECKS", "0"); err != nil {
+			return nil, err
+		}
+	}
+	if flags, changed := cudaDataDirFlags(pluginPath, os.Getenv("XLA_FLAGS")); changed {
+		if err := os.Setenv("XLA_FLAGS", flags); err != nil {
+			return nil, err
+		}
 	}
 	config := strings.Join(append([]string{pluginPath}, options...), ",")
 	defer func() {

@@ -230,13 +230,23 @@ var wheelPlugins = []struct {
 }
 
 // PythonSitePackages returns the Python package directories searched for wheel plugins, in order:
-// $VIRTUAL_ENV's and $CONDA_PREFIX's, then ~/.local (pip --user), /usr/local, /usr, /opt/conda and
-// pyenv's versions. Only existing directories are returned.
+// $VIRTUAL_ENV's and $CONDA_PREFIX's, the prefix of each python3 on $PATH (the folder above its bin/:
+// an activated or PATH-placed virtualenv without $VIRTUAL_ENV, as on the GPU image we check on), then
+// ~/.local (pip --user), /usr/local, /usr, /opt/conda and pyenv's versions. Only existing
+// directories are returned.
 func PythonSitePackages() []string {
 	var prefixes []string
 	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
 		if p := os.Getenv(env); p != "" && filepath.IsAbs(p) {
 			prefixes = append(prefixes, p)
+		}
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(dir) || filepath.Base(dir) != "bin" {
+			continue
+		}
+		if info, err := os.Stat(filepath.Join(dir, "python3")); err == nil && !info.IsDir() {
+			prefixes = append(prefixes, filepath.Dir(dir))
 		}
 	}
 	home, _ := os.UserHomeDir()

@@ -124,3 +124,27 @@ func TestInstallCommand(t *testing.T) {
 		t.Error("PluginBackend accepted a relative path")
 	}
 }
+
+// A virtualenv whose python3 is on $PATH, without $VIRTUAL_ENV (the GPU image's /opt/torch/.venv),
+// is searched before the system's prefixes.
+func TestWheelPluginsOfPythonOnPath(t *testing.T) {
+	prefix, site := fakeVenv(t, map[string][]byte{"jax_plugins/xla_cuda13/xla_cuda_plugin.so": []byte("not a library")})
+	if err := os.MkdirAll(filepath.Join(prefix, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(prefix, "bin", "python3"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VIRTUAL_ENV", "")
+	t.Setenv("CONDA_PREFIX", "")
+	t.Setenv("PATH", filepath.Join(prefix, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if dirs := PythonSitePackages(); len(dirs) == 0 || dirs[0] != site {
+		t.Fatalf("PythonSitePackages() = %v, want %s first", dirs, site)
+	}
+	t.Setenv("PATH", "/usr/bin")
+	for _, d := range PythonSitePackages() {
+		if d == site {
+			t.Errorf("%s searched with its python3 off $PATH", site)
+		}
+	}
+}

@@ -1,0 +1,27 @@
+package pjrt
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// cudaDataDirFlags returns the XLA_FLAGS value to use for the CUDA plugin at pluginPath, and whether it
+// differs from xlaFlags. go-xla v0.1.4, on loading a CUDA plugin that has a nvidia/ folder two levels
+// up (GoMLX's install layout), sets --xla_gpu_cuda_data_dir to a path hard-coded from its author's
+// machine unless XLA_FLAGS already names one; XLA then cannot find ptxas and libdevice. We name the
+// folder go-xla meant to, before loading, so its code leaves XLA_FLAGS alone. JAX's wheels have no
+// such folder, and XLA finds CUDA on its own there (the nvidia packages, /usr/local/cuda).
+func cudaDataDirFlags(pluginPath, xlaFlags string) (string, bool) {
+	if !isCUDAName(filepath.Base(pluginPath)) && !isCUDAName(filepath.Base(filepath.Dir(pluginPath))) {
+		return xlaFlags, false
+	}
+	if strings.Contains(xlaFlags, "--xla_gpu_cuda_data_dir") {
+		return xlaFlags, false
+	}
+	nvidia := filepath.Join(filepath.Dir(filepath.Dir(pluginPath)), "nvidia")
+	if fi, err := os.Stat(nvidia); err != nil || !fi.IsDir() {
+		return xlaFlags, false
+	}
+	return strings.TrimSpace(xlaFlags + " --xla_gpu_cuda_data_dir=" + nvidia), true
+}
