@@ -215,8 +215,15 @@ func openMetrics(path string) (*metricsLog, error) {
 	return &metricsLog{f: f}, nil
 }
 
+// A non-finite number (a diverged eval loss, say) is written as null: JSON has no NaN, and a run must
+// not die for logging its own divergence.
 func (m *metricsLog) write(record map[string]any) error {
 	record["time"] = time.Now().UTC().Format(time.RFC3339Nano)
+	for k, v := range record {
+		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			record[k] = nil
+		}
+	}
 	line, err := json.Marshal(record)
 	if err != nil {
 		return err
