@@ -564,42 +564,20 @@ func TestResNetPaddingAndPrecision(t *testing.T) {
 // cross-entropy gradient's norm and sum per parameter; eval again.
 const torchCheckScript = `
 import json, sys
-import numpy as np, torch, torch.nn as nn, torchvision
+import numpy as np, torch, torchvision
 d, name = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from torch_reference import Cifar  # scripts/torch_reference.py: the one PyTorch transcription of graphs/cifar.go
 meta = json.load(open(d + "/meta.json"))
 flat = np.fromfile(d + "/data.f32", dtype="<f4").astype(np.float64)
-
-class Cifar(nn.Module):
-    def __init__(self, widths, bn, hidden):
-        super().__init__()
-        layers, c = [], 3
-        for w in widths:
-            if w == 0:
-                layers.append(nn.MaxPool2d(2))
-                continue
-            layers.append(nn.Conv2d(c, w, 3, padding=1, bias=not bn))
-            if bn:
-                layers.append(nn.BatchNorm2d(w))
-            layers.append(nn.ReLU())
-            c = w
-        self.features = nn.Sequential(*layers)
-        self.flatten = hidden > 0
-        if hidden:
-            self.classifier = nn.Sequential(nn.Linear(c * 64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
-        else:
-            self.classifier = nn.Linear(c, 10)
-    def forward(self, x):
-        x = self.features(x)
-        x = torch.flatten(x, 1) if self.flatten else x.mean((2, 3))
-        return self.classifier(x)
 
 vgg = [64, 64, 0, 128, 128, 0, 256, 256, 0, 512, 512, 0]
 models = {
     "resnet34": lambda: torchvision.models.resnet34(num_classes=meta["classes"]),
     "resnet50": lambda: torchvision.models.resnet50(num_classes=meta["classes"]),
-    "cifar_cnn": lambda: Cifar([32, 32, 0, 64, 64, 0], False, 512),
-    "cifar8": lambda: Cifar(vgg, False, 0),
-    "cifar8_bn": lambda: Cifar(vgg, True, 0),
+    "cifar_cnn": lambda: Cifar([32, 32, 0, 64, 64, 0], False, 512, meta["classes"]),
+    "cifar8": lambda: Cifar(vgg, False, 0, meta["classes"]),
+    "cifar8_bn": lambda: Cifar(vgg, True, 0, meta["classes"]),
 }
 m = models[name]().double()
 ref = m.state_dict()
@@ -777,7 +755,11 @@ func checkAgainstTorch(t *testing.T, name string, opts Options, batch, size int)
 	eval1 := forward(false)
 	goTime := time.Since(start)
 
-	cmd := exec.Command(python, "-c", torchCheckScript, dir, name)
+	scripts, err := filepath.Abs(filepath.Join("..", "scripts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "-c", torchCheckScript, dir, name, scripts)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("PyTorch reference failed: %v\n%s", err, out)
 	}
