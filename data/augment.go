@@ -30,6 +30,10 @@ type Transform struct {
 	// RandAugment, when set, runs in training after the crop and flip, before normalisation (as in
 	// timm), drawing from the same per-example generator.
 	RandAugment *RandAugment
+	// AutoAugment, when set, runs where RandAugment does (after the crop and flip, before
+	// normalisation, as torchvision), drawing from the same per-example generator. Exclusive with
+	// RandAugment.
+	AutoAugment *AutoAugment
 }
 
 // Validate checks the ranges.
@@ -53,6 +57,14 @@ func (t Transform) Validate() error {
 	}
 	if r := t.RandAugment; r != nil && (r.NumOps < 1 || r.Magnitude < 0 || r.MagnitudeStd < 0) {
 		return fmt.Errorf("transform: rand augment %+v, want >= 1 op and magnitude, std >= 0", *r)
+	}
+	if a := t.AutoAugment; a != nil {
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("transform: %w", err)
+		}
+		if t.RandAugment != nil {
+			return fmt.Errorf("transform: rand augment and auto augment are exclusive")
+		}
 	}
 	return nil
 }
@@ -80,6 +92,9 @@ func (t Transform) apply(src pixels, rng *rand.PCG, sc *augScratch) (pixels, err
 	out, err := t.cropFlip(src, rng, sc)
 	if err == nil && t.Train && t.RandAugment != nil {
 		t.RandAugment.apply(out, rng, &sc.ra)
+	}
+	if err == nil && t.Train && t.AutoAugment != nil {
+		t.AutoAugment.apply(out, rng, &sc.ra)
 	}
 	return out, err
 }

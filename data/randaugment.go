@@ -375,11 +375,30 @@ func Sharpness(p pixels, factor float64, sc *raScratch) {
 	blendInto(p.pix, func(i int) uint8 { return smooth[i] }, factor)
 }
 
-// Rotate turns p by degrees counter-clockwise about its centre (PIL's rotate, expand off).
+// Rotate turns p by degrees counter-clockwise about its centre (PIL's rotate, expand off, bilinear,
+// timm's fill).
 func Rotate(p pixels, degrees float64, sc *raScratch) {
-	// Pillow returns exact copies for 0° and 180° (and 90°/270° on square images) instead of resampling.
-	a := math.Mod(math.Mod(degrees, 360)+360, 360)
-	if (a == 90 || a == 270) && p.w == p.h {
+	if m, copied := rotation(p, degrees, sc); !copied {
+		affine(p, m, sc)
+	}
+}
+
+// degToRad is CPython's math.radians factor: π rounded to float64, then divided (Go would otherwise
+// divide the exact π).
+const degToRad = float64(math.Pi) / 180
+
+// rotation is PIL's Image.rotate (expand off, about the centre) up to the resampling. Pillow copies
+// instead of resampling for 0° and 180° (and 90°/270° on square images): rotation does the copy and
+// reports true. Otherwise it returns the inverse matrix Pillow hands to Image.transform, computed as
+// Pillow does (angle mod 360, entries rounded to 15 decimals) so that nearest-neighbour sampling
+// picks the same pixels.
+func rotation(p pixels, degrees float64, sc *raScratch) (m [6]float64, copied bool) {
+	a := math.Mod(degrees, 360) // Python's % 360.0 takes the divisor's sign
+	if a < 0 {
+		a += 360
+	}
+	switch {
+	case (a == 90 || a == 270) && p.w == p.h:
 		sc.buf = growBytes(sc.buf, len(p.pix))
 		out, n, c := sc.buf, p.w, p.c
 		for y := range n {
@@ -392,12 +411,10 @@ func Rotate(p pixels, degrees float64, sc *raScratch) {
 			}
 		}
 		copy(p.pix, out)
-		return
-	}
-	switch a {
-	case 0:
-		return
-	case 180:
+		return m, true
+	case a == 0:
+		return m, true
+	case a == 180:
 		c := p.c
 		n := p.w * p.h
 		for i := range n / 2 {
@@ -406,26 +423,39 @@ func Rotate(p pixels, degrees float64, sc *raScratch) {
 				p.pix[i*c+ch], p.pix[j*c+ch] = p.pix[j*c+ch], p.pix[i*c+ch]
 			}
 		}
-		return
+		return m, true
 	}
-	rad := -degrees * math.Pi / 180
-	cos, sin := math.Cos(rad), math.Sin(rad)
+	rad := -(a * degToRad)
+	cos, sin, nsin := round15(math.Cos(rad)), round15(math.Sin(rad)), round15(-math.Sin(rad))
 	cx, cy := float64(p.w)/2, float64(p.h)/2
-	affine(p, [6]float64{cos, sin, cos*-cx + sin*-cy + cx, -sin, cos, -sin*-cx + cos*-cy + cy}, sc)
+	// Python's a·x + b·y + c, each product rounded (the conversions forbid fused multiply-adds).
+	m = [6]float64{cos, sin, float64(cos*-cx) + float64(sin*-cy) + cx, nsin, cos, float64(nsin*-cx) + float64(cos*-cy) + cy}
+	return m, false
 }
 
-// affine is PIL's Image.transform(AFFINE, m, BILINEAR, fillcolor): output pixel centre (x, y) reads
-// the input at (m0·x + m1·y + m2, m3·x + m4·y + m5), bilinearly with edge clamping and truncated to
-// 8 bits as Pillow does; points outside
-// the input get timm's fill colour.
+// round15 is Python's round(x, 15): the decimal rounding of x's exact value, read back.
+func round15(x float64) float64 {
+	var buf [40]byte
+	v, _ := strconv.ParseFloat(string(strconv.AppendFloat(buf[:0], x, 'f', 15, 64)), 64)
+	return v
+}
+
+// affine is PIL's Image.transform(AFFINE, m, BILINEAR) with timm's fill colour.
 func affine(p pixels, m [6]float64, sc *raScratch) {
+	fill := randFill[:]
+	if p.c == 1 {
+		fill = []uint8{luma(randFill[0], randFill[1], randFill[2])}
+	}
+	affineBilinear(p, m, fill, sc)
+}
+
+// affineBilinear is PIL's Image.transform(AFFINE, m, BILINEAR, fillcolor=fill): output pixel centre
+// (x, y) reads the input at (m0·x + m1·y + m2, m3·x + m4·y + m5), bilinearly with edge clamping and
+// truncated to 8 bits as Pillow does; points outside the input get fill (one value per channel).
+func affineBilinear(p pixels, m [6]float64, fill []uint8, sc *raScratch) {
 	sc.buf = growBytes(sc.buf, len(p.pix))
 	out := sc.buf
 	c := p.c
-	fill := randFill[:]
-	if c == 1 {
-		fill = []uint8{luma(randFill[0], randFill[1], randFill[2])}
-	}
 	at := func(x, y, ch int) float64 {
 		x, y = max(0, min(x, p.w-1)), max(0, min(y, p.h-1))
 		return float64(p.pix[(y*p.w+x)*c+ch])

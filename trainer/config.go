@@ -135,6 +135,11 @@ type AugmentConfig struct {
 	// RandAugment is timm's RandAugment config string, e.g. rand-m9-mstd0.5-inc1 (empty: off), run
 	// after the crop and flip, before normalisation.
 	RandAugment string `yaml:"rand_augment"`
+	// AutoAugment is torchvision's AutoAugment policy (imagenet; empty: off), run where RandAugment
+	// runs; exclusive with it. AutoAugmentInterpolation samples its geometric ops nearest (the
+	// transform's default) or bilinear (torchvision's references/classification/train.py).
+	AutoAugment              string `yaml:"auto_augment"`
+	AutoAugmentInterpolation string `yaml:"auto_augment_interpolation"`
 	// RepeatedAug k > 1 shows each training image k times per epoch, each copy augmented on its own and
 	// dealt to another replica (timm's repeated augmentation, DeiT's recipe); an epoch keeps N images.
 	RepeatedAug int `yaml:"repeated_aug"`

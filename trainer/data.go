@@ -47,12 +47,19 @@ func (d DataConfig) validate() []error {
 		_, err := data.ParseRandAugment(a.RandAugment)
 		check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
 	}
+	if a.AutoAugment != "" {
+		_, err := data.ParseAutoAugment(a.AutoAugment)
+		check(err == nil, "data.augment.auto_augment", "%v (empty: off)", err)
+		check(a.RandAugment == "", "data.augment.auto_augment", "got %q with rand_augment %q: the two are exclusive, set one", a.AutoAugment, a.RandAugment)
+	}
+	check(a.AutoAugmentInterpolation == "" || a.AutoAugmentInterpolation == "nearest" || a.AutoAugmentInterpolation == "bilinear",
+		"data.augment.auto_augment_interpolation", "got %q, expected nearest or bilinear (empty: nearest)", a.AutoAugmentInterpolation)
 	check(a.RepeatedAug >= 0 && a.RepeatedAug <= 64, "data.augment.repeated_aug", "got %d, expected 0 to 64 (0 or 1: off; DeiT uses 3)", a.RepeatedAug)
 	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
 	// augmentations need the image sources' transform.
-	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0 || a.RandAugment != ""
+	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0 || a.RandAugment != "" || a.AutoAugment != ""
 	idx := d.Source == "mnist" || d.Source == "fashion-mnist"
-	check(!augmented || !idx, "data.augment", "per-example augmentation (crop, flip, erasing, rand_augment) applies to the image sources, not %s", d.Source)
+	check(!augmented || !idx, "data.augment", "per-example augmentation (crop, flip, erasing, rand_augment, auto_augment) applies to the image sources, not %s", d.Source)
 	return errs
 }
 
@@ -152,13 +159,21 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 			}
 			tf.RandAugment = &ra
 		}
+		if d.Augment.AutoAugment != "" {
+			aa, err := data.ParseAutoAugment(d.Augment.AutoAugment)
+			if err != nil {
+				return nil, fmt.Errorf("data.augment.auto_augment: %w", err)
+			}
+			aa.Bilinear = d.Augment.AutoAugmentInterpolation == "bilinear"
+			tf.AutoAugment = &aa
+		}
 		opts.Repeats = d.Augment.RepeatedAug
 		if a := d.Augment; a.Mixing() {
 			opts.Mixup = &data.Mixup{MixupAlpha: a.MixupAlpha, CutmixAlpha: a.CutmixAlpha, Prob: a.MixupProb,
 				SwitchProb: a.MixupSwitchProb, LabelSmoothing: s.cfg.Loss.LabelSmoothing, NumClasses: s.numClasses()}
 		}
 	}
-	augmented := tf.Train && (tf.Scale != [2]float64{} || tf.HFlip > 0 || tf.Erasing.Prob > 0 || tf.RandAugment != nil)
+	augmented := tf.Train && (tf.Scale != [2]float64{} || tf.HFlip > 0 || tf.Erasing.Prob > 0 || tf.RandAugment != nil || tf.AutoAugment != nil)
 	if fs, ok := src.(data.FixedShape); ok {
 		h, w, c := fs.Shape()
 		if h == want[0] && w == want[1] && c == want[2] && !augmented {

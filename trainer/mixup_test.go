@@ -170,10 +170,17 @@ func TestAugmentKeysValidated(t *testing.T) {
 		{"data.augment.rand_augment=rand-m9-x3", "data.augment.rand_augment"},
 		{"data.augment.rand_augment=m9", "rand-m{M}"}, // the message gives the grammar
 		{"data.augment.rand_augment=rand-m9", "per-example augmentation"},
+		{"data.augment.auto_augment=original", "data.augment.auto_augment"}, // timm's policy is not torchvision's
+		{"data.augment.auto_augment=imagenet", "per-example augmentation"},
+		{"data.augment.auto_augment_interpolation=bicubic", "data.augment.auto_augment_interpolation"},
 	} {
 		_, err := LoadConfig(path, []string{c.set})
 		if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), path) {
 			t.Errorf("--set %s: %v", c.set, err)
 		}
+	}
+	if _, err := LoadConfig(path, []string{"data.augment.auto_augment=imagenet", "data.augment.rand_augment=rand-m9"}); err == nil ||
+		!strings.Contains(err.Error(), "data.augment.auto_augment") || !strings.Contains(err.Error(), "exclusive") {
+		t.Errorf("auto_augment with rand_augment: %v", err)
 	}
 }
