@@ -20,6 +20,11 @@ type LoaderOptions struct {
 	// Mean and Std normalise pixels after scaling them to [0,1]: (x/255 - Mean[c]) / Std[c]. Each holds
 	// one value for all channels or one per channel; both empty means x/255.
 	Mean, Std []float32
+	// Uint8 hands the batches over as the transformed uint8 pixels (Batch.Pixels, HWC) instead of
+	// normalised floats (Batch.Images is then nil): the consumer normalises, e.g. in the step graph
+	// with NormalizeTable's values, and sends a quarter of the bytes to the device. Mean and Std are
+	// still checked. Refused with random erasing and mixup/cutmix, which work on the normalised floats.
+	Uint8 bool
 	// Prefetch is how many batches an Iterator keeps decoded ahead of the consumer; 0 means 2.
 	Prefetch int
 	// Workers is how many goroutines an Iterator decodes examples with; 0 means runtime.NumCPU().
@@ -45,10 +50,12 @@ type LoaderOptions struct {
 // are real examples, the rest are zeros (images and labels) that the consumer masks out.
 type Batch struct {
 	Epoch, Step int
-	Images      []float32 // BatchSize*Height*Width*Channels, NHWC
-	Labels      []int32   // BatchSize
-	Size        int       // number of real examples
-	Indices     []int     // source indices of the Size real examples
+	Images      []float32 // BatchSize*Height*Width*Channels, NHWC; nil under LoaderOptions.Uint8
+	// Pixels are the un-normalised uint8 pixels, same layout, under LoaderOptions.Uint8 (else nil).
+	Pixels  []uint8
+	Labels  []int32 // BatchSize
+	Size    int     // number of real examples
+	Indices []int   // source indices of the Size real examples
 	// Targets are the soft targets (BatchSize×NumClasses) when the loader mixes (LoaderOptions.Mixup),
 	// else nil; Labels still hold each row's own label.
 	Targets []float32
@@ -63,7 +70,8 @@ type Loader struct {
 	opts    LoaderOptions
 	steps   int
 	h, w, c int            // shape of one output example
-	lut     [][256]float32 // per channel: byte value -> normalised float
+	table   []float32      // NormalizeTable: byte value v of channel ch -> table[v*c+ch]
+	lut     [][256]float32 // the same per channel, lut[ch][v], indexed without bounds checks
 
 	mu         sync.Mutex // guards the cached order of the last epoch asked for
 	orderEpoch int
@@ -126,6 +134,18 @@ func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 			return nil, fmt.Errorf("data: NewLoader: mixup over %d classes, the source has %d", m.NumClasses, src.NumClasses())
 		}
 	}
+	if opts.Uint8 {
+		// Both work on normalised floats: erasing fills with noise (or zeros) in normalised space and
+		// mixup blends two images, neither of which uint8 pixels can hold.
+		if t := opts.Transform; t != nil && t.Train && t.Erasing.Prob > 0 {
+			return nil, fmt.Errorf("data: NewLoader: uint8 batches cannot carry random erasing (probability %g), "+
+				"which fills boxes in normalised space: normalise on the host", t.Erasing.Prob)
+		}
+		if opts.Mixup != nil {
+			return nil, fmt.Errorf("data: NewLoader: uint8 batches cannot carry mixup/cutmix, which blend " +
+				"normalised images: normalise on the host")
+		}
+	}
 	if l.h < 1 || l.w < 1 || l.c < 1 {
 		return nil, fmt.Errorf("data: NewLoader: the source's images have no fixed size: give a Transform")
 	}
@@ -138,8 +158,24 @@ func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 		return nil, fmt.Errorf("data: NewLoader: batch size %d x %d replicas with DropLast over %d examples of %s gives no batch",
 			opts.BatchSize, opts.Replicas, n, src.Describe(0))
 	}
-	c := l.c
-	mean, std := opts.Mean, opts.Std
+	var err error
+	if l.table, err = NormalizeTable(opts.Mean, opts.Std, l.c); err != nil {
+		return nil, fmt.Errorf("data: NewLoader: %w", err)
+	}
+	l.lut = make([][256]float32, l.c)
+	for i, v := range l.table {
+		l.lut[i%l.c][i/l.c] = v
+	}
+	return l, nil
+}
+
+// NormalizeTable returns what the loader turns each byte into: entry v*channels+ch is
+// (float32(v)/255 - mean[ch]) / std[ch], in float32, in that order. mean and std hold one value for
+// every channel or one per channel; both empty means x/255. A consumer of uint8 batches that
+// normalises with this table (a Gather in the step graph) gets the host's floats bit for bit, which
+// recomputing the formula on a device need not give: a compiler may turn the division by a constant
+// into a multiplication by its reciprocal.
+func NormalizeTable(mean, std []float32, channels int) ([]float32, error) {
 	if len(mean) == 0 && len(std) == 0 {
 		mean, std = []float32{0}, []float32{1}
 	}
@@ -147,22 +183,29 @@ func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 		name string
 		s    []float32
 	}{{"Mean", mean}, {"Std", std}} {
-		if len(v.s) != 1 && len(v.s) != c {
-			return nil, fmt.Errorf("data: NewLoader: %s has %d values, want 1 or %d (one per channel)", v.name, len(v.s), c)
+		if len(v.s) != 1 && len(v.s) != channels {
+			return nil, fmt.Errorf("%s has %d values, want 1 or %d (one per channel)", v.name, len(v.s), channels)
 		}
 	}
-	l.lut = make([][256]float32, c)
-	for ch := range c {
+	lut := make([]float32, 256*channels)
+	for ch := range channels {
 		m, s := mean[min(ch, len(mean)-1)], std[min(ch, len(std)-1)]
 		if !(s > 0) {
-			return nil, fmt.Errorf("data: NewLoader: Std[%d] = %g, want > 0", ch, s)
+			return nil, fmt.Errorf("Std[%d] = %g, want > 0", ch, s)
 		}
 		for v := range 256 {
-			l.lut[ch][v] = (float32(v)/255 - m) / s
+			lut[v*channels+ch] = (float32(v)/255 - m) / s
 		}
 	}
-	return l, nil
+	return lut, nil
 }
+
+// Uint8 reports whether batches carry uint8 Pixels instead of normalised Images.
+func (l *Loader) Uint8() bool { return l.opts.Uint8 }
+
+// NormalizeTable returns the loader's normalisation table (see NormalizeTable); the caller must not
+// modify it.
+func (l *Loader) NormalizeTable() []float32 { return l.table }
 
 // Dataset returns the loader's in-memory dataset, or nil when its source is another kind.
 func (l *Loader) Dataset() *Dataset { return l.ds }
@@ -173,7 +216,7 @@ func (l *Loader) Source() Source { return l.src }
 // Shape returns the (height, width, channels) of one example of a batch.
 func (l *Loader) Shape() (height, width, channels int) { return l.h, l.w, l.c }
 
-// ImageSize is the number of floats of one example: height*width*channels.
+// ImageSize is the number of values (floats, or bytes under Uint8) of one example: height*width*channels.
 func (l *Loader) ImageSize() int { return l.h * l.w * l.c }
 
 // BatchSize returns the number of rows of every batch.
@@ -243,7 +286,12 @@ func (l *Loader) Batch(epoch, step int) (Batch, error) {
 // newBatch allocates the buffers of one batch.
 func (l *Loader) newBatch() Batch {
 	bs := l.opts.BatchSize
-	b := Batch{Images: make([]float32, bs*l.ImageSize()), Labels: make([]int32, bs), Indices: make([]int, 0, bs)}
+	b := Batch{Labels: make([]int32, bs), Indices: make([]int, 0, bs)}
+	if l.opts.Uint8 {
+		b.Pixels = make([]uint8, bs*l.ImageSize())
+	} else {
+		b.Images = make([]float32, bs*l.ImageSize())
+	}
 	if m := l.opts.Mixup; m != nil {
 		b.Targets = make([]float32, bs*m.NumClasses)
 	}
@@ -274,7 +322,11 @@ func (l *Loader) setup(b *Batch, epoch, step int) {
 	order := l.Order(epoch)
 	b.Epoch, b.Step, b.Size = epoch, step, size
 	b.Indices = append(b.Indices[:0], order[base:base+size]...)
-	clear(b.Images[size*l.ImageSize():])
+	if b.Pixels != nil {
+		clear(b.Pixels[size*l.ImageSize():])
+	} else {
+		clear(b.Images[size*l.ImageSize():])
+	}
 	clear(b.Labels[size:])
 }
 
@@ -283,7 +335,13 @@ func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
 	size := l.ImageSize()
 	base, _ := l.span(b.Step)
 	for row := lo; row < hi; row++ {
-		label, err := l.decode(sc, b.Epoch, base+row, order[base+row], b.Images[row*size:(row+1)*size])
+		var label int32
+		var err error
+		if b.Pixels != nil {
+			label, err = l.decodeTo(sc, b.Epoch, base+row, order[base+row], nil, b.Pixels[row*size:(row+1)*size])
+		} else {
+			label, err = l.decode(sc, b.Epoch, base+row, order[base+row], b.Images[row*size:(row+1)*size])
+		}
 		if err != nil {
 			return err
 		}
@@ -294,6 +352,11 @@ func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
 
 // decode writes the normalised example at position pos (source index idx) of epoch into dst.
 func (l *Loader) decode(sc *augScratch, epoch, pos, idx int, dst []float32) (int32, error) {
+	return l.decodeTo(sc, epoch, pos, idx, dst, nil)
+}
+
+// decodeTo is decode, or with a nil dst writes the example's uint8 pixels into dst8 instead.
+func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, dst8 []uint8) (int32, error) {
 	ex, err := l.src.Example(idx, sc.read)
 	if err != nil {
 		return 0, err
@@ -321,6 +384,10 @@ func (l *Loader) decode(sc *augScratch, epoch, pos, idx int, dst []float32) (int
 		}
 	} else if p.w != l.w || p.h != l.h {
 		return 0, fmt.Errorf("data: %s: %dx%d image, the loader's size is %dx%d", l.src.Describe(idx), p.w, p.h, l.w, l.h)
+	}
+	if dst == nil {
+		copy(dst8, p.pix) // the source's or the scratch's bytes: not to be kept past this call
+		return ex.Label, nil
 	}
 	switch l.c {
 	case 1:

@@ -265,5 +265,156 @@ func TestIteratorCloseLeaksNothing(t *testing.T) {
 // batchesEqual compares batches by content (an iterator's batch has reused slices of spare capacity).
 func batchesEqual(a, b Batch) bool {
 	return a.Epoch == b.Epoch && a.Step == b.Step && a.Size == b.Size && slices.Equal(a.Images, b.Images) &&
-		slices.Equal(a.Labels, b.Labels) && slices.Equal(a.Indices, b.Indices) && slices.Equal(a.Targets, b.Targets)
+		slices.Equal(a.Pixels, b.Pixels) && slices.Equal(a.Labels, b.Labels) && slices.Equal(a.Indices, b.Indices) && slices.Equal(a.Targets, b.Targets)
+}
+
+// NormalizeTable is the loader's float32 arithmetic, (v/255 - mean)/std in that order, per channel.
+func TestNormalizeTable(t *testing.T) {
+	mean, std := []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
+	table, err := NormalizeTable(mean, std, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(table) != 768 {
+		t.Fatalf("%d entries, want 768", len(table))
+	}
+	for v := range 256 {
+		for ch := range 3 {
+			x := float32(v) / 255
+			x -= mean[ch]
+			x /= std[ch]
+			if got := table[v*3+ch]; math.Float32bits(got) != math.Float32bits(x) {
+				t.Fatalf("table[%d*3+%d] = %g, want %g", v, ch, got, x)
+			}
+		}
+	}
+	// 255/255 is exactly 1, 0/255 exactly 0.
+	if table[3*255] != (1-mean[0])/std[0] || table[0] != -mean[0]/std[0] {
+		t.Errorf("ends %g, %g", table[0], table[3*255])
+	}
+	one, err := NormalizeTable(nil, nil, 1)
+	if err != nil || one[255] != 1 || one[51] != 0.2 {
+		t.Errorf("no mean/std: %v %v, want x/255", one[:4], err)
+	}
+	for _, bad := range []struct {
+		mean, std []float32
+		want      string
+	}{
+		{[]float32{0, 0}, []float32{1}, "Mean has 2 values, want 1 or 3 (one per channel)"},
+		{[]float32{0}, []float32{1, 1, 0}, "Std[2] = 0, want > 0"},
+	} {
+		if _, err := NormalizeTable(bad.mean, bad.std, 3); err == nil || err.Error() != bad.want {
+			t.Errorf("NormalizeTable(%v, %v): %v, want %q", bad.mean, bad.std, err, bad.want)
+		}
+	}
+}
+
+// Uint8 batches hold the very bytes the float batches are normalised from: looked up in the
+// loader's table they give its Images bit for bit, for the in-memory source and for an augmented
+// ImageFolder (crop, flip, RandAugment), through Batch and through the iterator's workers; padding
+// rows are zero.
+func TestLoaderUint8MatchesFloats(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, []string{"a", "b", "c"}, 5, 20, 16)
+	folder, err := OpenImageFolder(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := ParseRandAugment("rand-m9-mstd0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		src  Source
+		opts LoaderOptions
+	}{
+		{"dataset eval", NewDatasetSource(synthDataset(23)), LoaderOptions{BatchSize: 5, Mean: []float32{0.1, 0.2}, Std: []float32{0.3, 0.4}}},
+		{"dataset train", NewDatasetSource(synthDataset(23)), LoaderOptions{BatchSize: 5, Shuffle: true, Seed: 3, DropLast: true}},
+		{"imagefolder train", folder, LoaderOptions{BatchSize: 4, Shuffle: true, Seed: 11, DropLast: true,
+			Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
+			Transform: &Transform{Size: 8, Train: true, Scale: [2]float64{0.08, 1}, Ratio: torchRatio, HFlip: 0.5, RandAugment: &ra}}},
+		{"imagefolder eval", folder, LoaderOptions{BatchSize: 4, Mean: []float32{0.5}, Std: []float32{0.25},
+			Transform: &Transform{Size: 8, CropPct: 0.875}}},
+	} {
+		floats, err := NewSourceLoader(tc.src, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := tc.opts
+		opts.Uint8 = true
+		bytesL, err := NewSourceLoader(tc.src, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytesL.Uint8() || floats.Uint8() || !slices.Equal(bytesL.NormalizeTable(), floats.NormalizeTable()) {
+			t.Fatalf("%s: Uint8() %v/%v, tables equal %v", tc.name, bytesL.Uint8(), floats.Uint8(),
+				slices.Equal(bytesL.NormalizeTable(), floats.NormalizeTable()))
+		}
+		_, _, c := bytesL.Shape()
+		table := bytesL.NormalizeTable()
+		for _, workers := range []int{1, 3} {
+			opts.Workers, opts.Prefetch = workers, 2
+			l, err := NewSourceLoader(tc.src, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := l.Iterate(2, 0)
+			steps := 0
+			for b, ok := it.Next(); ok; b, ok = it.Next() {
+				want := mustBatch(t, floats, 2, b.Step)
+				if b.Images != nil || len(b.Pixels) != len(want.Images) {
+					t.Fatalf("%s: Images %d floats, Pixels %d bytes, want none and %d", tc.name, len(b.Images), len(b.Pixels), len(want.Images))
+				}
+				if !batchesEqual(b, mustBatch(t, bytesL, 2, b.Step)) {
+					t.Fatalf("%s workers %d: step %d differs from Batch", tc.name, workers, b.Step)
+				}
+				if b.Size != want.Size || !slices.Equal(b.Labels, want.Labels) || !slices.Equal(b.Indices, want.Indices) {
+					t.Fatalf("%s: step %d rows differ", tc.name, b.Step)
+				}
+				for j, v := range b.Pixels {
+					if j >= b.Size*l.ImageSize() {
+						if v != 0 {
+							t.Fatalf("%s: step %d padding byte %d = %d", tc.name, b.Step, j, v)
+						}
+						continue
+					}
+					if got := table[int(v)*c+j%c]; math.Float32bits(got) != math.Float32bits(want.Images[j]) {
+						t.Fatalf("%s: step %d value %d: table[%d] = %g, the float loader %g", tc.name, b.Step, j, v, got, want.Images[j])
+					}
+				}
+				steps++
+			}
+			it.Close()
+			if it.Err() != nil || steps != l.StepsPerEpoch() {
+				t.Fatalf("%s: %d steps of %d: %v", tc.name, steps, l.StepsPerEpoch(), it.Err())
+			}
+		}
+	}
+}
+
+// Random erasing and mixup/cutmix work on normalised floats: uint8 batches refuse them, saying why.
+func TestLoaderUint8Refusals(t *testing.T) {
+	ds := synthDataset(20)
+	erasing := &Transform{Size: 3, Train: true, Erasing: RandomErasing{Prob: 0.25, Mode: "pixel"}}
+	for _, tc := range []struct {
+		opts LoaderOptions
+		want string
+	}{
+		{LoaderOptions{BatchSize: 4, Uint8: true, Transform: erasing}, "uint8 batches cannot carry random erasing (probability 0.25)"},
+		{LoaderOptions{BatchSize: 4, Uint8: true, Mixup: &Mixup{MixupAlpha: 0.2, Prob: 1, NumClasses: 10}}, "uint8 batches cannot carry mixup/cutmix"},
+	} {
+		if _, err := NewLoader(ds, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewLoader(%+v): %v, want an error containing %q", tc.opts, err, tc.want)
+		}
+		tc.opts.Uint8 = false
+		if _, err := NewLoader(ds, tc.opts); err != nil {
+			t.Errorf("the same with float batches: %v", err)
+		}
+	}
+	// Erasing is a training augmentation: an eval transform that carries it is not refused.
+	if _, err := NewLoader(ds, LoaderOptions{BatchSize: 4, Uint8: true,
+		Transform: &Transform{Size: 3, Erasing: RandomErasing{Prob: 0.25, Mode: "pixel"}}}); err != nil {
+		t.Errorf("eval transform: %v", err)
+	}
 }

@@ -109,7 +109,14 @@ type DataConfig struct {
 	// evaluates at 224); 0: the training size. Convolutional nets only.
 	EvalImageSize int           `yaml:"eval_image_size"`
 	Augment       AugmentConfig `yaml:"augment"`
+	// DeviceNormalize: true sends the batches to the device as uint8 pixels and normalises them in the
+	// step and eval graphs (a quarter of the bytes, the same floats); false normalises on the host;
+	// auto is true on xla backends and false on the pure-Go one (trainer/data.go, docs/data.md).
+	DeviceNormalize Switch `yaml:"device_normalize"`
 }
+
+// Switch is a key that takes auto, true or false (YAML booleans or strings).
+type Switch string
 
 // AugmentConfig is the training augmentation of the image sources (off by default).
 type AugmentConfig struct {
@@ -289,7 +296,7 @@ func Defaults() Config {
 		RunDir:   "runs",
 		Net: NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0, Precision: "float32",
 			Dropout: -1, DropPath: -1},
-		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000, EvalCropPct: 0.875,
+		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000, EvalCropPct: 0.875, DeviceNormalize: "auto",
 			Augment: AugmentConfig{RandomResizedCropRatio: []float64{3.0 / 4, 4.0 / 3}, Interpolation: "bilinear",
 				MixupProb: 1, MixupSwitchProb: 0.5, RandomErasingMode: "pixel"}},
 		Optimizer: OptimizerConfig{Name: "sgd", LR: 0.1, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
@@ -398,6 +405,14 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 		return decode(field, m, key+".", source)
 	case reflect.String:
 		s, ok := value.(string)
+		if field.Type() == reflect.TypeOf(Switch("")) {
+			if b, isBool := value.(bool); isBool {
+				s, ok = fmt.Sprint(b), true // device_normalize: true
+			}
+			if !ok {
+				return bad("auto, true or false")
+			}
+		}
 		if !ok {
 			return bad("a string")
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/pjrt"
 )
 
 // validate checks the data keys beyond the source name and batch sizes.
@@ -54,6 +55,15 @@ func (d DataConfig) validate() []error {
 	}
 	check(a.AutoAugmentInterpolation == "" || a.AutoAugmentInterpolation == "nearest" || a.AutoAugmentInterpolation == "bilinear",
 		"data.augment.auto_augment_interpolation", "got %q, expected nearest or bilinear (empty: nearest)", a.AutoAugmentInterpolation)
+	check(d.DeviceNormalize == "auto" || d.DeviceNormalize == "true" || d.DeviceNormalize == "false", "data.device_normalize",
+		"got %q, expected auto, true or false (auto: true on xla backends)", d.DeviceNormalize)
+	if d.DeviceNormalize == "true" {
+		// The training batches would cross as uint8, which cannot hold what these make.
+		check(a.RandomErasing == 0, "data.device_normalize", "true, but data.augment.random_erasing %g erases in normalised "+
+			"space on the host, which uint8 batches cannot carry: expected auto or false, or random_erasing 0", a.RandomErasing)
+		check(!a.Mixing(), "data.device_normalize", "true, but data.augment.mixup_alpha %g / cutmix_alpha %g blend normalised "+
+			"images on the host, which uint8 batches cannot carry: expected auto or false, or both alphas 0", a.MixupAlpha, a.CutmixAlpha)
+	}
 	check(a.RepeatedAug >= 0 && a.RepeatedAug <= 64, "data.augment.repeated_aug", "got %d, expected 0 to 64 (0 or 1: off; DeiT uses 3)", a.RepeatedAug)
 	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
 	// augmentations need the image sources' transform.
@@ -106,6 +116,27 @@ func (d DataConfig) normalisation() (mean, std []float32) {
 	return mean, std
 }
 
+// deviceNormalize resolves data.device_normalize for the training or the eval batches: whether they
+// cross to the device as uint8 pixels that the graph normalises (normalizePixels). auto is true on
+// the xla backends, where it cuts the bytes sent per step by four, and false on the pure-Go backend,
+// where host and device share the memory and the graph's lookup costs more than the host's
+// (docs/data.md has the measurements); under auto, training batches with random erasing or
+// mixup/cutmix, which need the normalised floats on the host, stay float32 (eval still gets uint8).
+func (c Config) deviceNormalize(train bool) bool {
+	a := c.Data.Augment
+	switch c.Data.DeviceNormalize {
+	case "true":
+		return true // validate refuses it with erasing or mixing
+	case "false":
+		return false
+	}
+	if train && (a.RandomErasing > 0 || a.Mixing()) {
+		return false
+	}
+	spec, err := pjrt.ParseConfig(c.Backend)
+	return err == nil && spec.Backend == "xla"
+}
+
 // openLoader opens split ("train" or "test") of the configured source and builds its loader: images
 // come out at the net's input size, augmented for training when data.augment asks.
 func (s *session) openLoader(split string, batch int, train bool) (*data.Loader, error) {
@@ -119,7 +150,7 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 	}
 	mean, std := d.normalisation()
 	opts := data.LoaderOptions{BatchSize: batch, Shuffle: train, DropLast: train, Seed: uint64(s.cfg.Seed),
-		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch}
+		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch, Uint8: s.cfg.deviceNormalize(train)}
 	var src data.Source
 	switch d.Source {
 	case "mnist", "fashion-mnist":
@@ -189,6 +220,9 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 	opts.Transform = tf
 	l, err := data.NewSourceLoader(src, opts)
 	if err != nil {
+		if opts.Uint8 {
+			return nil, fmt.Errorf("%s split (uint8 batches, data.device_normalize %s): %w", split, d.DeviceNormalize, err)
+		}
 		return nil, fmt.Errorf("%s split: %w", split, err)
 	}
 	return l, nil

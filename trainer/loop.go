@@ -132,7 +132,7 @@ func (s *session) evaluateEMA(loader *data.Loader) (EvalResult, error) {
 func (s *session) evaluateWith(evalCtx *context.Context, execp **context.Exec, loader *data.Loader) (EvalResult, error) {
 	if *execp == nil {
 		exec, err := context.NewExec(s.backend, evalCtx.Reuse(), func(ctx *context.Context, images *Node) *Node {
-			return s.forward(ctx.Reuse(), images, false)
+			return s.forward(ctx.Reuse(), s.netInput(images), false)
 		})
 		if err != nil {
 			return EvalResult{}, err
@@ -198,9 +198,13 @@ func scoreRow(row []float32, label int) (top1, top5, nll float64) {
 	return top1, top5, maxv + math.Log(sum) - float64(row[label])
 }
 
-// imagesTensor copies a batch into a tensor; the loader reuses the batch's buffers afterwards.
+// imagesTensor copies a batch into a tensor, float32 images or uint8 pixels (data.device_normalize:
+// the graph normalises them, netInput); the loader reuses the batch's buffers afterwards.
 func imagesTensor(l *data.Loader, b data.Batch) *tensors.Tensor {
 	h, w, c := l.Shape()
+	if b.Pixels != nil {
+		return tensors.FromFlatDataAndDimensions(b.Pixels, len(b.Labels), h, w, c)
+	}
 	return tensors.FromFlatDataAndDimensions(b.Images, len(b.Labels), h, w, c)
 }
 

@@ -107,6 +107,13 @@ func (ts *trainStep) replicaArgs(images, labels []*tensors.Tensor, sc stepScalar
 	if len(images) != len(labels) || len(images) == 0 {
 		return nil, fmt.Errorf("train step: %d image shards and %d label shards", len(images), len(labels))
 	}
+	for r, im := range images {
+		// Every shard feeds the same program input: float32 images, or uint8 pixels under
+		// data.device_normalize, never a mix.
+		if im.DType() != images[0].DType() {
+			return nil, fmt.Errorf("train step: image shard %d is %s, shard 0 %s", r, im.DType(), images[0].DType())
+		}
+	}
 	if len(sc.Host) != ts.hostCount {
 		return nil, fmt.Errorf("train step: %d optimizer scalars, the step was built for %d", len(sc.Host), ts.hostCount)
 	}
@@ -170,8 +177,12 @@ func EmitTrainStep(cfg Config) (string, error) {
 	}
 	r, n := max(cfg.Replicas, 1), cfg.replicaBatch()
 	images, labels := make([]*tensors.Tensor, r), make([]*tensors.Tensor, r)
+	pixels := dtypes.Float32
+	if cfg.deviceNormalize(true) {
+		pixels = dtypes.Uint8 // the batch crosses as uint8 and the step normalises it
+	}
 	for i := range r {
-		images[i] = tensors.FromShape(shapes.Make(dtypes.Float32, n, shape[0], shape[1], shape[2]))
+		images[i] = tensors.FromShape(shapes.Make(pixels, n, shape[0], shape[1], shape[2]))
 		if cfg.Data.Augment.Mixing() {
 			labels[i] = tensors.FromShape(shapes.Make(dtypes.Float32, n, s.numClasses()))
 		} else {

@@ -191,7 +191,7 @@ func TestEmitTrainStepReplicas(t *testing.T) {
 	}
 	for _, want := range []string{
 		`sdy.mesh @mesh = <["replica"=2]>`, "stablehlo.num_partitions = 2", "stablehlo.num_replicas = 1",
-		`%arg0: tensor<8x28x28x1xf32> { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}, {}, {}, {}]> }`,
+		`%arg0: tensor<8x28x28x1xui8> { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}, {}, {}, {}]> }`,
 		`%arg1: tensor<8xi32> { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}]> }`,
 		`%var__model_fc1_weight: tensor<9216x128xf32> { sdy.sharding = #sdy.sharding<@mesh, [{}, {}]> }`,
 		`%arg2: tensor<f32> { sdy.sharding = #sdy.sharding<@mesh, []> }`, // the learning rate

@@ -30,7 +30,8 @@ var resumeAllowed = map[string]bool{
 	"eval.every_epochs": true, "log.every_steps": true,
 	"checkpoint.every_steps": true, "checkpoint.keep": true, "checkpoint.best": true,
 	"data.workers": true, "data.prefetch": true, "data.eval_batch_size": true,
-	"guard.nonfinite": true,
+	"data.device_normalize": true, // where the same floats are computed, not which
+	"guard.nonfinite":       true,
 }
 
 // ConfigChange is one key whose value differs between two configs.

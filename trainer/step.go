@@ -7,9 +7,12 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
+
+	"github.com/trainer/trainer/data"
 )
 
 // clipEpsilon is the ε of global-norm clipping, min(1, c/(‖g‖+ε)) (PyTorch's clip_grad_norm_ and timm).
@@ -92,7 +95,7 @@ func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 		next := 3 + ts.hostCount
 		g := images.Graph()
 		ctx.SetTraining(g, true)
-		logits := s.forward(ctx, images, true)
+		logits := s.forward(ctx, s.netInput(images), true)
 		loss := s.trainLoss(logits, labels)
 		vars, decay := s.trainables(ctx, g)
 		nodes := make([]*Node, len(vars))
@@ -136,6 +139,41 @@ func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 	}
 	ts.exec = exec
 	return ts, nil
+}
+
+// netInput is the net's input for a batch as the loader hands it over: float32 images are already
+// normalised; uint8 pixels (data.device_normalize) are normalised here first.
+func (s *session) netInput(images *Node) *Node {
+	if images.DType() != dtypes.Uint8 {
+		return images
+	}
+	mean, std := s.cfg.Data.normalisation()
+	table, err := data.NormalizeTable(mean, std, images.Shape().Dimensions[images.Rank()-1])
+	if err != nil {
+		panic(fmt.Errorf("data.mean, data.std: %w", err))
+	}
+	return normalizePixels(images, table)
+}
+
+// normalizePixels maps uint8 pixels x [..., c] to table[x*c + channel] in float32: the loader's
+// own normalisation table (data.NormalizeTable), looked up rather than recomputed so the floats
+// are the host's bit for bit on every backend (XLA may rewrite a division by a constant as a
+// multiplication by its reciprocal, which rounds differently).
+func normalizePixels(x *Node, table []float32) *Node {
+	g := x.Graph()
+	dims := x.Shape().Dimensions
+	c := dims[len(dims)-1]
+	if len(table) != 256*c {
+		panic(fmt.Sprintf("normalizePixels: a table of %d values for %d channels, want %d", len(table), c, 256*c))
+	}
+	idx := ConvertDType(x, dtypes.Int32)
+	if c > 1 {
+		idx = Add(MulScalar(idx, float64(c)), Iota(g, shapes.Make(dtypes.Int32, dims...), len(dims)-1))
+	}
+	// Flat indices [n, 1]: GoMLX v0.26's shape inference checks Gather's index axis against the
+	// operand's rank, so a [b, h, w, c, 1] index into the rank-1 table is refused.
+	n := x.Shape().Size()
+	return Reshape(Gather(Const(g, table), Reshape(idx, n, 1)), dims...)
 }
 
 // trainables lists the net's trained variables in g (sorted by name, so the update order is stable)

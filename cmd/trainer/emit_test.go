@@ -27,16 +27,17 @@ func TestCmdEmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"stablehlo.num_partitions = 2", "tensor<16x28x28x1xf32>", "stablehlo.convolution",
+	for _, want := range []string{"stablehlo.num_partitions = 2", "tensor<16x28x28x1xui8>", "stablehlo.convolution",
 		"stablehlo.dot_general", "stablehlo.reduce", "stablehlo.sqrt", "bf16"} {
 		if !bytes.Contains(text, []byte(want)) {
 			t.Errorf("emitted module lacks %q", want)
 		}
 	}
 	// mnist_cnn: 8 tensors, 1,199,882 parameters, and AdamW's two slots each: 3 × 4 bytes per parameter stay
-	// resident; the host sends 16 images of 28×28, 16 labels and 3 runtime scalars (50,252 bytes).
+	// resident; the host sends 16 uint8 images of 28×28 (data.device_normalize is on for xla backends),
+	// 16 labels and 3 runtime scalars (12,620 bytes).
 	for _, want := range []string{"global batch 16 over 2 replica(s), bfloat16, adamw",
-		"24 variables, 13.73 MiB, stay on the device", "sends 5 inputs, 49.1 KiB"} {
+		"24 variables, 13.73 MiB, stay on the device", "sends 5 inputs, 12.3 KiB"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr.String())
 		}

@@ -1,0 +1,390 @@
+package trainer
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/pjrt"
+)
+
+// deviceNormConfig trains a narrow VGG with BatchNorm (cifar8_bn, 3 channels at 16 px) from a
+// generated ImageFolder with crop, flip and RandAugment, and EMA, so the train step, the eval and the
+// EMA eval all take the batches device_normalize says.
+func deviceNormConfig(t *testing.T, name, runDir, root string, dn Switch) Config {
+	t.Helper()
+	c := Defaults()
+	c.Name, c.RunDir = name, runDir
+	c.Net.Name, c.Net.Width, c.Net.ImageSize, c.Net.NumClasses = "cifar8_bn", 1.0/16, 16, 3
+	c.Data.Source, c.Data.Dir = "imagefolder", root
+	c.Data.BatchSize, c.Data.EvalBatchSize, c.Data.Workers = 4, 4, 2
+	c.Data.Augment.RandomResizedCropScale = []float64{0.35, 1}
+	c.Data.Augment.HFlip = 0.5
+	c.Data.Augment.RandAugment = "rand-m9-mstd0.5"
+	c.Data.DeviceNormalize = dn
+	c.EMA = EMAConfig{Decay: 0.9, Warmup: true}
+	c.Steps = 4 // 12 images / 4: step 4 is in epoch 1
+	c.Optimizer.LR = 0.05
+	c.Checkpoint = CheckpointConfig{EverySteps: 2, Keep: 3}
+	c.Eval.EveryEpochs = 1
+	c.Log.EverySteps = 1
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// trainLosses returns the loss of every train record of a run's log.
+func trainLosses(t *testing.T, dir string) []float64 {
+	t.Helper()
+	var out []float64
+	for _, r := range recordsOfType(metricsRecords(t, dir), "train") {
+		out = append(out, r["loss"].(float64))
+	}
+	return out
+}
+
+// The uint8 batches normalised in the graph give the float batches' run bit for bit: every train
+// loss, every tensor of the final checkpoint (weights, BatchNorm statistics, momentum, EMA shadows),
+// the evals of the live and the EMA weights. A run resumed with the other setting continues it
+// exactly too: device_normalize is not part of the state.
+func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
+	root := t.TempDir()
+	imagenetteTree(t, root, 3, 4, 2) // 12 train, 6 eval images: the last eval batch is padded
+	var floatSteps, byteSteps int
+	testHookImages = func(_, _ int, images []float32) {
+		if images == nil {
+			byteSteps++ // the batch holds uint8 Pixels
+		} else {
+			floatSteps++
+		}
+	}
+	t.Cleanup(func() { testHookImages = nil })
+
+	results := map[Switch]Result{}
+	for _, dn := range []Switch{"true", "false"} {
+		floatSteps, byteSteps = 0, 0
+		cfg := deviceNormConfig(t, "dn_"+string(dn), t.TempDir(), root, dn)
+		res, err := Run(cfg, RunOptions{Out: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[Switch][2]int{"true": {0, 4}, "false": {4, 0}}[dn]; floatSteps != want[0] || byteSteps != want[1] {
+			t.Fatalf("device_normalize %s: %d float and %d uint8 batches, want %v", dn, floatSteps, byteSteps, want)
+		}
+		if res.Eval.Examples != 6 || res.EMAEval.Examples != 6 {
+			t.Fatalf("device_normalize %s: eval saw %d and %d images, want 6", dn, res.Eval.Examples, res.EMAEval.Examples)
+		}
+		results[dn] = res
+	}
+	on, off := results["true"], results["false"]
+	lossOn, lossOff := trainLosses(t, on.Dir), trainLosses(t, off.Dir)
+	if len(lossOn) != 4 || !equalFloat64s(lossOn, lossOff) {
+		t.Errorf("train losses %v with device_normalize, %v without", lossOn, lossOff)
+	}
+	if on.Eval != off.Eval || on.EMAEval != off.EMAEval {
+		t.Errorf("evals %+v / EMA %+v with device_normalize, %+v / %+v without", on.Eval, on.EMAEval, off.Eval, off.EMAEval)
+	}
+	ckOn, ckOff := loadBoth(t, on.Checkpoint, off.Checkpoint)
+	if len(ckOn.Tensors) < 40 || len(ckOn.Tensors) != len(ckOff.Tensors) {
+		t.Fatalf("checkpoints hold %d and %d tensors", len(ckOn.Tensors), len(ckOff.Tensors))
+	}
+	if diff := differingTensors(ckOn, ckOff); len(diff) > 0 {
+		t.Errorf("tensors differ between device_normalize true and false: %v", diff)
+	}
+	start, _ := loadBoth(t, filepath.Join(on.Dir, "checkpoints", checkpointName(2)), on.Checkpoint)
+	if diff := differingTensors(start, ckOn); len(diff) < 20 {
+		t.Fatalf("only %d tensors moved between steps 2 and 4: the comparison would not see a difference", len(diff))
+	}
+
+	// Resume the uint8 run from step 2 with host normalisation: accepted, and the same end.
+	runDir := filepath.Dir(on.Dir)
+	if err := os.Remove(on.Checkpoint); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	resumed, err := Run(deviceNormConfig(t, "dn_true", runDir, root, "false"), RunOptions{Out: &out, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "config change accepted on resume: data.device_normalize: true -> false") {
+		t.Errorf("resume output lacks the accepted change:\n%s", out.String())
+	}
+	ckResumed, _ := loadBoth(t, resumed.Checkpoint, on.Checkpoint)
+	if diff := differingTensors(ckResumed, ckOff); len(diff) > 0 || resumed.Eval != off.Eval {
+		t.Errorf("resumed with the other setting: tensors %v differ, eval %+v vs %+v", diff, resumed.Eval, off.Eval)
+	}
+}
+
+func equalFloat64s(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// With device_normalize a train step sends its batch as uint8: exactly a quarter of the float32
+// pixel bytes, plus the same labels and scalars; eval batches likewise. Nothing else moves.
+func TestDeviceNormalizeSendsBytes(t *testing.T) {
+	root := t.TempDir()
+	imagenetteTree(t, root, 3, 4, 2)
+	const n, h, w, c = 4, 16, 16, 3
+	const floatPixels, bytePixels = n * h * w * c * 4, n * h * w * c // 12288 and 3072
+	perStep := map[Switch]int64{}
+	perEval := map[Switch]int64{}
+	for _, dn := range []Switch{"true", "false"} {
+		backend, err := pjrt.NewGoBackend("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		counter := pjrt.CountTransfers(backend)
+		cfg := deviceNormConfig(t, "bytes", t.TempDir(), root, dn)
+		cfg.EMA.Decay = 0
+		s, err := sessionOn(cfg, counter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		train, err := s.loader("train", n, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eval, err := s.loader("test", n, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if train.Uint8() != (dn == "true") || eval.Uint8() != (dn == "true") {
+			t.Fatalf("device_normalize %s: loaders give uint8 %v (train), %v (eval)", dn, train.Uint8(), eval.Uint8())
+		}
+		opt, err := NewOptimizer(cfg.Optimizer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step, err := s.newTrainStep(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := train.Iterate(0, 0)
+		i := 0
+		for b, ok := it.Next(); ok; b, ok = it.Next() {
+			i++
+			sc := stepScalars{LR: 0.05, Host: opt.HostScalars(i), Apply: true}
+			images, labels := imagesTensor(train, b), targetsTensor(b)
+			in0, _ := counter.Transferred()
+			if _, _, err := step.run(images, labels, sc); err != nil {
+				t.Fatal(err)
+			}
+			in1, _ := counter.Transferred()
+			images.FinalizeAll()
+			labels.FinalizeAll()
+			if i == 1 {
+				continue // the variables go over once
+			}
+			sent := in1 - in0 - int64(n*4+4*len(step.scalarArgs(sc)))
+			if prev, seen := perStep[dn]; seen && prev != sent {
+				t.Errorf("device_normalize %s: step %d sent %d pixel bytes, an earlier one %d", dn, i, sent, prev)
+			}
+			perStep[dn] = sent
+		}
+		it.Close()
+		if i != 3 {
+			t.Fatalf("%d steps, want 3", i)
+		}
+		if _, err := s.evaluate(eval); err != nil { // compiles and sends the variables once
+			t.Fatal(err)
+		}
+		in0, _ := counter.Transferred()
+		if _, err := s.evaluate(eval); err != nil {
+			t.Fatal(err)
+		}
+		in1, _ := counter.Transferred()
+		perEval[dn] = in1 - in0
+		step.Finalize()
+		s.evalExec.Finalize()
+		counter.Finalize()
+	}
+	if perStep["false"] != floatPixels || perStep["true"] != bytePixels {
+		t.Errorf("a step sent %d pixel bytes with host normalisation, %d with device_normalize; want %d and %d",
+			perStep["false"], perStep["true"], floatPixels, bytePixels)
+	}
+	// Eval: two batches of 4 (6 images, the second padded).
+	if perEval["false"] != 2*floatPixels || perEval["true"] != 2*bytePixels {
+		t.Errorf("an eval sent %d bytes with host normalisation, %d with device_normalize; want %d and %d",
+			perEval["false"], perEval["true"], 2*floatPixels, 2*bytePixels)
+	}
+}
+
+// normalizePixels is a lookup of the loader's own table: every byte value of every channel gives
+// the host's float, for 1 and 3 channels.
+func TestNormalizePixelsIsTheLoadersTable(t *testing.T) {
+	backend, err := pjrt.NewGoBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Finalize()
+	for _, c := range []int{1, 3} {
+		mean, std := []float32{0.485, 0.456, 0.406}[:c], []float32{0.229, 0.224, 0.225}[:c]
+		table, err := data.NormalizeTable(mean, std, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pixels := make([]uint8, 2*256*c) // [2, 16, 16, c]: every value in every channel, then reversed
+		for i := range 256 * c {
+			pixels[i] = uint8(i / c)
+			pixels[256*c+i] = uint8(255 - i/c)
+		}
+		out := MustExecOnce(backend, func(x *Node) *Node { return normalizePixels(x, table) },
+			tensors.FromFlatDataAndDimensions(pixels, 2, 16, 16, c))
+		if out.DType() != dtypes.Float32 || out.Shape().Size() != len(pixels) {
+			t.Fatalf("%d channels: output %s", c, out.Shape())
+		}
+		got := tensors.MustCopyFlatData[float32](out)
+		for i, v := range pixels {
+			if want := table[int(v)*c+i%c]; got[i] != want {
+				t.Fatalf("%d channels: value %d (byte %d, channel %d) = %g, want %g", c, i, v, i%c, got[i], want)
+			}
+		}
+	}
+}
+
+// auto is on for the xla backends and off for the pure-Go one; under auto, training batches with
+// erasing or mixup stay float (eval still goes uint8); true and false are what they say.
+func TestDeviceNormalizeResolution(t *testing.T) {
+	for _, tc := range []struct {
+		backend      string
+		dn           Switch
+		erasing, mix bool
+		train, eval  bool
+	}{
+		{"go", "auto", false, false, false, false},
+		{"go:ops_sequential", "auto", false, false, false, false},
+		{"xla:cuda", "auto", false, false, true, true},
+		{"xla:cpu", "auto", false, false, true, true},
+		{"xla:cuda", "auto", true, false, false, true},
+		{"xla:cuda", "auto", false, true, false, true},
+		{"xla:cuda", "false", false, false, false, false},
+		{"go", "true", false, false, true, true},
+		{"go", "false", true, true, false, false},
+	} {
+		c := Defaults()
+		c.Backend, c.Data.DeviceNormalize = tc.backend, tc.dn
+		if tc.erasing {
+			c.Data.Augment.RandomErasing = 0.25
+		}
+		if tc.mix {
+			c.Data.Augment.MixupAlpha = 0.2
+		}
+		if train, eval := c.deviceNormalize(true), c.deviceNormalize(false); train != tc.train || eval != tc.eval {
+			t.Errorf("%+v: train %v eval %v", tc, train, eval)
+		}
+	}
+}
+
+// device_normalize: true with erasing or mixing is refused by name, with what to do instead; a
+// bad value says which ones are accepted, naming the file and the key; YAML booleans and strings
+// are both accepted, and the resolved config reads back.
+func TestDeviceNormalizeConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*Config)
+		want []string
+	}{
+		{func(c *Config) { c.Data.Augment.RandomErasing = 0.25 },
+			[]string{"data.device_normalize: true, but data.augment.random_erasing 0.25 erases in normalised space", "expected auto or false"}},
+		{func(c *Config) { c.Data.Augment.CutmixAlpha = 1 },
+			[]string{"data.device_normalize: true, but data.augment.mixup_alpha 0 / cutmix_alpha 1 blend", "expected auto or false"}},
+		{func(c *Config) { c.Data.DeviceNormalize = "yes" },
+			[]string{`data.device_normalize: got "yes", expected auto, true or false`}},
+	} {
+		c := Defaults()
+		c.Name, c.Data.Source, c.Data.DeviceNormalize = "x", "imagefolder", "true"
+		tc.set(&c)
+		err := c.Validate()
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("Validate: %v, want %q", err, w)
+			}
+		}
+	}
+	// Under auto the same recipes are valid: training normalises on the host.
+	c := Defaults()
+	c.Name, c.Data.Source, c.Backend = "x", "imagefolder", "xla:cuda"
+	c.Data.Augment.RandomErasing, c.Data.Augment.MixupAlpha = 0.25, 0.2
+	if err := c.Validate(); err != nil {
+		t.Errorf("auto with erasing and mixup: %v", err)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.yaml")
+	load := func(yaml string, sets ...string) (Config, error) {
+		if err := os.WriteFile(path, []byte("net: {name: linear}\ndata:\n  "+yaml+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return LoadConfig(path, sets)
+	}
+	for _, tc := range []struct {
+		yaml string
+		sets []string
+		want string
+	}{
+		{"device_normalize: maybe", nil, path + `: data.device_normalize: got "maybe", expected auto, true or false`},
+		{"device_normalize: 1", nil, path + ": data.device_normalize: expected auto, true or false, got int 1"},
+		{"device_normalize: auto", []string{"data.device_normalize=[1]"}, "--set data.device_normalize: expected auto, true or false"},
+	} {
+		if _, err := load(tc.yaml, tc.sets...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want %q", tc.yaml, tc.sets, err, tc.want)
+		}
+	}
+	for yaml, want := range map[string]Switch{"device_normalize: true": "true", `device_normalize: "false"`: "false",
+		"device_normalize: auto": "auto", "workers: 1": "auto"} {
+		cfg, err := load(yaml)
+		if err != nil || cfg.Data.DeviceNormalize != want {
+			t.Errorf("%s: %q, %v; want %q", yaml, cfg.Data.DeviceNormalize, err, want)
+			continue
+		}
+		// The resolved config.yaml of a run reads back (as resume and eval read it).
+		if err := os.WriteFile(path, cfg.YAML(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		again, err := LoadConfig(path, nil)
+		if err != nil || again.Data.DeviceNormalize != want || again.Hash() != cfg.Hash() {
+			t.Errorf("%s: read back as %q (%v)", yaml, again.Data.DeviceNormalize, err)
+		}
+	}
+}
+
+// trainer emit (for xla:cuda, where auto is on) writes the step with uint8 images that it gathers
+// through the table first; with device_normalize false the step takes float32 images.
+func TestEmitTrainStepTakesUint8(t *testing.T) {
+	if !pjrt.EmitAvailable {
+		t.Skip("built without cgo: no StableHLO emit")
+	}
+	gathers := map[Switch]int{}
+	for _, dn := range []Switch{"auto", "false"} {
+		cfg := emitConfig(t, "cifar_cnn", "sgd", 8, 2)
+		cfg.Data.Source, cfg.Data.DeviceNormalize = "cifar10", dn
+		text, err := EmitTrainStep(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arg := map[Switch]string{"auto": "%arg0: tensor<8x32x32x3xui8>", "false": "%arg0: tensor<8x32x32x3xf32>"}[dn]
+		if !strings.Contains(text, arg+` { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}, {}, {}, {}]> }`) {
+			t.Errorf("device_normalize %s: the step does not take %s sharded over the replicas", dn, arg)
+		}
+		gathers[dn] = count(text, `"stablehlo.gather"`)
+	}
+	if gathers["auto"] != gathers["false"]+1 {
+		t.Errorf("%d gathers with uint8 input, %d without: want one more (the table lookup)", gathers["auto"], gathers["false"])
+	}
+}
