@@ -16,7 +16,8 @@
 #   3. trainer bench and scripts/jax_peer.py for ResNet-50 and EfficientNet-B0 at batch 256, 224 px,
 #      bf16 compute with float32 master weights, synthetic data resident on the device, alternating
 #      Go and JAX per net; each prints images/s, and ours the bytes moved per step;
-#   4. trainer run --smoke of the EfficientNet-B0 RMSProp-TF recipe (train, EMA eval, checkpoint, resume);
+#   4. trainer run --smoke of the EfficientNet-B0 RMSProp-TF recipe (train, EMA eval, checkpoint), and
+#      on a machine with 2+ GPUs the ResNet-50 recipe's smoke run with replicas=2;
 #   5. trainer verify (op checks, then the ResNet-50 and EfficientNet-B0 net checks) on the plugin.
 # Results go to $OUT/results.jsonl (one JSON object per bench), the whole log to $OUT/device-check.log,
 # and a table of images/s with the Go/JAX ratio ends the log.
@@ -136,6 +137,11 @@ done
 
 runs=$(mktemp -d)
 stage run-smoke 90 "$TRAINER" run configs/effnet_b0_rmsprop.yaml --smoke --no-progress --backend "$backend" --set run_dir="$runs"
+if [[ $mode == run ]] && (($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 2)); then
+	# Data parallel over 2 GPUs: the same smoke recipe, its shards on two devices.
+	stage run-smoke-replicas 120 "$TRAINER" run configs/resnet50_sgd.yaml --smoke --no-progress --backend "$backend" \
+		--set run_dir="$runs" --set name=replicas2 --set replicas=2
+fi
 stage verify-ops 100 "$TRAINER" verify --backend "$backend" --ops-only
 stage verify-nets 90 "$TRAINER" verify --backend "$backend" --nets-only --net "$verify_nets"
 

@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
@@ -140,7 +141,21 @@ func (c Config) deviceNormalize(train bool) bool {
 // openLoader opens split ("train" or "test") of the configured source and builds its loader: images
 // come out at the net's input size, augmented for training when data.augment asks.
 func (s *session) openLoader(split string, batch int, train bool) (*data.Loader, error) {
+	return s.openReplicaLoader(split, batch, train, 0, 1)
+}
+
+// openReplicaLoader is openLoader for replica r of replicas: batch is the replica's share, and the
+// loader yields rows [r·batch, (r+1)·batch) of each global batch (data.LoaderOptions.Replica). The
+// decode workers are shared out among the replicas' loaders.
+func (s *session) openReplicaLoader(split string, batch int, train bool, replica, replicas int) (*data.Loader, error) {
 	d := s.cfg.Data
+	if replicas > 1 {
+		workers := d.Workers
+		if workers == 0 {
+			workers = runtime.NumCPU()
+		}
+		d.Workers = max(1, workers/replicas)
+	}
 	want := s.spec.InputShape
 	if size := s.cfg.Net.ImageSize; size > 0 {
 		want[0], want[1] = size, size
@@ -150,7 +165,8 @@ func (s *session) openLoader(split string, batch int, train bool) (*data.Loader,
 	}
 	mean, std := d.normalisation()
 	opts := data.LoaderOptions{BatchSize: batch, Shuffle: train, DropLast: train, Seed: uint64(s.cfg.Seed),
-		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch, Uint8: s.cfg.deviceNormalize(train)}
+		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch, Uint8: s.cfg.deviceNormalize(train),
+		Replica: replica, Replicas: replicas}
 	var src data.Source
 	switch d.Source {
 	case "mnist", "fashion-mnist":

@@ -250,14 +250,7 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	if cfg.Replicas > 1 {
-		// The sharded step, the mesh and the per-replica loaders exist (replicas.go, emit shows the
-		// program), but feeding R shards per step through the loop is not wired and cannot be tested
-		// without R devices: refuse rather than silently train on one.
-		return res, fmt.Errorf("replicas: %d replicas on %s: the data-parallel loop is not wired into trainer run yet "+
-			"(trainer emit --replicas %d shows the sharded step; docs/distributed.md); use replicas: 1", cfg.Replicas, s.backend.Name(), cfg.Replicas)
-	}
-	trainLoader, err := s.loader("train", cfg.Data.BatchSize, true)
+	feed, err := s.newTrainFeed()
 	if err != nil {
 		return res, err
 	}
@@ -268,10 +261,10 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	// The loader counts micro-batches; schedules, logs and checkpoints count optimizer steps, each of
 	// k = optimizer.accumulate_steps micro-batches.
 	k := max(cfg.Optimizer.AccumulateSteps, 1)
-	microPerEpoch := trainLoader.StepsPerEpoch()
+	microPerEpoch := feed.stepsPerEpoch()
 	if microPerEpoch == 0 {
 		return res, fmt.Errorf("data.batch_size %d is larger than the training split (%d examples)",
-			cfg.Data.BatchSize, trainLoader.Source().Len())
+			cfg.Data.BatchSize, feed.loaders[0].Source().Len())
 	}
 	perEpoch := float64(microPerEpoch) / float64(k)
 	total := cfg.Epochs * microPerEpoch / k
@@ -347,6 +340,12 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 		return res, err
 	}
 	defer step.Finalize()
+	if !replicaSimulation {
+		// With replicas > 1: batch axis sharded over the mesh, variables replicated (replicas.go).
+		if err := s.distribute(step.exec, 2); err != nil {
+			return res, err
+		}
+	}
 	useEMA := cfg.EMA.Decay > 0
 	optStep := startStep // optimizer steps done
 
@@ -406,8 +405,12 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 		return keepBest(record)
 	}
 	bar := newProgress(out, opts.Progress, startStep)
-	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d x %d, backend %s\n",
-		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, k, s.backend.Name())
+	replicasNote := ""
+	if cfg.Replicas > 1 {
+		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.replicaBatch())
+	}
+	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d, backend %s\n",
+		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k, s.backend.Name())
 
 	var lossSum, correctSum float64
 	var logCount, microCount int
@@ -416,8 +419,8 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	lastEval := -1
 	barEpoch := max(int(math.Round(perEpoch)), 1) // the bar shows epochs to two decimals
 	for optStep < total {
-		it := trainLoader.Iterate(micro/microPerEpoch, micro%microPerEpoch)
-		for b, ok := it.Next(); ok && optStep < total; b, ok = it.Next() {
+		it := feed.iterate(micro/microPerEpoch, micro%microPerEpoch)
+		for shards, ok := it.next(); ok && optStep < total; shards, ok = it.next() {
 			j := micro % k // position in the accumulation group
 			lr := LearningRate(cfg, optStep, total, perEpoch) * guard.lrScale
 			// A group with a non-finite micro-batch is not applied (guard.nonfinite skip/reduce_lr).
@@ -428,29 +431,34 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 			if useEMA {
 				sc.EMADecay, sc.EMAFresh = EMADecay(cfg.EMA, optStep), s.emaFresh
 			}
-			if testHookImages != nil {
-				testHookImages(optStep+1, j, b.Images) // tests inject non-finite pixels (guard_test.go)
+			images, labels := make([]*tensors.Tensor, len(shards)), make([]*tensors.Tensor, len(shards))
+			for r, b := range shards {
+				if testHookImages != nil {
+					testHookImages(optStep+1, j, b.Images) // tests inject non-finite pixels (guard_test.go)
+				}
+				images[r] = imagesTensor(feed.loaders[r], b)
+				labels[r] = targetsTensor(b) // soft targets [batch, classes] under mixup/cutmix
 			}
-			images := imagesTensor(trainLoader, b)
-			labels := targetsTensor(b) // soft targets [batch, classes] under mixup/cutmix
-			loss, correct, err := step.run(images, labels, sc)
-			images.FinalizeAll()
-			labels.FinalizeAll()
+			loss, correct, err := step.runShards(images, labels, sc)
+			for r := range shards {
+				images[r].FinalizeAll()
+				labels[r].FinalizeAll()
+			}
 			if err != nil {
-				it.Close()
+				it.close()
 				return res, fmt.Errorf("train step %d: %w", optStep, err)
 			}
 			micro++
 			if nf, finite := step.guard.lastNonFinite(); !finite {
 				line, record, err := guard.onNonFinite(optStep+1, loss, nf)
 				if err != nil {
-					it.Close()
+					it.close()
 					return res, err
 				}
 				bar.done()
 				fmt.Fprintln(out, line)
 				if err := metrics.write(record); err != nil {
-					it.Close()
+					it.close()
 					return res, err
 				}
 			} else {
@@ -482,7 +490,7 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 					record["ema_decay"] = sc.EMADecay
 				}
 				if err := metrics.write(record); err != nil {
-					it.Close()
+					it.close()
 					return res, err
 				}
 				bar.update(optStep, total, barEpoch, avgLoss, lr, ips)
@@ -490,12 +498,12 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 			}
 			if cfg.Checkpoint.EverySteps > 0 && optStep%cfg.Checkpoint.EverySteps == 0 && optStep < total {
 				if _, err := save(optStep); err != nil {
-					it.Close()
+					it.close()
 					return res, err
 				}
 			}
 			if stopRequested(opts.Stop) && optStep < total {
-				it.Close()
+				it.close()
 				bar.done()
 				if res.Checkpoint, err = save(optStep); err != nil {
 					return res, err
@@ -506,8 +514,8 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 				return res, nil
 			}
 		}
-		it.Close()
-		if err := it.Err(); err != nil {
+		it.close()
+		if err := it.err(); err != nil {
 			return res, fmt.Errorf("train data: %w", err)
 		}
 		if epochs := micro / microPerEpoch; micro%microPerEpoch == 0 && cfg.Eval.EveryEpochs > 0 && epochs%cfg.Eval.EveryEpochs == 0 {

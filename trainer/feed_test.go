@@ -1,0 +1,70 @@
+package trainer
+
+import (
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+)
+
+// With replicas R the loop feeds R loaders in lockstep, each a share of the global batch. Joined in
+// device order (replicaSimulation, one device) their shards must be the one-loader run's batches:
+// the same losses and, through BatchNorm (global-batch statistics), augmentation, EMA and a mid-epoch
+// resume, the same final state bit for bit. On R devices only the last hop differs: shard r goes to
+// device r (runReplicas) and XLA's partitioner computes the same global step.
+func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
+	root := t.TempDir()
+	imagenetteTree(t, root, 3, 8, 2) // 24 train images: 3 global batches of 8 per epoch
+	replicaSimulation = true
+	t.Cleanup(func() { replicaSimulation = false })
+	config := func(name string, replicas int) Config {
+		c := deviceNormConfig(t, name, t.TempDir(), root, "false")
+		c.Data.BatchSize, c.Replicas = 8, replicas
+		c.Steps = 5 // step 5 is mid-epoch 1
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	one, err := Run(config("one", 1), RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []int{2, 4} {
+		cfg := config("replicas", r)
+		got, err := Run(cfg, RunOptions{Out: io.Discard})
+		if err != nil {
+			t.Fatalf("%d replicas: %v", r, err)
+		}
+		if a, b := trainLosses(t, one.Dir), trainLosses(t, got.Dir); len(a) != 5 || !slices.Equal(a, b) {
+			t.Errorf("%d replicas: train losses %v, one loader %v", r, b, a)
+		}
+		if got.Eval != one.Eval || got.EMAEval != one.EMAEval {
+			t.Errorf("%d replicas: eval %+v / EMA %+v, one loader %+v / %+v", r, got.Eval, got.EMAEval, one.Eval, one.EMAEval)
+		}
+		sameCheckpoints(t, one.Checkpoint, got.Checkpoint)
+		if r == 2 {
+			resumed := rerunFrom(t, config("resumed", r), 5)
+			sameCheckpoints(t, one.Checkpoint, resumed.Checkpoint)
+		}
+	}
+}
+
+// sameCheckpoints fails unless the two checkpoints hold the same float32 tensors bit for bit.
+func sameCheckpoints(t *testing.T, a, b string) {
+	t.Helper()
+	ckA, ckB := loadBoth(t, a, b)
+	if len(ckA.Tensors) < 20 || len(ckA.Tensors) != len(ckB.Tensors) {
+		t.Fatalf("checkpoints hold %d and %d tensors", len(ckA.Tensors), len(ckB.Tensors))
+	}
+	for name, ta := range ckA.Tensors {
+		tb, ok := ckB.Tensors[name]
+		if !ok {
+			t.Fatalf("%s lacks %s", b, name)
+		}
+		if ta.DType().String() == "Float32" && !equalSlices(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
+			t.Errorf("%s differs", name)
+		}
+	}
+}
