@@ -87,7 +87,7 @@ func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
 	}
 	on, off := results["true"], results["false"]
 	lossOn, lossOff := trainLosses(t, on.Dir), trainLosses(t, off.Dir)
-	if len(lossOn) != 4 || !equalFloat64s(lossOn, lossOff) {
+	if len(lossOn) != 4 || !equalSlices(lossOn, lossOff) {
 		t.Errorf("train losses %v with device_normalize, %v without", lossOn, lossOff)
 	}
 	if on.Eval != off.Eval || on.EMAEval != off.EMAEval {
@@ -124,18 +124,6 @@ func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
 	}
 }
 
-func equalFloat64s(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // With device_normalize a train step sends its batch as uint8: exactly a quarter of the float32
 // pixel bytes, plus the same labels and scalars; eval batches likewise. Nothing else moves.
 func TestDeviceNormalizeSendsBytes(t *testing.T) {
@@ -168,14 +156,7 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 		if train.Uint8() != (dn == "true") || eval.Uint8() != (dn == "true") {
 			t.Fatalf("device_normalize %s: loaders give uint8 %v (train), %v (eval)", dn, train.Uint8(), eval.Uint8())
 		}
-		opt, err := NewOptimizer(cfg.Optimizer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		step, err := s.newTrainStep(opt)
-		if err != nil {
-			t.Fatal(err)
-		}
+		opt, step := testStepOn(t, s)
 		it := train.Iterate(0, 0)
 		i := 0
 		for b, ok := it.Next(); ok; b, ok = it.Next() {

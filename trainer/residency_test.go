@@ -31,15 +31,7 @@ func TestStepKeepsStateResident(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt, err := NewOptimizer(cfg.Optimizer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.newTrainStep(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer step.Finalize()
+	opt, step := testStepOn(t, s)
 
 	const n = 2
 	rng := rand.New(rand.NewPCG(1, 2))

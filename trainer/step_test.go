@@ -67,7 +67,14 @@ func testSession(t *testing.T, cfg Config) (*session, *trainStep, Optimizer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt, err := NewOptimizer(cfg.Optimizer)
+	opt, step := testStepOn(t, s)
+	return s, step, opt
+}
+
+// testStepOn builds the optimizer and the train step of session s.
+func testStepOn(t *testing.T, s *session) (Optimizer, *trainStep) {
+	t.Helper()
+	opt, err := NewOptimizer(s.cfg.Optimizer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +83,7 @@ func testSession(t *testing.T, cfg Config) (*session, *trainStep, Optimizer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(step.Finalize)
-	return s, step, opt
+	return opt, step
 }
 
 // values returns the flat float32 values of every variable whose scope starts with prefix.
