@@ -362,7 +362,15 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 		return 0, err
 	}
 	var p pixels
-	if ex.Encoded != nil {
+	t := l.opts.Transform
+	if ex.Encoded != nil && t != nil {
+		// Decoding and transforming together lets the JPEG decoder decode only a crop's box.
+		sc.read = ex.Encoded
+		exampleRNG(&sc.rng, l.opts.Seed, epoch, pos)
+		if p, err = t.decodeApply(ex.Encoded, l.c, &sc.rng, sc); err != nil {
+			return 0, fmt.Errorf("data: %s: %w", l.src.Describe(idx), err)
+		}
+	} else if ex.Encoded != nil {
 		sc.read = ex.Encoded
 		if p, err = decodePixels(ex.Encoded, l.c, sc.dec); err != nil {
 			return 0, fmt.Errorf("data: %s: decoding: %w", l.src.Describe(idx), err)
@@ -376,8 +384,7 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 			sc.dec = p.pix
 		}
 	}
-	t := l.opts.Transform
-	if t != nil {
+	if t != nil && ex.Encoded == nil {
 		exampleRNG(&sc.rng, l.opts.Seed, epoch, pos)
 		if p, err = t.apply(p, &sc.rng, sc); err != nil {
 			return 0, fmt.Errorf("data: %s: %w", l.src.Describe(idx), err)

@@ -76,7 +76,7 @@ func cmdDataBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	elapsed := time.Since(start).Seconds()
-	fmt.Fprintf(stdout, "%s (%d images): decode + RandomResizedCrop(%d, %s) + flip + normalise: %.0f images/s with %d workers, %.0f images/s per worker\n",
-		positional[0], src.Len(), *size, *interp, float64(images)/elapsed, threads, float64(images)/elapsed/float64(threads))
+	fmt.Fprintf(stdout, "%s (%d images): decode (%s) + RandomResizedCrop(%d, %s) + flip + normalise: %.0f images/s with %d workers, %.0f images/s per worker\n",
+		positional[0], src.Len(), data.JPEGDecoder(), *size, *interp, float64(images)/elapsed, threads, float64(images)/elapsed/float64(threads))
 	return nil
 }
