@@ -118,7 +118,7 @@ func (d DataConfig) normalisation() (mean, std []float32) {
 }
 
 // deviceNormalize resolves data.device_normalize for the training or the eval batches: whether they
-// cross to the device as uint8 pixels that the graph normalises (normalizePixels). auto is true on
+// cross to the device as uint8 pixels that the graph normalises (NormalizePixels). auto is true on
 // the xla backends, where it cuts the bytes sent per step by four, and false on the pure-Go backend,
 // where host and device share the memory and the graph's lookup costs more than the host's
 // (docs/data.md has the measurements); under auto, training batches with random erasing or

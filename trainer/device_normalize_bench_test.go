@@ -15,7 +15,7 @@ import (
 // BenchmarkDeviceNormalize measures what data.device_normalize changes per batch on the pure-Go
 // backend, which decides its auto setting there (docs/data.md). "host" is the loader's float path:
 // the table lookup into float32 on the host, the float tensor, and a graph that reduces it; "device"
-// copies the uint8 pixels, makes the uint8 tensor, and the graph looks the table up (normalizePixels)
+// copies the uint8 pixels, makes the uint8 tensor, and the graph looks the table up (NormalizePixels)
 // before the same reduction. Rerun with:
 //
 //	go test ./trainer -run XXX -bench DeviceNormalize -benchtime 20x
@@ -53,7 +53,7 @@ func BenchmarkDeviceNormalize(b *testing.B) {
 			}
 		})
 		b.Run(name+"/device", func(b *testing.B) {
-			exec := MustNewExec(backend, func(x *Node) *Node { return ReduceAllSum(normalizePixels(x, table)) })
+			exec := MustNewExec(backend, func(x *Node) *Node { return ReduceAllSum(NormalizePixels(x, table)) })
 			defer exec.Finalize()
 			buf := make([]uint8, size)
 			b.ResetTimer()

@@ -207,7 +207,7 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 	}
 }
 
-// normalizePixels is a lookup of the loader's own table: every byte value of every channel gives
+// NormalizePixels is a lookup of the loader's own table: every byte value of every channel gives
 // the host's float, for 1 and 3 channels.
 func TestNormalizePixelsIsTheLoadersTable(t *testing.T) {
 	backend, err := pjrt.NewGoBackend("")
@@ -226,7 +226,7 @@ func TestNormalizePixelsIsTheLoadersTable(t *testing.T) {
 			pixels[i] = uint8(i / c)
 			pixels[256*c+i] = uint8(255 - i/c)
 		}
-		out := MustExecOnce(backend, func(x *Node) *Node { return normalizePixels(x, table) },
+		out := MustExecOnce(backend, func(x *Node) *Node { return NormalizePixels(x, table) },
 			tensors.FromFlatDataAndDimensions(pixels, 2, 16, 16, c))
 		if out.DType() != dtypes.Float32 || out.Shape().Size() != len(pixels) {
 			t.Fatalf("%d channels: output %s", c, out.Shape())

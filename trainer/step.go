@@ -152,19 +152,19 @@ func (s *session) netInput(images *Node) *Node {
 	if err != nil {
 		panic(fmt.Errorf("data.mean, data.std: %w", err))
 	}
-	return normalizePixels(images, table)
+	return NormalizePixels(images, table)
 }
 
-// normalizePixels maps uint8 pixels x [..., c] to table[x*c + channel] in float32: the loader's
+// NormalizePixels maps uint8 pixels x [..., c] to table[x*c + channel] in float32: the loader's
 // own normalisation table (data.NormalizeTable), looked up rather than recomputed so the floats
 // are the host's bit for bit on every backend (XLA may rewrite a division by a constant as a
 // multiplication by its reciprocal, which rounds differently).
-func normalizePixels(x *Node, table []float32) *Node {
+func NormalizePixels(x *Node, table []float32) *Node {
 	g := x.Graph()
 	dims := x.Shape().Dimensions
 	c := dims[len(dims)-1]
 	if len(table) != 256*c {
-		panic(fmt.Sprintf("normalizePixels: a table of %d values for %d channels, want %d", len(table), c, 256*c))
+		panic(fmt.Sprintf("NormalizePixels: a table of %d values for %d channels, want %d", len(table), c, 256*c))
 	}
 	idx := ConvertDType(x, dtypes.Int32)
 	if c > 1 {

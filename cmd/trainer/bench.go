@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainer"
@@ -29,7 +30,8 @@ type benchReport struct {
 	Size      int       `json:"size"`
 	Threads   int       `json:"threads"`
 	Precision string    `json:"precision"`
-	Data      string    `json:"data"` // "device": one batch sent once and reused; "host": sent every step.
+	Data      string    `json:"data"`  // "device": one batch sent once and reused; "host": sent every step.
+	Input     string    `json:"input"` // "float32" images, or "uint8" pixels normalised in the graph.
 	CompileS  float64   `json:"compile_s"`
 	StepsMS   []float64 `json:"steps_ms"`
 	MedianMS  float64   `json:"median_ms"`
@@ -45,7 +47,7 @@ type benchReport struct {
 
 // cmdBench times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a
 // registered net on random data: `trainer bench --net NAME --batch N --size S [--steps K]
-// [--precision bf16] [--data device|host]`. A timed step ends when its loss is on the host. The
+// [--precision bf16] [--data device|host] [--input uint8]`. A timed step ends when its loss is on the host. The
 // PyTorch peer is scripts/cpu-peer.sh, the JAX one scripts/jax_peer.py; docs/benchmarks.md has them.
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -59,6 +61,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to this file")
 	precision := fs.String("precision", "float32", "compute precision: float32, or bf16 (bfloat16 compute, float32 master weights)")
 	dataPlace := fs.String("data", "device", "device: one synthetic batch sent once and reused (no input transfer); host: sent every step")
+	input := fs.String("input", "float32", "float32: normalised images; uint8: pixels the graph normalises first (data.device_normalize)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	positional, err := parse(fs, args)
 	if err != nil {
@@ -81,6 +84,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *dataPlace != "device" && *dataPlace != "host" {
 		return fmt.Errorf("bench: --data %q: expected device or host", *dataPlace)
 	}
+	if *input != "float32" && *input != "uint8" {
+		return fmt.Errorf("bench: --input %q: expected float32 or uint8", *input)
+	}
 	spec, err := graphs.Get(*netName)
 	if err != nil {
 		return err
@@ -96,6 +102,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	defer opened.Finalize()
 	backend := pjrt.CountTransfers(opened)
 
+	var table []float32 // ImageNet's normalisation, for --input uint8
+	if *input == "uint8" {
+		mean, std := make([]float32, c), make([]float32, c)
+		for i := range c {
+			mean[i], std[i] = float32(data.ImageNetMean[i%3]), float32(data.ImageNetStd[i%3])
+		}
+		if table, err = data.NormalizeTable(mean, std, c); err != nil {
+			return err
+		}
+	}
 	stats := &graphs.Stats{}
 	opts := graphs.Options{ImageSize: h, Width: *width, Seed: 1, Stats: stats, Precision: *precision}
 	classes := spec.NumClasses
@@ -105,6 +121,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		g := images.Graph()
 		ctx.SetTraining(g, true)
 		stats.MACs = 0 // Count one build (the graph may be traced more than once).
+		if images.DType() == dtypes.Uint8 {
+			images = trainer.NormalizePixels(images, table)
+		}
 		logits := spec.Build(ctx.In(graphs.ModelScope), images, true, opts)
 		loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
 		var vars []*context.Variable
@@ -131,15 +150,25 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	for i := range pixels {
 		pixels[i] = rng.Float32()*2 - 1
 	}
+	bytePixels := make([]uint8, len(pixels))
+	for i := range bytePixels {
+		bytePixels[i] = uint8(rng.IntN(256))
+	}
+	newImages := func() *tensors.Tensor {
+		if *input == "uint8" {
+			return tensors.FromFlatDataAndDimensions(bytePixels, *batch, h, w, c)
+		}
+		return tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
+	}
 	labels := make([]int32, *batch)
 	for i := range labels {
 		labels[i] = int32(rng.IntN(classes))
 	}
-	x := tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
+	x := newImages()
 	y := tensors.FromFlatDataAndDimensions(labels, *batch)
 	step := func() (time.Duration, error) {
 		if *dataPlace == "host" {
-			x = tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
+			x = newImages()
 			y = tensors.FromFlatDataAndDimensions(labels, *batch)
 		}
 		start := time.Now()
@@ -168,7 +197,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopProfile()
 	rep := benchReport{Net: *netName, Backend: backend.Description(), Batch: *batch, Size: h, Threads: runtime.GOMAXPROCS(0),
-		Precision: *precision, Data: *dataPlace, CompileS: compileS}
+		Precision: *precision, Data: *dataPlace, Input: *input, CompileS: compileS}
 	ctx.EnumerateVariables(func(v *context.Variable) { rep.VariableBytes += int64(v.Shape().Memory()) })
 	var times []float64
 	var toDevice, toHost []int64

@@ -44,3 +44,37 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatal("unknown net accepted")
 	}
 }
+
+// The bytes a bench step moves: nothing but the lr and the loss with the batch resident; the batch
+// every step with --data host, as float32 or, with --input uint8, a quarter of that.
+func TestBenchBytesPerStep(t *testing.T) {
+	const batch, pixels = 4, 28 * 28
+	for _, c := range []struct {
+		args   []string
+		wantIn int64
+	}{
+		{nil, 4},
+		{[]string{"--data", "host"}, batch*pixels*4 + batch*4 + 4},
+		{[]string{"--data", "host", "--input", "uint8"}, batch*pixels + batch*4 + 4},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"--net", "mlp", "--batch", "4", "--steps", "2", "--json"}, c.args...)
+		if err := cmdBench(args, &out, &errOut); err != nil {
+			t.Fatalf("%v: %v\n%s", c.args, err, errOut.String())
+		}
+		var rep benchReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.ToDeviceBytes != c.wantIn || rep.ToHostBytes != 4 {
+			t.Errorf("%v: %d bytes in, %d out per step; want %d and 4", c.args, rep.ToDeviceBytes, rep.ToHostBytes, c.wantIn)
+		}
+		if rep.VariableBytes < 100*c.wantIn { // residency: the state is far larger than what moves
+			t.Errorf("%v: variables %d bytes", c.args, rep.VariableBytes)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := cmdBench([]string{"--net", "mlp", "--input", "int8"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "--input") {
+		t.Errorf("--input int8: %v", err)
+	}
+}
