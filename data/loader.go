@@ -396,21 +396,7 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 		copy(dst8, p.pix) // the source's or the scratch's bytes: not to be kept past this call
 		return ex.Label, nil
 	}
-	switch l.c {
-	case 1:
-		lut := &l.lut[0]
-		for j, v := range p.pix {
-			dst[j] = lut[v]
-		}
-	case 3:
-		for j := 0; j < len(p.pix); j += 3 {
-			dst[j], dst[j+1], dst[j+2] = l.lut[0][p.pix[j]], l.lut[1][p.pix[j+1]], l.lut[2][p.pix[j+2]]
-		}
-	default:
-		for j, v := range p.pix {
-			dst[j] = l.lut[j%l.c][v]
-		}
-	}
+	normalizeInto(dst, p.pix, l.lut)
 	if t != nil && t.Train && t.Erasing.Prob > 0 {
 		t.Erasing.apply(dst, l.h, l.w, l.c, &sc.rng)
 	}

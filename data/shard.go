@@ -267,7 +267,7 @@ func (w *ShardWriter) Add(label int32, payload []byte) error {
 	if w.h.Kind == ShardPixels && len(payload) != w.h.Height*w.h.Width*w.h.Channels {
 		return fmt.Errorf("data: shard %s: %d pixel bytes, want %dx%dx%d", w.path, len(payload), w.h.Height, w.h.Width, w.h.Channels)
 	}
-	if len(payload) > 1<<31 {
+	if int64(len(payload)) > 1<<31 {
 		return fmt.Errorf("data: shard %s: a %d-byte record is too large", w.path, len(payload))
 	}
 	if _, err := w.w.Write(payload); err != nil {

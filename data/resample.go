@@ -1,0 +1,328 @@
+package data
+
+import (
+	"math"
+
+	"github.com/trainer/trainer/data/resamplesimd"
+)
+
+// resampler is resize with reusable buffers and loops shaped for Go's compiler: flat coefficient
+// tables, int32 accumulators (as Pillow's own; 255·Σ|k| stays below 2³¹), three channels a pixel
+// in the horizontal pass and two to four rows at once in the vertical one. Its bytes equal resize's.
+type resampler struct {
+	tmp, dst       []uint8
+	starts, counts []int32
+	weights        []int32
+	acc            []int32
+	k              []float64
+	// The AVX2 kernels' tables (resample_simd.go): the horizontal pass's input offsets and
+	// split weights, the vertical pass's tap pairs, and a padded copy of a last source row.
+	hoffs, hw []int32
+	vp        []resamplesimd.Pair
+	pad       []uint8
+}
+
+// coeffs fills the tables for in -> out samples: for output o, counts[o] weights from input starts[o]
+// at weights[o*ks:], with the same float arithmetic as resampleCoeffs.
+func (r *resampler) coeffs(in, out int, filter Interp) (ks int) {
+	scale := float64(in) / float64(out)
+	filterScale := max(scale, 1)
+	support := filter.support() * filterScale
+	ks = int(math.Ceil(support))*2 + 1
+	r.starts, r.counts = growInt32(r.starts, out), growInt32(r.counts, out)
+	r.weights = growInt32(r.weights, out*ks)
+	if cap(r.k) < ks {
+		r.k = make([]float64, ks)
+	}
+	for o := range out {
+		center := (float64(o) + 0.5) * scale
+		lo := max(int(center-support+0.5), 0)
+		hi := min(int(center+support+0.5), in)
+		k := r.k[:0]
+		var sum float64
+		for i := lo; i < hi; i++ {
+			v := filter.weight((float64(i) - center + 0.5) / filterScale)
+			k = append(k, v)
+			sum += v
+		}
+		w := r.weights[o*ks : o*ks+len(k)]
+		for i := range k {
+			if sum != 0 {
+				k[i] /= sum
+			}
+			if k[i] < 0 {
+				w[i] = int32(-0.5 + k[i]*(1<<resamplePrecision))
+			} else {
+				w[i] = int32(0.5 + k[i]*(1<<resamplePrecision))
+			}
+		}
+		r.starts[o], r.counts[o] = int32(lo), int32(len(k))
+	}
+	return ks
+}
+
+func growInt32(buf []int32, n int) []int32 {
+	if cap(buf) < n {
+		return make([]int32, n)
+	}
+	return buf[:n]
+}
+
+// clip32 is clip8 on an int32 accumulator.
+func clip32(v int32) uint8 {
+	v >>= resamplePrecision
+	if uint32(v) > 255 {
+		if v < 0 {
+			return 0
+		}
+		return 255
+	}
+	return uint8(v)
+}
+
+const resampleBias = int32(1) << (resamplePrecision - 1)
+
+// resize is resize(src, w, h, filter), then HFlip when flip, into the resampler's buffers (valid
+// until the next call). The horizontal pass writes its columns mirrored, so the flip costs nothing.
+// With AVX2 (resampleAVX2) the passes run resamplesimd's kernels, same bytes.
+func (r *resampler) resize(src pixels, w, h int, filter Interp, flip bool) pixels {
+	c := src.c
+	if w == src.w {
+		var out pixels
+		if h == src.h {
+			r.dst = append(r.dst[:0], src.pix...)
+			out = pixels{w: w, h: h, c: c, pix: r.dst}
+		} else {
+			r.dst = growBytes(r.dst, w*h*c)
+			out = pixels{w: w, h: h, c: c, pix: r.dst}
+			r.vertical(src, w*c, out, filter)
+		}
+		if flip {
+			HFlip(out)
+		}
+		return out
+	}
+	if mid, stride, ok := r.horizontalSIMD(src, w, filter, flip); ok {
+		r.dst = growBytes(r.dst, w*h*c)
+		out := pixels{w: w, h: h, c: c, pix: r.dst}
+		if h == src.h { // no vertical pass: the padded rows packed
+			for y := range h {
+				copy(out.pix[y*w*c:(y+1)*w*c], mid.pix[y*stride:])
+			}
+			return out
+		}
+		r.vertical(mid, stride, out, filter)
+		return out
+	}
+	buf := &r.tmp
+	if h == src.h {
+		buf = &r.dst
+	}
+	*buf = growBytes(*buf, w*src.h*c)
+	mid := pixels{w: w, h: src.h, c: c, pix: *buf}
+	r.horizontal(src, mid, filter, flip)
+	if h == src.h {
+		return mid
+	}
+	r.dst = growBytes(r.dst, w*h*c)
+	out := pixels{w: w, h: h, c: c, pix: r.dst}
+	r.vertical(mid, w*c, out, filter)
+	return out
+}
+
+// horizontal resamples each row of src to mid's width, mirrored when flip. RGB goes column by column
+// over blocks of rows, so that a column's tap count and weights stay fixed (and in registers) in the
+// inner loop.
+func (r *resampler) horizontal(src, mid pixels, filter Interp, flip bool) {
+	ks := r.coeffs(src.w, mid.w, filter)
+	c, w := src.c, mid.w
+	starts, counts, weights := r.starts[:w], r.counts[:w], r.weights
+	if c == 3 {
+		const block = 16
+		inRow, outRow := src.w*3, w*3
+		for y0 := 0; y0 < src.h; y0 += block {
+			y1 := min(y0+block, src.h)
+			for x, s := range starts {
+				n := int(counts[x])
+				ws := weights[x*ks : x*ks+n]
+				in := src.pix[y0*inRow+int(s)*3:]
+				ox := x
+				if flip {
+					ox = w - 1 - x
+				}
+				out := mid.pix[y0*outRow+3*ox:]
+				switch n {
+				case 2:
+					k0, k1 := ws[0], ws[1]
+					for y := y0; y < y1; y++ {
+						p, o := in[:6:6], out[:3:3]
+						o[0] = clip32(resampleBias + int32(p[0])*k0 + int32(p[3])*k1)
+						o[1] = clip32(resampleBias + int32(p[1])*k0 + int32(p[4])*k1)
+						o[2] = clip32(resampleBias + int32(p[2])*k0 + int32(p[5])*k1)
+						if y+1 < y1 {
+							in, out = in[inRow:], out[outRow:]
+						}
+					}
+				case 3:
+					k0, k1, k2 := ws[0], ws[1], ws[2]
+					for y := y0; y < y1; y++ {
+						p, o := in[:9:9], out[:3:3]
+						o[0] = clip32(resampleBias + int32(p[0])*k0 + int32(p[3])*k1 + int32(p[6])*k2)
+						o[1] = clip32(resampleBias + int32(p[1])*k0 + int32(p[4])*k1 + int32(p[7])*k2)
+						o[2] = clip32(resampleBias + int32(p[2])*k0 + int32(p[5])*k1 + int32(p[8])*k2)
+						if y+1 < y1 {
+							in, out = in[inRow:], out[outRow:]
+						}
+					}
+				case 4:
+					k0, k1, k2, k3 := ws[0], ws[1], ws[2], ws[3]
+					for y := y0; y < y1; y++ {
+						p, o := in[:12:12], out[:3:3]
+						o[0] = clip32(resampleBias + int32(p[0])*k0 + int32(p[3])*k1 + int32(p[6])*k2 + int32(p[9])*k3)
+						o[1] = clip32(resampleBias + int32(p[1])*k0 + int32(p[4])*k1 + int32(p[7])*k2 + int32(p[10])*k3)
+						o[2] = clip32(resampleBias + int32(p[2])*k0 + int32(p[5])*k1 + int32(p[8])*k2 + int32(p[11])*k3)
+						if y+1 < y1 {
+							in, out = in[inRow:], out[outRow:]
+						}
+					}
+				case 5:
+					k0, k1, k2, k3, k4 := ws[0], ws[1], ws[2], ws[3], ws[4]
+					for y := y0; y < y1; y++ {
+						p, o := in[:15:15], out[:3:3]
+						o[0] = clip32(resampleBias + int32(p[0])*k0 + int32(p[3])*k1 + int32(p[6])*k2 + int32(p[9])*k3 + int32(p[12])*k4)
+						o[1] = clip32(resampleBias + int32(p[1])*k0 + int32(p[4])*k1 + int32(p[7])*k2 + int32(p[10])*k3 + int32(p[13])*k4)
+						o[2] = clip32(resampleBias + int32(p[2])*k0 + int32(p[5])*k1 + int32(p[8])*k2 + int32(p[11])*k3 + int32(p[14])*k4)
+						if y+1 < y1 {
+							in, out = in[inRow:], out[outRow:]
+						}
+					}
+				default:
+					// Four taps a step: the trip counts are the same for every row of the block.
+					for y := y0; y < y1; y++ {
+						p, o := in[:3*n], out[:3:3]
+						r0, g0, b0 := resampleBias, resampleBias, resampleBias
+						i := 0
+						for ; i+4 <= n; i += 4 {
+							q, k := p[3*i:3*i+12:3*i+12], ws[i:i+4:i+4]
+							r0 += int32(q[0])*k[0] + int32(q[3])*k[1] + int32(q[6])*k[2] + int32(q[9])*k[3]
+							g0 += int32(q[1])*k[0] + int32(q[4])*k[1] + int32(q[7])*k[2] + int32(q[10])*k[3]
+							b0 += int32(q[2])*k[0] + int32(q[5])*k[1] + int32(q[8])*k[2] + int32(q[11])*k[3]
+						}
+						for ; i < n; i++ {
+							q, k := p[3*i:3*i+3:3*i+3], ws[i]
+							r0 += int32(q[0]) * k
+							g0 += int32(q[1]) * k
+							b0 += int32(q[2]) * k
+						}
+						o[0], o[1], o[2] = clip32(r0), clip32(g0), clip32(b0)
+						if y+1 < y1 {
+							in, out = in[inRow:], out[outRow:]
+						}
+					}
+				}
+			}
+		}
+		return
+	}
+	for y := range src.h {
+		in := src.pix[y*src.w*c : (y+1)*src.w*c]
+		out := mid.pix[y*w*c : (y+1)*w*c]
+		for x, s := range starts {
+			n := int(counts[x])
+			ws := weights[x*ks : x*ks+n]
+			ox := x
+			if flip {
+				ox = w - 1 - x
+			}
+			for ch := range c {
+				acc := resampleBias
+				for i, k := range ws {
+					acc += int32(in[(int(s)+i)*c+ch]) * k
+				}
+				out[ox*c+ch] = clip32(acc)
+			}
+		}
+	}
+}
+
+// vertical resamples the columns of mid (rows stride bytes apart) to out's height, a whole output
+// row at a time.
+func (r *resampler) vertical(mid pixels, stride int, out pixels, filter Interp) {
+	ks := r.coeffs(mid.h, out.h, filter)
+	row := out.w * out.c
+	if r.verticalSIMD(mid, stride, out, ks) {
+		return
+	}
+	for y := range out.h {
+		s, n := int(r.starts[y]), int(r.counts[y])
+		ws := r.weights[y*ks : y*ks+n]
+		o := out.pix[y*row : (y+1)*row]
+		in := func(j int) []uint8 { return mid.pix[(s+j)*stride : (s+j)*stride+row][:len(o)] }
+		switch n {
+		case 1:
+			r0, k0 := in(0), ws[0]
+			for i := range o {
+				o[i] = clip32(resampleBias + int32(r0[i])*k0)
+			}
+		case 2:
+			r0, r1, k0, k1 := in(0), in(1), ws[0], ws[1]
+			for i := range o {
+				o[i] = clip32(resampleBias + int32(r0[i])*k0 + int32(r1[i])*k1)
+			}
+		case 3:
+			r0, r1, r2, k0, k1, k2 := in(0), in(1), in(2), ws[0], ws[1], ws[2]
+			for i := range o {
+				o[i] = clip32(resampleBias + int32(r0[i])*k0 + int32(r1[i])*k1 + int32(r2[i])*k2)
+			}
+		case 4:
+			r0, r1, r2, r3, k0, k1, k2, k3 := in(0), in(1), in(2), in(3), ws[0], ws[1], ws[2], ws[3]
+			for i := range o {
+				o[i] = clip32(resampleBias + int32(r0[i])*k0 + int32(r1[i])*k1 + int32(r2[i])*k2 + int32(r3[i])*k3)
+			}
+		case 5:
+			r0, r1, r2, r3, r4 := in(0), in(1), in(2), in(3), in(4)
+			k0, k1, k2, k3, k4 := ws[0], ws[1], ws[2], ws[3], ws[4]
+			for i := range o {
+				o[i] = clip32(resampleBias + int32(r0[i])*k0 + int32(r1[i])*k1 + int32(r2[i])*k2 + int32(r3[i])*k3 + int32(r4[i])*k4)
+			}
+		default:
+			// Four rows a pass through an int32 row: the first pass sets it, the last (one to four
+			// rows) clips into o.
+			acc := growInt32(r.acc, row)[:len(o)]
+			r.acc = acc
+			r0, r1, r2, r3, k0, k1, k2, k3 := in(0), in(1), in(2), in(3), ws[0], ws[1], ws[2], ws[3]
+			for i := range acc {
+				acc[i] = resampleBias + int32(r0[i])*k0 + int32(r1[i])*k1 + int32(r2[i])*k2 + int32(r3[i])*k3
+			}
+			j := 4
+			for ; n-j > 4; j += 4 {
+				r0, r1, r2, r3, k0, k1, k2, k3 := in(j), in(j+1), in(j+2), in(j+3), ws[j], ws[j+1], ws[j+2], ws[j+3]
+				for i := range acc {
+					acc[i] += int32(r0[i])*k0 + int32(r1[i])*k1 + int32(r2[i])*k2 + int32(r3[i])*k3
+				}
+			}
+			switch n - j {
+			case 1:
+				r0, k0 := in(j), ws[j]
+				for i := range o {
+					o[i] = clip32(acc[i] + int32(r0[i])*k0)
+				}
+			case 2:
+				r0, r1, k0, k1 := in(j), in(j+1), ws[j], ws[j+1]
+				for i := range o {
+					o[i] = clip32(acc[i] + int32(r0[i])*k0 + int32(r1[i])*k1)
+				}
+			case 3:
+				r0, r1, r2, k0, k1, k2 := in(j), in(j+1), in(j+2), ws[j], ws[j+1], ws[j+2]
+				for i := range o {
+					o[i] = clip32(acc[i] + int32(r0[i])*k0 + int32(r1[i])*k1 + int32(r2[i])*k2)
+				}
+			case 4:
+				r0, r1, r2, r3, k0, k1, k2, k3 := in(j), in(j+1), in(j+2), in(j+3), ws[j], ws[j+1], ws[j+2], ws[j+3]
+				for i := range o {
+					o[i] = clip32(acc[i] + int32(r0[i])*k0 + int32(r1[i])*k1 + int32(r2[i])*k2 + int32(r3[i])*k3)
+				}
+			}
+		}
+	}
+}

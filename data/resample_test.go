@@ -1,0 +1,218 @@
+package data
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// withAVX2 runs f with the AVX2 kernels on or off, restoring the setting after.
+func withAVX2(on bool, f func()) {
+	old := resampleAVX2
+	resampleAVX2 = on
+	defer func() { resampleAVX2 = old }()
+	f()
+}
+
+// resampleCase is one resize of TestResampleAVX2MatchesGo.
+type resampleCase struct {
+	src          pixels
+	w, h         int
+	filter       Interp
+	flip         bool
+	tightSrc     bool // src.pix ends at the image's last byte: the last rows go through r.pad
+	kind, source string
+}
+
+// TestResampleAVX2MatchesGo: the AVX2 kernels give the portable passes' bytes (themselves tested
+// against resize, which is Pillow's arithmetic) on random crops of random images: both filters,
+// flipped or not, RGB and grey, shrinking up to ~9× (the bicubic tables' limit, then the Go
+// fallback) and enlarging, widths that are not multiples of 8, saturated content that makes
+// bicubic overshoot (clipping), sources with and without slack after their last row.
+func TestResampleAVX2MatchesGo(t *testing.T) {
+	if !resampleAVX2 {
+		t.Skip("no AVX2 on this machine: the Go passes are the only ones")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var cases []resampleCase
+	for it := range 400 {
+		c := 3
+		if it%7 == 6 {
+			c = 1
+		}
+		sw, sh := 1+rng.IntN(500), 1+rng.IntN(500)
+		if it%10 == 0 {
+			sw, sh = 1000+rng.IntN(1200), 100+rng.IntN(200) // large shrinks horizontally
+		}
+		kind := []string{"noise", "saturated", "smooth"}[it%3]
+		img := pixels{w: sw, h: sh, c: c, pix: make([]uint8, sw*sh*c, sw*sh*c+rng.IntN(64))}
+		for i := range img.pix {
+			switch kind {
+			case "noise":
+				img.pix[i] = uint8(rng.IntN(256))
+			case "saturated":
+				img.pix[i] = uint8(255 * ((i/c/3 + i/(sw*c)/2) % 2))
+			default:
+				img.pix[i] = uint8(128 + 100*((i/c)%sw)/max(sw, 1) - 50*(i/(sw*c))/max(sh, 1))
+			}
+		}
+		// A RandomResizedCrop box (sometimes the whole image), then an output size.
+		x, y, bw, bh := 0, 0, sw, sh
+		if it%4 != 0 {
+			x, y, bw, bh = RandomResizedCropParams(sw, sh, [2]float64{0.08, 1}, [2]float64{3.0 / 4, 4.0 / 3}, rand.NewPCG(uint64(it), 1))
+		}
+		src := cropPixels(img, x, y, bw, bh, nil)
+		tight := it%2 == 0
+		if !tight {
+			src.pix = append(src.pix, make([]uint8, rng.IntN(40))...)[:len(src.pix)]
+		}
+		w, h := 1+rng.IntN(300), 1+rng.IntN(300)
+		switch it % 5 {
+		case 0:
+			w, h = 224, 224
+		case 1:
+			w = bw // vertical pass only
+		case 2:
+			h = bh // horizontal pass only
+		}
+		cases = append(cases, resampleCase{src: src, w: w, h: h, filter: Interp(it % 2), flip: it%3 == 1, tightSrc: tight, kind: kind})
+	}
+	var fast, slow resampler
+	simd := 0
+	for i, tc := range cases {
+		var got, want pixels
+		withAVX2(true, func() { got = fast.resize(tc.src, tc.w, tc.h, tc.filter, tc.flip) })
+		withAVX2(false, func() { want = slow.resize(tc.src, tc.w, tc.h, tc.filter, tc.flip) })
+		name := fmt.Sprintf("case %d: %dx%dx%d (%s, tight %v) -> %dx%d %v flip %v", i, tc.src.w, tc.src.h, tc.src.c,
+			tc.kind, tc.tightSrc, tc.w, tc.h, tc.filter, tc.flip)
+		if got.w != tc.w || got.h != tc.h || got.c != tc.src.c || !bytes.Equal(got.pix, want.pix) {
+			t.Fatalf("%s: AVX2 differs from the Go passes", name)
+		}
+		if tc.src.c == 3 && tc.w != tc.src.w {
+			simd++
+		}
+	}
+	if simd < 200 {
+		t.Errorf("only %d cases ran the AVX2 horizontal pass", simd)
+	}
+	// And on a few, both equal resize then HFlip (the reference arithmetic).
+	for _, tc := range cases[:40] {
+		var tmp, dst []uint8
+		want := resize(tc.src, tc.w, tc.h, tc.filter, &tmp, &dst)
+		if tc.flip {
+			HFlip(want)
+		}
+		if got := fast.resize(tc.src, tc.w, tc.h, tc.filter, tc.flip); !bytes.Equal(got.pix, want.pix) {
+			t.Fatalf("%dx%d -> %dx%d %v flip %v: AVX2 differs from resize", tc.src.w, tc.src.h, tc.w, tc.h, tc.filter, tc.flip)
+		}
+	}
+}
+
+// TestResampleAVX2Allocs: no allocation per resize once the tables have grown.
+func TestResampleAVX2Allocs(t *testing.T) {
+	src := pixels{w: 301, h: 263, c: 3, pix: make([]uint8, 301*263*3)}
+	var r resampler
+	for _, f := range []Interp{Bilinear, Bicubic} {
+		r.resize(src, 224, 224, f, true)
+		if a := testing.AllocsPerRun(10, func() { r.resize(src, 224, 224, f, true) }); a != 0 {
+			t.Errorf("%v: %v allocations per resize, want 0", f, a)
+		}
+	}
+}
+
+// BenchmarkResampler: one RandomResizedCrop's resampling (265×250 RGB to 224², flipped), the
+// kernels against the Go passes.
+func BenchmarkResampler(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := pixels{w: 265, h: 250, c: 3, pix: make([]uint8, 265*250*3)}
+	for i := range src.pix {
+		src.pix[i] = uint8(rng.IntN(256))
+	}
+	for _, avx := range []bool{true, false} {
+		if avx && !resampleAVX2 {
+			continue
+		}
+		for _, f := range []Interp{Bilinear, Bicubic} {
+			b.Run(fmt.Sprintf("%v/avx2=%v", f, avx), func(b *testing.B) {
+				withAVX2(avx, func() {
+					var r resampler
+					for b.Loop() {
+						r.resize(src, 224, 224, f, true)
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestResampleAVX2EveryTapCount sweeps source widths so that the horizontal kernel runs with every
+// tap-pair count it takes (1 to hMaxPairs: its straight-line bodies for 2-5 and its loop for the
+// rest), for both filters, flipped, against the Go passes.
+func TestResampleAVX2EveryTapCount(t *testing.T) {
+	if !resampleAVX2 {
+		t.Skip("no AVX2 on this machine")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	seen := map[int]bool{}
+	var fast, slow resampler
+	for _, f := range []Interp{Bilinear, Bicubic} {
+		for sw := 3; sw <= 620; sw += 1 + sw/12 {
+			const w, h = 37, 5
+			pairs := 0
+			fast.coeffs(sw, w, f)
+			for x := range w {
+				pairs = max(pairs, (int(fast.counts[x])+1)/2)
+			}
+			src := pixels{w: sw, h: 9, c: 3, pix: make([]uint8, sw*9*3)}
+			for i := range src.pix {
+				src.pix[i] = uint8(rng.IntN(256))
+			}
+			var got, want pixels
+			withAVX2(true, func() { got = fast.resize(src, w, h, f, true) })
+			withAVX2(false, func() { want = slow.resize(src, w, h, f, true) })
+			if !bytes.Equal(got.pix, want.pix) {
+				t.Fatalf("%v, %d -> %d wide (%d tap pairs): AVX2 differs from the Go passes", f, sw, w, pairs)
+			}
+			seen[pairs] = true
+		}
+	}
+	for p := 1; p <= hMaxPairs; p++ {
+		if !seen[p] {
+			t.Errorf("no width gave %d tap pairs: %v", p, seen)
+		}
+	}
+}
+
+// TestNormalizeInto: the loader's normalisation is lut[index mod channels][byte], for 1, 3 and 4
+// channels and lengths around its 4-pixel steps, with and without the AVX2 kernel.
+func TestNormalizeInto(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []int{1, 3, 4} {
+		lut := make([][256]float32, c)
+		for ch := range lut {
+			for v := range lut[ch] {
+				lut[ch][v] = rng.Float32()
+			}
+		}
+		for _, pixels := range []int{0, 1, 3, 4, 5, 7, 224 * 224} {
+			pix := make([]uint8, pixels*c)
+			for i := range pix {
+				pix[i] = uint8(rng.IntN(256))
+			}
+			for _, avx := range []bool{false, true} {
+				dst := make([]float32, len(pix)+1)
+				dst[len(pix)] = -1
+				withAVX2(avx && resampleAVX2, func() { normalizeInto(dst[:len(pix)], pix, lut) })
+				for i, v := range pix {
+					if dst[i] != lut[i%c][v] {
+						t.Fatalf("%d channels, %d pixels, AVX2 %v: dst[%d] = %g, want lut[%d][%d] = %g", c, pixels, avx, i, dst[i], i%c, v, lut[i%c][v])
+					}
+				}
+				if dst[len(pix)] != -1 {
+					t.Fatalf("%d channels, %d pixels, AVX2 %v: wrote past the end", c, pixels, avx)
+				}
+			}
+		}
+	}
+}

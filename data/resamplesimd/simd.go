@@ -1,0 +1,120 @@
+// Package resamplesimd holds the AVX2 kernels of package data's Pillow-exact resampler and of its
+// loader's normalisation (Normalize). They live apart because Go assembly cannot share a package
+// with cgo (data's libjpeg-turbo decoder). GODEBUG=cpu.avx2=off turns them off (the Go paths run).
+//
+// The kernels do Pillow's arithmetic exactly: int32 sums of uint8 pixels times 22-bit fixed-point
+// weights, plus the rounding bias 2²¹, shifted right by 22 and clipped to 0..255. VPMADDWD
+// multiplies 16-bit words, so each weight k is split as hi·2¹⁵ + lo with lo in [0, 2¹⁵) and hi in
+// [-128, 128] (SplitWeights): Σ p·k = Σ p·lo + 2¹⁵·Σ p·hi, both sums exact in int32 (and int32
+// wrap-around cannot change a total that fits, as Pillow's own does). The caller's tables put every
+// output's weights where the kernels want them, so that the kernels have no per-pixel branches.
+package resamplesimd
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// SplitWeights returns the dwords (lo, hi) that VPMADDWD multiplies a word pair of pixels (p0, p1)
+// by to get p0·k0 + p1·k1 as lo-sum + hi-sum·2¹⁵: words lo0 = k0 mod 2¹⁵, lo1 = k1 mod 2¹⁵ and
+// hi0 = k0 >> 15, hi1 = k1 >> 15 (arithmetic). |k| <= 2²² (Pillow's weights).
+func SplitWeights(k0, k1 int32) (lo, hi int32) {
+	lo = k0&0x7fff | (k1&0x7fff)<<16
+	hi = int32(uint32(uint16(k0>>15)) | uint32(k1>>15)<<16)
+	return lo, hi
+}
+
+// Horizontal resamples rows RGB rows of src (srcStride bytes apart) into dst (dstStride apart), 8
+// output pixels (a group) at a time: groups of them a row, each from pairs tap pairs (2·pairs taps).
+// The 8 pixels of a group are computed as 4 ymm registers whose 128-bit lanes are pixels (j, j+4),
+// j = 0..3, a lane holding 3 channels × 2 taps as word pairs gathered by VPSHUFB from a 16-byte load
+// at the pixel's input (4 taps a load). Tables, per group: offs, 8 input byte offsets in the order
+// of pixels 0, 4, 1, 5, 2, 6, 3, 7; wts, for each of the 4 registers in turn and each tap pair, 8
+// lo dwords then 8 hi dwords (SplitWeights; 4 for lane 0, then 4 for lane 1). Taps past a pixel's
+// own count have zero weights. Each output row gets 24·groups bytes, plus 4 bytes of junk after
+// them; each input row is read 16 bytes at offset + 12·m for m < ⌈pairs/2⌉. Bounds are checked
+// (a panic, not a stray write).
+func Horizontal(dst []byte, dstStride int, src []byte, srcStride, rows int, offs, wts []int32, groups, pairs int) {
+	if rows < 1 || groups < 1 || pairs < 1 {
+		return
+	}
+	maxOff := int32(-1)
+	minOff := int32(0)
+	for _, o := range offs[:groups*8] {
+		maxOff, minOff = max(maxOff, o), min(minOff, o)
+	}
+	reads := (rows-1)*srcStride + int(maxOff) + 12*((pairs+1)/2-1) + 16
+	writes := (rows-1)*dstStride + 24*groups + 4
+	if !available || minOff < 0 || reads > len(src) || writes > len(dst) || len(wts) < groups*4*pairs*16 ||
+		srcStride < 0 || dstStride < 24*groups+4 {
+		panic(fmt.Sprintf("resamplesimd: Horizontal: %d rows of %d groups, %d pairs: reads %d of %d bytes, writes %d of %d, %d weights (AVX2 %v)",
+			rows, groups, pairs, reads, len(src), writes, len(dst), len(wts), available))
+	}
+	horizontalAVX2(&dst[0], dstStride, &src[0], srcStride, rows, &offs[0], &wts[0], groups, pairs)
+}
+
+// Pair is one step of Vertical: the source rows at byte offsets A and B and their weights, split
+// (SplitWeights). An odd last tap is a Pair with B = A and zero weights for B.
+type Pair struct {
+	A, B   int64
+	Lo, Hi int32
+}
+
+// Vertical writes one output row of the vertical pass, len(dst) >= 32 bytes: dst[i] = Pillow's
+// clip of Σ over pairs of src[A+i]·k_A + src[B+i]·k_B, 32 bytes at a time (the last 32 overlapping
+// when len(dst) is not a multiple of 32). Bounds are checked.
+func Vertical(dst, src []byte, pairs []Pair) {
+	n := len(dst)
+	if !available || n < 32 || len(pairs) == 0 {
+		panic(fmt.Sprintf("resamplesimd: Vertical: %d bytes, %d pairs (AVX2 %v)", n, len(pairs), available))
+	}
+	for _, p := range pairs {
+		if p.A < 0 || p.B < 0 || p.A+int64(n) > int64(len(src)) || p.B+int64(n) > int64(len(src)) {
+			panic(fmt.Sprintf("resamplesimd: Vertical: rows at %d, %d of %d bytes outside the %d-byte source", p.A, p.B, n, len(src)))
+		}
+	}
+	verticalAVX2(&dst[0], n, &src[0], &pairs[0], len(pairs))
+}
+
+// Available reports whether the kernels run on this machine (amd64 with AVX2).
+func Available() bool { return available }
+
+// Normalize writes lut[i mod c][pix[i]] into dst[i] (c = len(lut), 1 or 3), the loader's
+// normalisation of a resampled example into its batch: 8 table entries a VPGATHERDD, and streaming
+// stores (VMOVNTDQ) that skip reading the batch's cache lines before writing them (a batch is far
+// larger than the caches: with ordinary stores this step is bound by memory, at twice the time).
+// The first few values, up to dst's 32-byte alignment, and the last < 24 are done in Go. It
+// returns false, doing nothing, for other channel counts or without AVX2.
+func Normalize(dst []float32, pix []byte, lut [][256]float32) bool {
+	c := len(lut)
+	if !available || (c != 1 && c != 3) || len(dst) < len(pix) {
+		return false
+	}
+	dst = dst[:len(pix)]
+	// Head: to a 32-byte boundary (dst is at least 4-byte aligned).
+	head := int((32 - uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%32) % 32 / 4)
+	head = min(head, len(pix))
+	for i := range head {
+		dst[i] = lut[i%c][pix[i]]
+	}
+	body := (len(pix) - head) / 24 * 24
+	if body > 0 {
+		flat := unsafe.Slice(&lut[0][0], 256*c) // [][256]float32 is contiguous
+		offs := &normOffsets[c-1][head%c]
+		normalizeAVX2(&dst[head], &pix[head], body, &flat[0], offs)
+	}
+	for i := head + body; i < len(pix); i++ {
+		dst[i] = lut[i%c][pix[i]]
+	}
+	return true
+}
+
+// normOffsets[c-1][p:p+24] are the table offsets (channel·256) of 24 values starting at channel p.
+var normOffsets = func() (o [3][26]int32) {
+	for c := 1; c <= 3; c++ {
+		for i := range o[c-1] {
+			o[c-1][i] = int32(i%c) * 256
+		}
+	}
+	return o
+}()

@@ -1,0 +1,249 @@
+package resamplesimd
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSplitWeights: what VPMADDWD computes from the split words, p0·lo0 + p1·lo1 + 2¹⁵·(p0·hi0 +
+// p1·hi1) with words read as int16, is p0·k0 + p1·k1 for every byte pair and weights of Pillow's
+// range (22-bit, either sign, 1.0 = 2²² included).
+func TestSplitWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	ks := []int32{0, 1, -1, 1 << 22, -(1 << 22), 1<<22 - 1, 1 << 15, -(1 << 15), 1<<15 - 1, 32767, -32769}
+	for range 2000 {
+		ks = append(ks, rng.Int32N(1<<23)-1<<22)
+	}
+	for i, k0 := range ks {
+		k1 := ks[(i*7+3)%len(ks)]
+		lo, hi := SplitWeights(k0, k1)
+		for _, p := range [][2]int32{{0, 0}, {255, 255}, {255, 0}, {0, 255}, {1, 254}, {rng.Int32N(256), rng.Int32N(256)}} {
+			got := p[0]*word(lo, 0) + p[1]*word(lo, 1) + (p[0]*word(hi, 0)+p[1]*word(hi, 1))<<15
+			if want := p[0]*k0 + p[1]*k1; got != want {
+				t.Fatalf("weights %d, %d, pixels %v: split gives %d, want %d", k0, k1, p, got, want)
+			}
+		}
+	}
+}
+
+// word is the i-th 16-bit word of d as VPMADDWD reads it (signed).
+func word(d int32, i int) int32 { return int32(int16(uint32(d) >> (16 * i))) }
+
+// weight undoes SplitWeights for tap i of a pair.
+func weight(lo, hi int32, i int) int32 { return word(hi, i)<<15 + int32(uint16(word(lo, i))) }
+
+// clip is Pillow's clip8 of a sum that includes the bias.
+func clip(v int32) byte { return byte(min(max(v>>22, 0), 255)) }
+
+const canary = 0xa5
+
+// TestHorizontalTables runs the kernel on random tables (any tap pairs, the specialised counts 2-5
+// and the loop for the rest, negative weights, saturating sums) against the tables' meaning
+// computed here, and checks that nothing is written past each row's 24·groups + 4 bytes.
+func TestHorizontalTables(t *testing.T) {
+	if !available {
+		t.Skip("no AVX2 here")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for it := range 300 {
+		pairs, groups, rows := 1+it%9, 1+rng.IntN(5), 1+rng.IntN(4)
+		srcStride := 3*rng.IntN(40) + 12*pairs + 16
+		src := make([]byte, rows*srcStride+rng.IntN(8))
+		for i := range src {
+			src[i] = byte(rng.IntN(256))
+			if it%3 == 0 {
+				src[i] = byte(255 * rng.IntN(2))
+			}
+		}
+		maxOff := srcStride - (12*((pairs+1)/2-1) + 16)
+		offs := make([]int32, groups*8)
+		for i := range offs {
+			offs[i] = int32(rng.IntN(maxOff + 1))
+		}
+		wts := make([]int32, groups*4*pairs*16)
+		for i := 0; i < len(wts); i += 8 {
+			if i/8%2 == 1 {
+				continue // hi: filled with lo
+			}
+			for lane := range 2 {
+				k0, k1 := rng.Int32N(1<<23)-1<<22, rng.Int32N(1<<23)-1<<22
+				if it%2 == 1 { // Pillow-like: a few taps of a normalised filter
+					k0, k1 = rng.Int32N(1<<21)-1<<18, rng.Int32N(1<<21)
+				}
+				lo, hi := SplitWeights(k0, k1)
+				for l := range 4 {
+					wts[i+4*lane+l], wts[i+8+4*lane+l] = lo, hi
+				}
+			}
+		}
+		dstStride := 24*groups + 4 + rng.IntN(8)
+		dst := make([]byte, rows*dstStride+16)
+		for i := range dst {
+			dst[i] = canary
+		}
+		Horizontal(dst, dstStride, src, srcStride, rows, offs, wts, groups, pairs)
+		for r := range rows {
+			for g := range groups {
+				for j := range 8 {
+					q, lane := j%4, j/4
+					off := r*srcStride + int(offs[g*8+2*q+lane])
+					for ch := range 3 {
+						sum := int32(1 << 21)
+						for p := range pairs {
+							e := ((g*4+q)*pairs+p)*16 + 4*lane
+							for i := range 2 {
+								sum += int32(src[off+3*(2*p+i)+ch]) * weight(wts[e], wts[e+8], i)
+							}
+						}
+						if got, want := dst[r*dstStride+24*g+3*j+ch], clip(sum); got != want {
+							t.Fatalf("case %d (%d pairs, %d groups): row %d pixel %d channel %d = %d, want %d", it, pairs, groups, r, 8*g+j, ch, got, want)
+						}
+					}
+				}
+			}
+			for i := r*dstStride + 24*groups + 4; i < (r+1)*dstStride; i++ {
+				if dst[i] != canary {
+					t.Fatalf("case %d: byte %d of row %d written (row is %d bytes + 4)", it, i-r*dstStride, r, 24*groups)
+				}
+			}
+		}
+	}
+}
+
+// TestVertical: the kernel against the sum it stands for, lengths that are and are not multiples
+// of 32, odd tap counts (B = A, zero weights), nothing written past dst.
+func TestVertical(t *testing.T) {
+	if !available {
+		t.Skip("no AVX2 here")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for it := range 300 {
+		n := 32 + rng.IntN(200)
+		if it%4 == 0 {
+			n = 32 * (1 + rng.IntN(6))
+		}
+		rows := 1 + rng.IntN(12)
+		stride := n + rng.IntN(20)
+		src := make([]byte, rows*stride)
+		for i := range src {
+			src[i] = byte(rng.IntN(256))
+			if it%3 == 0 {
+				src[i] = byte(255 * rng.IntN(2))
+			}
+		}
+		taps := 1 + rng.IntN(rows)
+		s := rng.IntN(rows - taps + 1)
+		ks := make([]int32, taps)
+		for i := range ks {
+			ks[i] = rng.Int32N(1<<23) - 1<<22
+		}
+		var pairs []Pair
+		for p := 0; p < taps; p += 2 {
+			a := int64((s + p) * stride)
+			b, k1 := a, int32(0)
+			if p+1 < taps {
+				b, k1 = a+int64(stride), ks[p+1]
+			}
+			lo, hi := SplitWeights(ks[p], k1)
+			pairs = append(pairs, Pair{A: a, B: b, Lo: lo, Hi: hi})
+		}
+		buf := make([]byte, n+40)
+		for i := range buf {
+			buf[i] = canary
+		}
+		Vertical(buf[:n], src, pairs)
+		for i := range n {
+			sum := int32(1 << 21)
+			for j, k := range ks {
+				sum += int32(src[(s+j)*stride+i]) * k
+			}
+			if got, want := buf[i], clip(sum); got != want {
+				t.Fatalf("case %d (%d bytes, %d taps): byte %d = %d, want %d", it, n, taps, i, got, want)
+			}
+		}
+		for i := n; i < len(buf); i++ {
+			if buf[i] != canary {
+				t.Fatalf("case %d: byte %d written past the %d of dst", it, i, n)
+			}
+		}
+	}
+}
+
+// TestBoundsChecked: tables that would read or write outside the slices panic instead.
+func TestBoundsChecked(t *testing.T) {
+	if !available {
+		t.Skip("no AVX2 here")
+	}
+	wts := make([]int32, 4*2*16)
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"horizontal read past src", func() {
+			Horizontal(make([]byte, 28), 28, make([]byte, 20), 20, 1, []int32{8, 0, 0, 0, 0, 0, 0, 0}, wts, 1, 2)
+		}},
+		{"horizontal negative offset", func() {
+			Horizontal(make([]byte, 28), 28, make([]byte, 64), 64, 1, []int32{-3, 0, 0, 0, 0, 0, 0, 0}, wts, 1, 2)
+		}},
+		{"horizontal write past dst", func() { Horizontal(make([]byte, 27), 28, make([]byte, 64), 64, 1, make([]int32, 8), wts, 1, 2) }},
+		{"horizontal short weights", func() { Horizontal(make([]byte, 28), 28, make([]byte, 64), 64, 1, make([]int32, 8), wts, 1, 3) }},
+		{"vertical row past src", func() { Vertical(make([]byte, 32), make([]byte, 64), []Pair{{A: 33}}) }},
+		{"vertical short dst", func() { Vertical(make([]byte, 31), make([]byte, 64), []Pair{{}}) }},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", tc.name)
+				}
+			}()
+			tc.f()
+		}()
+	}
+}
+
+// TestNormalize: the table lookup for 1 and 3 channels at every 4-byte alignment of dst (the Go
+// head up to 32 bytes, the kernel, the Go tail), lengths around the kernel's 24-value steps, nothing
+// written past the end; other channel counts are refused.
+func TestNormalize(t *testing.T) {
+	if !available {
+		t.Skip("no AVX2 here")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []int{1, 3} {
+		lut := make([][256]float32, c)
+		for ch := range lut {
+			for v := range lut[ch] {
+				lut[ch][v] = rng.Float32()*4 - 2
+			}
+		}
+		for _, n := range []int{0, 1, 5, 23, 24, 25, 47, 48, 49, 96 + 7, 224 * 224 * c} {
+			for shift := range 8 {
+				pix := make([]byte, n)
+				for i := range pix {
+					pix[i] = byte(rng.IntN(256))
+				}
+				buf := make([]float32, n+16)
+				for i := range buf {
+					buf[i] = -7
+				}
+				dst := buf[shift : shift+n]
+				if !Normalize(dst, pix, lut) {
+					t.Fatalf("%d channels: refused", c)
+				}
+				for i, v := range pix {
+					if dst[i] != lut[i%c][v] {
+						t.Fatalf("%d channels, %d values at float offset %d: dst[%d] = %g, want %g", c, n, shift, i, dst[i], lut[i%c][v])
+					}
+				}
+				for i := range buf {
+					if (i < shift || i >= shift+n) && buf[i] != -7 {
+						t.Fatalf("%d channels, %d values at offset %d: buf[%d] written", c, n, shift, i)
+					}
+				}
+			}
+		}
+	}
+	if Normalize(make([]float32, 48), make([]byte, 48), make([][256]float32, 4)) {
+		t.Error("4 channels accepted")
+	}
+}
