@@ -204,7 +204,8 @@ func TestConvGradients(t *testing.T) {
 // The override must agree with the native conv on the float32 MNIST shapes too (and gradients run).
 func TestConvFloat32MatchesNative(t *testing.T) {
 	b := testBackend(t)
-	native := &GoBackend{Backend: b.Backend, convMode: convNative}
+	// simplego's own ConvGeneral: float32 ConvGeneral nodes on a fast-ops backend run the fused GEMM.
+	native := &GoBackend{Backend: simplegoOps(t).Backend, convMode: convNative}
 	rng := rand.New(rand.NewSource(13))
 	x, k := randTT(rng, 4, 12, 12, 3), randTT(rng, 3, 3, 3, 8)
 	fn := func(in []*Node) []*Node {

@@ -1,23 +1,72 @@
 package pjrt
 
-import "golang.org/x/sys/cpu"
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
 
 // gemmKernelAVX2 is gemmKernelGo in AVX2+FMA assembly (gemm_amd64.s): 12 ymm accumulators hold the
 // 6×16 tile; each packed step broadcasts 6 values of A against two 8-float vectors of B.
 //
 //go:noescape
-func gemmKernelAVX2(k int, a, b, tile *float32)
+func gemmKernelAVX2(k int, a, b, c *float32, rows *int)
 
-func gemmKernelAVX2Go(k int, a, b []float32, tile *[gemmMR * gemmNR]float32) {
-	_, _ = a[k*gemmMR-1], b[k*gemmNR-1] // The assembly reads this much.
-	gemmKernelAVX2(k, &a[0], &b[0], &tile[0])
+// gemmKernelAVX512 is the 14×32 tile in AVX-512 (gemm_amd64.s): 28 zmm accumulators; each packed
+// step broadcasts 14 values of A against two 16-float vectors of B.
+//
+//go:noescape
+func gemmKernelAVX512(k int, a, b, c *float32, rows *int)
+
+// checkKernelArgs panics (like a slice index) unless the assembly stays inside a, b and c.
+func checkKernelArgs(k, mr, nr int, a, b, c []float32, rows []int) {
+	_, _, _ = a[k*mr-1], b[k*nr-1], rows[mr-1]
+	for _, r := range rows[:mr] {
+		_ = c[r : r+nr]
+	}
 }
 
-// hasAVX2FMA: x/sys/cpu also checks that the OS saves the ymm registers.
-var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+var gemmKernelAVX2FMA = &gemmKernel{name: "AVX2+FMA", mr: 6, nr: 16, fn: func(k int, a, b, c []float32, rows []int) {
+	checkKernelArgs(k, 6, 16, a, b, c, rows)
+	gemmKernelAVX2(k, &a[0], &b[0], &c[0], &rows[0])
+}}
+
+var gemmKernelAVX512F = &gemmKernel{name: "AVX-512", mr: 14, nr: 32, fn: func(k int, a, b, c []float32, rows []int) {
+	checkKernelArgs(k, 14, 32, a, b, c, rows)
+	gemmKernelAVX512(k, &a[0], &b[0], &c[0], &rows[0])
+}}
+
+// hasAVX2FMA, hasAVX512: x/sys/cpu also checks that the OS saves the ymm/zmm registers.
+var (
+	hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	hasAVX512  = cpu.X86.HasAVX512F
+)
+
+// gemmAsmKernels are the assembly kernels this CPU runs, for the tests.
+func gemmAsmKernels() []*gemmKernel {
+	var ks []*gemmKernel
+	if hasAVX2FMA {
+		ks = append(ks, gemmKernelAVX2FMA)
+	}
+	if hasAVX512 {
+		ks = append(ks, gemmKernelAVX512F)
+	}
+	return ks
+}
 
 func init() {
-	if hasAVX2FMA {
-		gemmMicroKernel = gemmKernelAVX2Go
+	switch {
+	case hasAVX512:
+		gemmDefaultKernel = gemmKernelAVX512F
+	case hasAVX2FMA:
+		gemmDefaultKernel = gemmKernelAVX2FMA
+	}
+	switch os.Getenv("TRAINER_GEMM_KERNEL") {
+	case "go":
+		gemmDefaultKernel = gemmKernelGo4x8
+	case "avx2":
+		if hasAVX2FMA {
+			gemmDefaultKernel = gemmKernelAVX2FMA
+		}
 	}
 }

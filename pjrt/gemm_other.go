@@ -2,9 +2,7 @@
 
 package pjrt
 
-// hasAVX2FMA is false off amd64: the portable Go micro-kernel is used.
-const hasAVX2FMA = false
+// Off amd64 the portable Go micro-kernel is used.
+const hasAVX2FMA, hasAVX512 = false, false
 
-func gemmKernelAVX2Go(k int, a, b []float32, tile *[gemmMR * gemmNR]float32) {
-	gemmKernelGo(k, a, b, tile)
-}
+func gemmAsmKernels() []*gemmKernel { return nil }

@@ -102,24 +102,20 @@ func toF32(x tt) []float32 {
 // Every kernel and every way of splitting the work matches the float64 product to float32 accuracy.
 func TestGemmKernelsAndSplits(t *testing.T) {
 	rng := rand.New(rand.NewSource(21))
-	kernels := map[string]func(int, []float32, []float32, *[gemmMR * gemmNR]float32){"go": gemmKernelGo}
-	if hasAVX2FMA {
-		kernels["avx2"] = gemmKernelAVX2Go
-	} else {
-		t.Log("no AVX2+FMA on this CPU: only the portable kernel is checked")
+	kernels := append([]*gemmKernel{gemmKernelGo4x8, gemmKernelGoGeneric(14, 32), gemmKernelGoGeneric(3, 8)}, gemmAsmKernels()...)
+	if len(kernels) == 3 {
+		t.Log("no AVX2+FMA or AVX-512 on this CPU: only the portable kernels are checked")
 	}
 	for _, dc := range dotCases() {
 		lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
 		want := refDotGeneral(lhs, rhs, dc)
-		for kname, kernel := range kernels {
-			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitM, splitK} {
-				t.Run(fmt.Sprintf("%s/%s/split%d", dc.name, kname, split), func(t *testing.T) {
-					p := &gemmProblem{
-						lhs:    newGemmOperand(toF32(lhs), dc.lhsDims, dc.lhsContract, dc.lhsBatch),
-						rhs:    newGemmOperand(toF32(rhs), dc.rhsDims, dc.rhsContract, dc.rhsBatch),
-						kernel: kernel, forceSplit: split, threads: 3,
-					}
-					p.batch, p.m, p.n, p.k = len(p.lhs.batchOff), len(p.lhs.crossOff), len(p.rhs.crossOff), len(p.lhs.kOff)
+		for _, kernel := range kernels {
+			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK} {
+				t.Run(fmt.Sprintf("%s/%s-%dx%d/split%d", dc.name, kernel.name, kernel.mr, kernel.nr, split), func(t *testing.T) {
+					l := newGemmOperand(toF32(lhs), dc.lhsDims, dc.lhsContract, dc.lhsBatch)
+					r := newGemmOperand(toF32(rhs), dc.rhsDims, dc.rhsContract, dc.rhsBatch)
+					p := &gemmProblem{lhs: l, rhs: r, kernel: kernel, forceSplit: split, threads: 3}
+					p.batch, p.m, p.n, p.k = len(l.batchOff), len(l.crossOff), len(r.crossOff), len(l.kOff)
 					if p.batch != dc.wantBatch || p.m != dc.wantM || p.n != dc.wantN || p.k != dc.wantK {
 						t.Fatalf("sizes batch %d m %d n %d k %d, want %d %d %d %d", p.batch, p.m, p.n, p.k, dc.wantBatch, dc.wantM, dc.wantN, dc.wantK)
 					}
@@ -133,6 +129,22 @@ func TestGemmKernelsAndSplits(t *testing.T) {
 						got.data[i] = float64(v)
 					}
 					assertClose(t, "gemm", got, want, 1e-5)
+
+					// Rows written in reverse order through the row offsets (as a convolution writes its
+					// output layout): the same values, rows mirrored within each batch.
+					p.rowOff = make([]int, p.m)
+					for i := range p.rowOff {
+						p.rowOff[i] = (p.m - 1 - i) * p.n
+					}
+					p.run(out)
+					for b := range p.batch {
+						for i := range p.m {
+							for j := range p.n {
+								got.data[(b*p.m+i)*p.n+j] = float64(out[(b*p.m+p.m-1-i)*p.n+j])
+							}
+						}
+					}
+					assertClose(t, "gemm with mirrored row offsets", got, want, 1e-5)
 				})
 			}
 		}

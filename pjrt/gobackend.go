@@ -37,23 +37,27 @@ var addedOps = []backends.OpType{
 
 // GoBackend is GoMLX's pure-Go backend (simplego, name "go") completed with the ops its gradients need:
 // Pad, Reverse, SelectAndScatterMax/Min and the three BatchNorm ops, composed from ops simplego supports.
-// It also replaces two slow simplego ops: ConvGeneral (a single-threaded loop) by im2col or col2im around
-// one multi-threaded DotGeneral, and ReduceWindow (pooling) by strided Slices. Everything else (buffers,
-// execution) is simplego's.
+// It also replaces slow simplego ops: float32 ConvGeneral (a single-threaded loop) by a fused GEMM
+// convolution (gemm_conv.go; other convolutions by im2col or col2im around one DotGeneral), ReduceWindow
+// (pooling) by strided Slices, and, in simplego's executor table, float32 DotGeneral, Slice, Transpose,
+// Gather and the hot element-wise ops by multi-core kernels; Compile fuses element-wise chains
+// (gobackend_fuse.go). Everything else (buffers, execution) is simplego's.
 type GoBackend struct {
 	*simplego.Backend
 	config       string
 	capabilities backends.Capabilities
 	convMode     convMode
 	fastDot      bool // float32 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (gobackend_slice.go).
+	noFuse       bool // Element-wise chains are not fused at compile time (gobackend_fuse.go).
 }
 
 var _ backends.Backend = (*GoBackend)(nil)
 
 // NewGoBackend returns the completed pure-Go backend. simplegoConfig is simplego's comma-separated option
 // list (e.g. "parallelism=2,ops_sequential"); when it names neither "ops_sequential" nor "ops_parallel",
-// "ops_sequential" is added (see DefaultGoConfig). One option is the wrapper's own: "simplego_dot" keeps
-// simplego's own DotGeneral and Slice executors instead of the packed GEMM and slice copies (for comparisons).
+// "ops_sequential" is added (see DefaultGoConfig). Two options are the wrapper's own, for comparisons:
+// "simplego_dot" keeps all of simplego's own executors (no packed GEMM, fused convolution, copies,
+// row loops or fusion), and "nofuse" keeps the fast executors but doesn't fuse element-wise chains.
 func NewGoBackend(simplegoConfig string) (backends.Backend, error) {
 	return newGoBackend(simplegoConfig)
 }
@@ -61,6 +65,7 @@ func NewGoBackend(simplegoConfig string) (backends.Backend, error) {
 func newGoBackend(simplegoConfig string) (*GoBackend, error) {
 	config := normalizeGoConfig(simplegoConfig)
 	config, simplegoDot := takeOption(config, "simplego_dot")
+	config, noFuse := takeOption(config, "nofuse")
 	inner, err := simplego.New(config)
 	if err != nil {
 		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
@@ -73,11 +78,17 @@ func newGoBackend(simplegoConfig string) (*GoBackend, error) {
 	for _, op := range addedOps {
 		caps.Operations[op] = true
 	}
-	b := &GoBackend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot}
+	b := &GoBackend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot, noFuse: noFuse || simplegoDot}
 	if b.fastDot {
 		enableFastOps(sg)
 	} else {
 		b.config += ",simplego_dot"
+	}
+	if noFuse && !simplegoDot {
+		b.config += ",nofuse"
+	}
+	if opStatsEnabled() {
+		installOpStats() // After the fast ops, so it times them.
 	}
 	return b, nil
 }
@@ -98,6 +109,9 @@ func takeOption(config, option string) (string, bool) {
 
 // Finalize releases simplego's resources and unhooks the backend from the packed GEMM.
 func (b *GoBackend) Finalize() {
+	if opStatsEnabled() {
+		printOpStats(os.Stderr)
+	}
 	disableFastOps(b.Backend)
 	b.Backend.Finalize()
 }
@@ -132,7 +146,11 @@ func (b *GoBackend) String() string { return simplego.BackendName }
 func (b *GoBackend) Description() string {
 	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm; im2col/col2im ConvGeneral, sliced ReduceWindow"
 	if b.fastDot {
-		d += "; packed-GEMM float32 DotGeneral (" + gemmKernelName() + "), copying Slice, tiled Transpose"
+		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + gemmKernelName() +
+			"), copying Slice/Gather, tiled Transpose, row-loop element-wise ops"
+		if !b.noFuse {
+			d += ", element-wise fusion"
+		}
 	}
 	return d
 }
@@ -142,13 +160,15 @@ func (b *GoBackend) Capabilities() backends.Capabilities { return b.capabilities
 
 // Builder returns a builder that embeds simplego's and overrides the added ops and ConvGeneral.
 func (b *GoBackend) Builder(name string) backends.Builder {
-	return &goBuilder{Builder: b.Backend.Builder(name), convMode: b.convMode}
+	return &goBuilder{Builder: b.Backend.Builder(name), convMode: b.convMode, fusedConv: b.fastDot, fuse: b.fastDot && !b.noFuse}
 }
 
 // goBuilder embeds simplego's builder; every op it composes is built with that inner builder.
 type goBuilder struct {
 	backends.Builder
-	convMode convMode
+	convMode  convMode
+	fusedConv bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (gemm_conv.go).
+	fuse      bool // Compile fuses element-wise chains (gobackend_fuse.go).
 }
 
 // composer builds ops on the inner builder and keeps the first error, so compositions read as formulas and

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/shapeinference"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
 )
@@ -94,6 +95,13 @@ func (b *goBuilder) ConvGeneral(input, kernel backends.Op, axes backends.Convolv
 		return native()
 	}
 	p.derive()
+	if b.fusedConv && fusedConvInstalled && b.convMode == convAuto && p.fusedApplies() {
+		node, err := native() // simplego's node, for the shape checks; run by execFusedConv.
+		if err != nil {
+			return nil, err
+		}
+		return newFusedConv(node, p)
+	}
 	useCol2im := p.col2imApplies() && (b.convMode == convCol2im || (b.convMode == convAuto && p.col2imCost() < p.im2colCost()))
 	if (useCol2im && p.col2imCost() > maxIm2colElements) || (!useCol2im && p.im2colCost() > maxIm2colElements) {
 		return native()
@@ -133,6 +141,12 @@ func (p *convParams) derive() {
 	p.kernelInputChannels = p.kernel.Dimensions[a.KernelInputChannels]
 	p.kkernel = prod(p.kernelSpatial)
 	p.numOutputPositions = prod(p.outSpatial)
+}
+
+// fusedApplies reports whether the fused GEMM convolution (execFusedConv) computes this convolution:
+// float32, no channel or batch groups, output channels on the last axis.
+func (p *convParams) fusedApplies() bool {
+	return p.input.DType == dtypes.Float32 && p.channelGroupCount == 1 && p.batchGroupCount == 1 && p.axes.OutputChannels == p.output.Rank()-1
 }
 
 // im2colCost is the size of im2col's patches tensor (its multiply-adds divided by the output channels).

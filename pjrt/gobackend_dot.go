@@ -12,11 +12,14 @@ import (
 )
 
 // simplego executes each node with a function from its nodeExecutors table, which has no exported
-// setter. The float32 DotGeneral kernel (gemm.go) replaces the table's DotGeneral entry through a
-// linkname; it only acts for the simplego instances inside a GoBackend that asked for it (any other
-// simplego backend in the process, and every other dtype, still runs simplego's own kernel), and it
-// reads the node's parameters by field name, falling back to simplego's kernel if GoMLX changes them.
-// TestFastDotHookInstalled fails if the table or the parameters can no longer be reached.
+// setter. The fast executors (the float32 DotGeneral kernel of gemm.go, the copies, the element-wise
+// row loops) replace table entries through a linkname; each only acts for the simplego instances
+// inside a GoBackend that asked for it (any other simplego backend in the process, and every dtype an
+// executor doesn't handle, still runs simplego's own), and reads the node's parameters by field name,
+// falling back to simplego's executor if GoMLX changes them. Two empty slots of the table receive the
+// wrapper's own node types: fused convolutions (gobackend_conv_exec.go) and fused element-wise chains
+// (gobackend_fuse.go). TestFastDotHookInstalled, TestFastElementwiseHooksInstalled,
+// TestFusedConvHookInstalled and TestFusionHookInstalled fail if any of this can no longer be reached.
 
 type sgNodeExecutor = func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error)
 
@@ -27,26 +30,46 @@ var (
 	sgDotGeneral   sgNodeExecutor // simplego's own executors, saved before the table entries are replaced.
 	sgSlice        sgNodeExecutor
 	sgTranspose    sgNodeExecutor
-	fastOpsOwners  sync.Map // *simplego.Backend -> struct{}: the backends whose DotGeneral and Slice are ours.
+	sgExecutors    [backends.OpTypeLast]sgNodeExecutor // Every replaced entry's original, by op type.
+	fastOpsOwners  sync.Map                            // *simplego.Backend -> struct{}: the backends whose executors are ours.
 	installFastOps sync.Once
 )
 
-// enableFastOps routes sg's float32 DotGenerals to the packed GEMM and its Slices and Transposes to
-// run and tile copies.
+// fastExecutors lists the executors the fast ops put in simplego's table (each falls back to the
+// saved original for other backends and dtypes).
+func fastExecutors() map[backends.OpType]sgNodeExecutor {
+	m := map[backends.OpType]sgNodeExecutor{
+		backends.OpTypeDotGeneral: execFastDotGeneral,
+		backends.OpTypeSlice:      execFastSlice,
+		backends.OpTypeTranspose:  execFastTranspose,
+		backends.OpTypeGather:     execFastGather,
+	}
+	addElementwiseExecutors(m)
+	return m
+}
+
+// enableFastOps routes sg's float32 DotGenerals to the packed GEMM, its Slices, Transposes and row
+// Gathers to run and tile copies, and its hot element-wise ops to the row loops of
+// gobackend_elementwise.go; it installs the fused nodes' executors once.
 func enableFastOps(sg *simplego.Backend) {
 	installFastOps.Do(func() {
-		sgDotGeneral = sgNodeExecutors[backends.OpTypeDotGeneral]
-		if sgDotGeneral != nil {
-			sgNodeExecutors[backends.OpTypeDotGeneral] = execFastDotGeneral
+		for op, exec := range fastExecutors() {
+			if orig := sgNodeExecutors[op]; orig != nil {
+				sgExecutors[op] = orig
+				sgNodeExecutors[op] = exec
+			}
 		}
-		sgSlice = sgNodeExecutors[backends.OpTypeSlice]
-		if sgSlice != nil {
-			sgNodeExecutors[backends.OpTypeSlice] = execFastSlice
+		if fuseFieldsOK && sgNodeExecutors[fusedOpType] == nil {
+			sgNodeExecutors[fusedOpType] = execFused
+			fusionInstalled = true
 		}
-		sgTranspose = sgNodeExecutors[backends.OpTypeTranspose]
-		if sgTranspose != nil {
-			sgNodeExecutors[backends.OpTypeTranspose] = execFastTranspose
+		if nodeFieldsOK && sgNodeExecutors[fusedConvOpType] == nil {
+			sgNodeExecutors[fusedConvOpType] = execFusedConv
+			fusedConvInstalled = true
 		}
+		sgDotGeneral = sgExecutors[backends.OpTypeDotGeneral]
+		sgSlice = sgExecutors[backends.OpTypeSlice]
+		sgTranspose = sgExecutors[backends.OpTypeTranspose]
 	})
 	fastOpsOwners.Store(sg, struct{}{})
 }
@@ -140,15 +163,13 @@ func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs [
 	if err1 != nil || err2 != nil {
 		return sgDotGeneral(backend, node, inputs, inputsOwned)
 	}
-	prob := &gemmProblem{
-		lhs:   newGemmOperand(lhsFlat.([]float32), lhsShape.Dimensions, p.lhsContracting, p.lhsBatch),
-		rhs:   newGemmOperand(rhsFlat.([]float32), rhsShape.Dimensions, p.rhsContracting, p.rhsBatch),
-		batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting,
-	}
-	if len(prob.lhs.crossOff) != prob.m || len(prob.rhs.crossOff) != prob.n || len(prob.lhs.kOff) != prob.k ||
-		len(prob.rhs.kOff) != prob.k || len(prob.lhs.batchOff) != prob.batch || len(prob.rhs.batchOff) != prob.batch {
+	lhs := newGemmOperand(lhsFlat.([]float32), lhsShape.Dimensions, p.lhsContracting, p.lhsBatch)
+	rhs := newGemmOperand(rhsFlat.([]float32), rhsShape.Dimensions, p.rhsContracting, p.rhsBatch)
+	if len(lhs.crossOff) != p.lhsCross || len(rhs.crossOff) != p.rhsCross || len(lhs.kOff) != p.contracting ||
+		len(rhs.kOff) != p.contracting || len(lhs.batchOff) != p.batch || len(rhs.batchOff) != p.batch {
 		return sgDotGeneral(backend, node, inputs, inputsOwned)
 	}
+	prob := &gemmProblem{lhs: lhs, rhs: rhs, batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting}
 	output := backend.NewBuffer(shapes.Make(dtypes.Float32, p.batch, p.lhsCross, p.rhsCross))
 	outFlat, err := backend.BufferData(output)
 	if err != nil {

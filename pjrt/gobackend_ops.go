@@ -124,6 +124,7 @@ func (b *goBuilder) Reverse(x backends.Op, axes ...int) (backends.Op, error) {
 	}
 	out := x
 	seen := map[int]bool{}
+	lead := 0 // The reversed axes (of size > 1) lie within the first lead axes.
 	for _, axis := range axes {
 		if axis < 0 || axis >= shape.Rank() {
 			return nil, errors.Errorf("Reverse: axis %d out of range for %s", axis, shape)
@@ -132,6 +133,17 @@ func (b *goBuilder) Reverse(x backends.Op, axes ...int) (backends.Op, error) {
 			return nil, errors.Errorf("Reverse: axis %d given twice", axis)
 		}
 		seen[axis] = true
+		if shape.Dimensions[axis] > 1 {
+			lead = max(lead, axis+1)
+		}
+	}
+	if leading := c.reverseLeading(x, shape, seen, lead); leading != nil {
+		if c.err != nil {
+			return nil, errors.WithMessagef(c.err, "Reverse(%s, %v)", shape, axes)
+		}
+		return leading, nil
+	}
+	for _, axis := range axes {
 		n := shape.Dimensions[axis]
 		if n <= 1 {
 			continue
@@ -149,6 +161,44 @@ func (b *goBuilder) Reverse(x backends.Op, axes ...int) (backends.Op, error) {
 		return b.Builder.Identity(x)
 	}
 	return out, nil
+}
+
+// reverseLeading reverses the axes in reversed, all among the first lead axes, with one Gather when
+// every other of those axes has size 1 (a kernel's spatial flip): each index vector picks a whole
+// trailing block, which the row-gather executor copies as one run. It returns nil when the axes don't
+// have that form.
+func (c *composer) reverseLeading(x backends.Op, shape shapes.Shape, reversed map[int]bool, lead int) backends.Op {
+	if lead < 2 {
+		return nil // One axis: takeAlongAxis is the same single Gather.
+	}
+	for a := range lead {
+		if !reversed[a] && shape.Dimensions[a] > 1 {
+			return nil
+		}
+	}
+	dims := shape.Dimensions
+	positions := prod(dims[:lead])
+	indices := make([]int32, 0, positions*lead)
+	forEachPosition(dims[:lead], func(pos []int) {
+		for a, p := range pos {
+			if reversed[a] {
+				p = dims[a] - 1 - p
+			}
+			indices = append(indices, int32(p))
+		}
+	})
+	idx := c.constant(indices, positions, lead)
+	rank := shape.Rank()
+	sliceSizes := append(ones(lead), dims[lead:]...)
+	offsetAxes := make([]int, rank-lead)
+	for i := range offsetAxes {
+		offsetAxes[i] = 1 + i
+	}
+	if c.err != nil {
+		return nil
+	}
+	g := c.keep(c.b.Gather(x, idx, 1, offsetAxes, iotaInts(lead), iotaInts(lead), sliceSizes, false))
+	return c.reshape(g, dims...)
 }
 
 // takeAlongAxis returns x with the given indices taken along axis (numpy's take).

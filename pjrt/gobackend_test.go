@@ -1,6 +1,7 @@
 package pjrt
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 )
 
@@ -161,6 +163,16 @@ func TestReverse(t *testing.T) {
 	}
 	got := runGraph(t, b, func(in []*Node) []*Node { return []*Node{Reverse(in[0], 1, 2)} }, x)[0]
 	assertClose(t, "graph.Reverse", got, refReverse(x, 1, 2), 0)
+	// A kernel's spatial flip (leading axes, one row Gather) in float32, and with a unit axis between.
+	for _, tc := range []struct {
+		dims, axes []int
+	}{{[]int{3, 3, 4, 5}, []int{0, 1}}, {[]int{1, 2, 3, 1, 4}, []int{2, 1}}, {[]int{4, 1, 3, 2}, []int{2, 0}}} {
+		k := randTT(rng, tc.dims...)
+		got := runOps(t, b, inDType(dtypes.Float32, func(bb backends.Builder, x backends.Op) (backends.Op, error) {
+			return bb.Reverse(x, tc.axes...)
+		}), k)[0]
+		assertClose(t, fmt.Sprintf("Reverse%v of %v", tc.axes, tc.dims), got, refReverse(k, tc.axes...), 1e-7)
+	}
 	// Reverse has no VJP in GoMLX either; the conv input gradient (TestConvGradients) runs it.
 }
 
