@@ -49,27 +49,10 @@ func benchJPEGs(b *testing.B, dir string, n int) []string {
 // decode (image/jpeg), RandomResizedCrop (bilinear), flip, normalise. TRAINER_BENCH_JPEGS keeps the
 // generated JPEGs in that folder for the PIL peer (scripts/pil_augment_bench.py).
 func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
-	dir := os.Getenv("TRAINER_BENCH_JPEGS")
-	if dir == "" {
-		dir = b.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	paths := benchJPEGs(b, dir, 64)
-	files := &ImageFolder{Root: "/", Classes: []string{"x"}}
-	for _, p := range paths {
-		files.Files, files.Labels = append(files.Files, p), append(files.Labels, 0)
-	}
+	paths := pipelineJPEGs(b)
 	for _, interp := range []Interp{Bilinear, Bicubic} {
 		b.Run(interp.String(), func(b *testing.B) {
-			l, err := NewSourceLoader(files, LoaderOptions{BatchSize: 1, Shuffle: true, Mean: []float32{0.485, 0.456, 0.406},
-				Std: []float32{0.229, 0.224, 0.225}, Transform: &Transform{Size: 224, Train: true, Scale: [2]float64{0.08, 1},
-					Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: interp}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			dst := make([]float32, 224*224*3)
-			sc := &augScratch{}
+			l, sc, dst := pipelineLoader(b, paths, interp)
 			b.ResetTimer()
 			for i := range b.N {
 				if _, err := l.decode(sc, i/len(paths), i, i%len(paths), dst); err != nil {
@@ -79,4 +62,37 @@ func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
 		})
 	}
+}
+
+// pipelineJPEGs writes (or, with TRAINER_BENCH_JPEGS, keeps in that folder for the PIL peer) the 64
+// generated JPEGs of the input-pipeline benchmarks.
+func pipelineJPEGs(b *testing.B) []string {
+	dir := os.Getenv("TRAINER_BENCH_JPEGS")
+	if dir == "" {
+		dir = b.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return benchJPEGs(b, dir, 64)
+}
+
+// pipelineLoader is the training pipeline at 224 over paths (RandomResizedCrop with interp, flip,
+// ImageNet normalisation), one example at a time, with its scratch grown by one decode.
+func pipelineLoader(b *testing.B, paths []string, interp Interp) (*Loader, *augScratch, []float32) {
+	files := &ImageFolder{Root: "/", Classes: []string{"x"}}
+	for _, p := range paths {
+		files.Files, files.Labels = append(files.Files, p), append(files.Labels, 0)
+	}
+	l, err := NewSourceLoader(files, LoaderOptions{BatchSize: 1, Shuffle: true, Mean: []float32{0.485, 0.456, 0.406},
+		Std: []float32{0.229, 0.224, 0.225}, Transform: &Transform{Size: 224, Train: true, Scale: [2]float64{0.08, 1},
+			Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: interp}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst := make([]float32, 224*224*3)
+	sc := &augScratch{}
+	if _, err := l.decode(sc, 0, 0, 0, dst); err != nil {
+		b.Fatal(err)
+	}
+	return l, sc, dst
 }

@@ -222,30 +222,44 @@ func resampleCoeffs(in, out int, filter Interp) (starts []int, weights [][]int32
 	weights = make([][]int32, out)
 	k := make([]float64, 0, int(math.Ceil(support))*2+1)
 	for o := range out {
-		center := (float64(o) + 0.5) * scale
-		lo := max(int(center-support+0.5), 0)
-		hi := min(int(center+support+0.5), in)
-		k = k[:0]
-		var sum float64
-		for i := lo; i < hi; i++ {
-			v := filter.weight((float64(i) - center + 0.5) / filterScale)
-			k = append(k, v)
-			sum += v
-		}
-		w := make([]int32, len(k))
-		for i := range k {
-			if sum != 0 {
-				k[i] /= sum
-			}
-			if k[i] < 0 {
-				w[i] = int32(-0.5 + k[i]*(1<<resamplePrecision))
-			} else {
-				w[i] = int32(0.5 + k[i]*(1<<resamplePrecision))
-			}
-		}
+		lo, taps := pillowTaps(filter, o, scale, support, filterScale, in, k)
+		w := make([]int32, len(taps))
+		fixedWeights(taps, w)
 		starts[o], weights[o] = lo, w
 	}
 	return starts, weights
+}
+
+// pillowTaps returns output o's first input index and its normalised filter taps (into k's storage),
+// with Pillow's float arithmetic (ImagingResampleHorizontal's precompute_coeffs).
+func pillowTaps(filter Interp, o int, scale, support, filterScale float64, in int, k []float64) (lo int, taps []float64) {
+	center := (float64(o) + 0.5) * scale
+	lo = max(int(center-support+0.5), 0)
+	hi := min(int(center+support+0.5), in)
+	k = k[:0]
+	var sum float64
+	for i := lo; i < hi; i++ {
+		v := filter.weight((float64(i) - center + 0.5) / filterScale)
+		k = append(k, v)
+		sum += v
+	}
+	if sum != 0 {
+		for i := range k {
+			k[i] /= sum
+		}
+	}
+	return lo, k
+}
+
+// fixedWeights rounds taps to Pillow's fixed point (resamplePrecision bits, half away from zero).
+func fixedWeights(taps []float64, w []int32) {
+	for i, v := range taps {
+		if v < 0 {
+			w[i] = int32(-0.5 + v*(1<<resamplePrecision))
+		} else {
+			w[i] = int32(0.5 + v*(1<<resamplePrecision))
+		}
+	}
 }
 
 func clip8(v int64) uint8 {

@@ -35,28 +35,9 @@ func (r *resampler) coeffs(in, out int, filter Interp) (ks int) {
 		r.k = make([]float64, ks)
 	}
 	for o := range out {
-		center := (float64(o) + 0.5) * scale
-		lo := max(int(center-support+0.5), 0)
-		hi := min(int(center+support+0.5), in)
-		k := r.k[:0]
-		var sum float64
-		for i := lo; i < hi; i++ {
-			v := filter.weight((float64(i) - center + 0.5) / filterScale)
-			k = append(k, v)
-			sum += v
-		}
-		w := r.weights[o*ks : o*ks+len(k)]
-		for i := range k {
-			if sum != 0 {
-				k[i] /= sum
-			}
-			if k[i] < 0 {
-				w[i] = int32(-0.5 + k[i]*(1<<resamplePrecision))
-			} else {
-				w[i] = int32(0.5 + k[i]*(1<<resamplePrecision))
-			}
-		}
-		r.starts[o], r.counts[o] = int32(lo), int32(len(k))
+		lo, taps := pillowTaps(filter, o, scale, support, filterScale, in, r.k)
+		fixedWeights(taps, r.weights[o*ks:o*ks+len(taps)])
+		r.starts[o], r.counts[o] = int32(lo), int32(len(taps))
 	}
 	return ks
 }

@@ -3,7 +3,6 @@
 package data
 
 import (
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -24,30 +23,10 @@ func cpuTime(b *testing.B) time.Duration {
 // the wall second but not the CPU one. scripts/pil_augment_bench.py's peer figure is
 // time.process_time() over the same loop. TRAINER_BENCH_JPEGS as for BenchmarkDecodeRandomResizedCrop.
 func BenchmarkPipelineCPU(b *testing.B) {
-	dir := os.Getenv("TRAINER_BENCH_JPEGS")
-	if dir == "" {
-		dir = b.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	paths := benchJPEGs(b, dir, 64)
-	files := &ImageFolder{Root: "/", Classes: []string{"x"}}
-	for _, p := range paths {
-		files.Files, files.Labels = append(files.Files, p), append(files.Labels, 0)
-	}
+	paths := pipelineJPEGs(b)
 	for _, interp := range []Interp{Bilinear, Bicubic} {
 		b.Run(interp.String(), func(b *testing.B) {
-			l, err := NewSourceLoader(files, LoaderOptions{BatchSize: 1, Shuffle: true, Mean: []float32{0.485, 0.456, 0.406},
-				Std: []float32{0.229, 0.224, 0.225}, Transform: &Transform{Size: 224, Train: true, Scale: [2]float64{0.08, 1},
-					Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: interp}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			dst := make([]float32, 224*224*3)
-			sc := &augScratch{}
-			if _, err := l.decode(sc, 0, 0, 0, dst); err != nil { // grow the scratch buffers
-				b.Fatal(err)
-			}
+			l, sc, dst := pipelineLoader(b, paths, interp)
 			b.ResetTimer()
 			cpu0 := cpuTime(b)
 			for i := range b.N {
