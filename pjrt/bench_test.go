@@ -25,6 +25,7 @@ package pjrt
 import (
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -95,8 +96,8 @@ func BenchmarkMNISTConvs(b *testing.B) {
 	}
 }
 
-// Float32 matrix products of the MNIST-CNN step: the packed GEMM (gemm.go, the default) against
-// simplego's DotGeneral kernel ("simplego_dot"). Rerun: go test ./pjrt/ -run XXX -bench Gemm -benchtime 5x
+// Matrix products of the MNIST-CNN step, float32 and float64: the packed GEMM (gemm.go, the default)
+// against simplego's DotGeneral kernel ("simplego_dot"). Rerun: go test ./pjrt/ -run XXX -bench Gemm -benchtime 5x
 func BenchmarkGemm(b *testing.B) {
 	for _, tc := range []struct {
 		name             string
@@ -110,12 +111,11 @@ func BenchmarkGemm(b *testing.B) {
 	} {
 		m, k := tc.lhsDims[1-tc.lc[0]], tc.lhsDims[tc.lc[0]]
 		n := tc.rhsDims[1-tc.rc[0]]
-		for _, config := range []string{"", "simplego_dot"} {
-			name := tc.name + "/packed"
-			if config != "" {
-				name = tc.name + "/simplego"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, dc := range []struct{ config, name string }{
+			{"", "packed"}, {"simplego_dot", "simplego"}, {"", "packed-float64"}, {"simplego_dot", "simplego-float64"},
+		} {
+			config, f64 := dc.config, strings.HasSuffix(dc.name, "float64")
+			b.Run(tc.name+"/"+dc.name, func(b *testing.B) {
 				backend, err := newGoBackend(config)
 				if err != nil {
 					b.Fatal(err)
@@ -123,6 +123,13 @@ func BenchmarkGemm(b *testing.B) {
 				defer backend.Finalize()
 				rng := rand.New(rand.NewSource(1))
 				mk := func(dims []int) *tensors.Tensor {
+					if f64 {
+						data := make([]float64, prod(dims))
+						for i := range data {
+							data[i] = rng.Float64()
+						}
+						return tensors.FromFlatDataAndDimensions(data, dims...)
+					}
 					data := make([]float32, prod(dims))
 					for i := range data {
 						data[i] = rng.Float32()

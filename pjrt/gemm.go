@@ -4,39 +4,54 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
-// A blocked, packed float32 matrix multiply (GotoBLAS-style) for the pure-Go backend's DotGeneral and
-// convolutions: C[b] = A[b]·B[b] over batch b. Operands are packers: a DotGeneral operand addressed
-// through offset tables (any layout of batch, cross and contracting axes is read in place, with no
-// transposed copy), or a convolution's input read window by window (gemm_conv.go). They are packed
-// into panels of mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU
-// has it, plain Go otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
+// A blocked, packed matrix multiply (GotoBLAS-style) for the pure-Go backend's DotGeneral and
+// convolutions, in float32 and float64 (one generic implementation; the verification checks run
+// float64): C[b] = A[b]·B[b] over batch b. Operands are packers: a DotGeneral operand addressed through
+// offset tables (any layout of batch, cross and contracting axes is read in place, with no transposed
+// copy), or a convolution's input read window by window (gemm_conv.go). They are packed into panels of
+// mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, plain Go
+// otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
 
 const (
 	gemmKC = 256  // Depth of a packed block: a B micro-panel (KC×NR: 16 or 32 KB) stays in L1.
 	gemmNC = 1024 // Columns of a packed B block (KC×NC, 1 MB: L2/L3), packed once and shared by the workers.
 )
 
-// gemmKernel is a micro-kernel: it adds the mr×nr product of k packed steps (a: k steps of mr values of
+// gemmKernelOf is a micro-kernel: it adds the mr×nr product of k packed steps (a: k steps of mr values of
 // A, b: k steps of nr values of B) into c, row r of the tile at c[rows[r] : rows[r]+nr].
-type gemmKernel struct {
+type gemmKernelOf[T gemmFloat] struct {
 	name   string
 	mr, nr int
-	fn     func(k int, a, b, c []float32, rows []int)
+	fn     func(k int, a, b, c []T, rows []int)
 }
 
-// mc is the number of rows of a packed A block (about 120 rows of 256: ~120 KB, in L2).
-func (kern *gemmKernel) mc() int { return max(120/kern.mr, 1) * kern.mr }
+// gemmFloat is the element type of a GEMM: float32 (the nets) or float64 (the verification checks).
+type gemmFloat interface{ float32 | float64 }
 
-// gemmKernelGo4x8 is the portable micro-kernel.
-var gemmKernelGo4x8 = &gemmKernel{name: "portable Go", mr: 4, nr: 8, fn: gemmKernelGo}
+type (
+	gemmKernel   = gemmKernelOf[float32]
+	gemmKernel64 = gemmKernelOf[float64]
+)
+
+// mc is the number of rows of a packed A block (about 120 rows of 256: ~120 KB, in L2).
+func (kern *gemmKernelOf[T]) mc() int { return max(120/kern.mr, 1) * kern.mr }
+
+// gemmKernelGo4x8 and gemmKernelGo4x8F64 are the portable micro-kernels.
+var (
+	gemmKernelGo4x8    = &gemmKernel{name: "portable Go", mr: 4, nr: 8, fn: gemmKernelGo[float32]}
+	gemmKernelGo4x8F64 = &gemmKernel64{name: "portable Go", mr: 4, nr: 8, fn: gemmKernelGo[float64]}
+)
 
 // gemmKernelGoGeneric computes any tile shape in plain Go: the reference the assembly kernels are
 // checked against.
-func gemmKernelGoGeneric(mr, nr int) *gemmKernel {
-	return &gemmKernel{name: "portable Go (generic)", mr: mr, nr: nr, fn: func(k int, a, b, c []float32, rows []int) {
-		acc := make([]float32, mr*nr)
+func gemmKernelGoGeneric(mr, nr int) *gemmKernel { return gemmKernelGoGenericOf[float32](mr, nr) }
+
+func gemmKernelGoGenericOf[T gemmFloat](mr, nr int) *gemmKernelOf[T] {
+	return &gemmKernelOf[T]{name: "portable Go (generic)", mr: mr, nr: nr, fn: func(k int, a, b, c []T, rows []int) {
+		acc := make([]T, mr*nr)
 		for p := range k {
 			bp := b[p*nr : p*nr+nr]
 			for r, ar := range a[p*mr : p*mr+mr] {
@@ -57,23 +72,44 @@ func gemmKernelGoGeneric(mr, nr int) *gemmKernel {
 
 // gemmDefaultKernel is the fastest kernel the CPU runs; set in init (gemm_amd64.go), and overridden by
 // TRAINER_GEMM_KERNEL=go|avx2|avx512 for comparisons.
-var gemmDefaultKernel = gemmKernelGo4x8
+var (
+	gemmDefaultKernel   = gemmKernelGo4x8
+	gemmDefaultKernel64 = gemmKernelGo4x8F64
+)
+
+// defaultKernelOf is the default kernel for element type T.
+func defaultKernelOf[T gemmFloat]() *gemmKernelOf[T] {
+	var k any = gemmDefaultKernel
+	if isFloat64[T]() {
+		k = gemmDefaultKernel64
+	}
+	return k.(*gemmKernelOf[T])
+}
+
+// isFloat64 reports whether T is float64.
+func isFloat64[T gemmFloat]() bool { return unsafe.Sizeof(T(0)) == 8 }
 
 // gemmOperand addresses one operand: element (b, i, k) is data[batchOff[b] + crossOff[i] + kOff[k]],
 // where i is a row of A or a column of B and k the contracting index.
-type gemmOperand struct {
-	data                     []float32
+type gemmOperandOf[T gemmFloat] struct {
+	data                     []T
 	batchOff, crossOff, kOff []int
 }
 
 // gemmPacker packs an operand: rows [i0, i1) (rows of A, columns of B) × contracting indices [k0, k1)
 // of batch b into dst as panels of width w: panel q holds, for each k, the w values of rows
 // i0+q·w .. i0+q·w+w-1 ([k][w]); rows past i1 are zeros.
-type gemmPacker interface {
-	pack(dst []float32, b, i0, i1, k0, k1, w int)
+type gemmPackerOf[T gemmFloat] interface {
+	pack(dst []T, b, i0, i1, k0, k1, w int)
 }
 
-func (o *gemmOperand) pack(dst []float32, b, i0, i1, k0, k1, w int) {
+type (
+	gemmOperand = gemmOperandOf[float32]
+	gemmPacker  = gemmPackerOf[float32]
+	gemmProblem = gemmProblemOf[float32]
+)
+
+func (o *gemmOperandOf[T]) pack(dst []T, b, i0, i1, k0, k1, w int) {
 	packPanels(dst, o.data, o.batchOff[b], o.crossOff[i0:i1], o.kOff[k0:k1], w)
 }
 
@@ -81,14 +117,14 @@ func (o *gemmOperand) pack(dst []float32, b, i0, i1, k0, k1, w int) {
 // b·batchStride + rowOff[i] and its columns are contiguous; by default (nil rowOff, 0 batchStride) out
 // is row-major [batch, m, n]. run clears out first unless accumulate is set (then the product is added
 // to what out holds: several problems writing disjoint rows of one output).
-type gemmProblem struct {
-	lhs, rhs       gemmPacker
+type gemmProblemOf[T gemmFloat] struct {
+	lhs, rhs       gemmPackerOf[T]
 	batch, m, n, k int
 	rowOff         []int
 	batchStride    int
 	accumulate     bool
 	threads        int
-	kernel         *gemmKernel
+	kernel         *gemmKernelOf[T]
 	forceSplit     gemmSplit // Tests force a split to cover every path.
 }
 
@@ -103,31 +139,54 @@ const (
 )
 
 // gemmScratch is one worker's packing space.
-type gemmScratch struct {
-	packA, tile []float32
+type gemmScratch[T gemmFloat] struct {
+	packA, tile []T
 	tileRows    []int
 }
 
-var gemmScratchPool = sync.Pool{New: func() any {
-	return &gemmScratch{packA: make([]float32, 128*gemmKC), tile: make([]float32, 16*32), tileRows: make([]int, 16)}
-}}
+func newGemmScratch[T gemmFloat]() any {
+	return &gemmScratch[T]{packA: make([]T, 128*gemmKC), tile: make([]T, 16*32), tileRows: make([]int, 16)}
+}
 
-var gemmPackBPool = sync.Pool{New: func() any {
-	b := make([]float32, gemmKC*gemmNC)
+func newPackB[T gemmFloat]() any {
+	b := make([]T, gemmKC*gemmNC)
 	return &b
-}}
+}
+
+// Pools by element type: [0] float32, [1] float64.
+var (
+	gemmScratchPools = [2]sync.Pool{{New: newGemmScratch[float32]}, {New: newGemmScratch[float64]}}
+	gemmPackBPools   = [2]sync.Pool{{New: newPackB[float32]}, {New: newPackB[float64]}}
+)
+
+func poolIndex[T gemmFloat]() int {
+	if isFloat64[T]() {
+		return 1
+	}
+	return 0
+}
+
+func getScratch[T gemmFloat]() *gemmScratch[T] {
+	return gemmScratchPools[poolIndex[T]()].Get().(*gemmScratch[T])
+}
+
+func putScratch[T gemmFloat](s *gemmScratch[T]) { gemmScratchPools[poolIndex[T]()].Put(s) }
+
+func getPackB[T gemmFloat]() []T { return *gemmPackBPools[poolIndex[T]()].Get().(*[]T) }
+
+func putPackB[T gemmFloat](b []T) { gemmPackBPools[poolIndex[T]()].Put(&b) }
 
 // gemmKernelName names the micro-kernel in use.
 func gemmKernelName() string { return gemmDefaultKernel.name }
 
 // run computes the product into out, using up to p.threads goroutines.
-func (p *gemmProblem) run(out []float32) {
+func (p *gemmProblemOf[T]) run(out []T) {
 	if !p.accumulate {
 		clear(out)
 	}
 	kern := p.kernel
 	if kern == nil {
-		kern = gemmDefaultKernel
+		kern = defaultKernelOf[T]()
 	}
 	threads := p.threads
 	if threads <= 0 {
@@ -159,34 +218,34 @@ func (p *gemmProblem) run(out []float32) {
 			split = splitShared
 		}
 	}
-	batchOut := func(b int) []float32 { return out[b*bs:] }
+	batchOut := func(b int) []T { return out[b*bs:] }
 	switch split {
 	case splitNone:
-		s := gemmScratchPool.Get().(*gemmScratch)
-		packB := *gemmPackBPool.Get().(*[]float32)
+		s := getScratch[T]()
+		packB := getPackB[T]()
 		for b := range p.batch {
 			p.serial(s, packB, kern, b, 0, p.m, 0, p.k, batchOut(b), rowOff)
 		}
-		gemmPackBPool.Put(&packB)
-		gemmScratchPool.Put(s)
+		putPackB(packB)
+		putScratch(s)
 
 	case splitBatch:
 		var next atomic.Int64
 		parallel(min(threads, p.batch), func() {
-			s := gemmScratchPool.Get().(*gemmScratch)
-			packB := *gemmPackBPool.Get().(*[]float32)
+			s := getScratch[T]()
+			packB := getPackB[T]()
 			for b := int(next.Add(1) - 1); b < p.batch; b = int(next.Add(1) - 1) {
 				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, batchOut(b), rowOff)
 			}
-			gemmPackBPool.Put(&packB)
-			gemmScratchPool.Put(s)
+			putPackB(packB)
+			putScratch(s)
 		})
 
 	case splitK:
 		chunks := min(threads, (p.k+gemmKC-1)/gemmKC)
 		bounds := splitRange(p.k, chunks, 1)
 		mn := p.m * p.n
-		partial := make([][]float32, chunks)
+		partial := make([][]T, chunks)
 		rowMajor := make([]int, p.m)
 		for i := range rowMajor {
 			rowMajor[i] = i * p.n
@@ -201,17 +260,17 @@ func (p *gemmProblem) run(out []float32) {
 					dst, rows := c, rowOff
 					if t > 0 {
 						if partial[t] == nil {
-							partial[t] = make([]float32, mn)
+							partial[t] = make([]T, mn)
 						} else {
 							clear(partial[t])
 						}
 						dst, rows = partial[t], rowMajor
 					}
-					s := gemmScratchPool.Get().(*gemmScratch)
-					packB := *gemmPackBPool.Get().(*[]float32)
+					s := getScratch[T]()
+					packB := getPackB[T]()
 					p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], dst, rows)
-					gemmPackBPool.Put(&packB)
-					gemmScratchPool.Put(s)
+					putPackB(packB)
+					putScratch(s)
 				}()
 			}
 			wg.Wait()
@@ -226,11 +285,11 @@ func (p *gemmProblem) run(out []float32) {
 		}
 
 	case splitShared:
-		packB := *gemmPackBPool.Get().(*[]float32)
+		packB := getPackB[T]()
 		for b := range p.batch {
 			p.shared(packB, kern, threads, b, batchOut(b), rowOff)
 		}
-		gemmPackBPool.Put(&packB)
+		putPackB(packB)
 	}
 }
 
@@ -269,7 +328,7 @@ func kBlocks(k0, k1 int) []int {
 }
 
 // serial adds rows [m0, m1) of batch b's product, over contracting indices [k0, k1), into c.
-func (p *gemmProblem) serial(s *gemmScratch, packB []float32, kern *gemmKernel, b, m0, m1, k0, k1 int, c []float32, rowOff []int) {
+func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1 int, c []T, rowOff []int) {
 	mc, nr := kern.mc(), kern.nr
 	kb := kBlocks(k0, k1)
 	for blk := range len(kb) - 1 {
@@ -291,7 +350,7 @@ func (p *gemmProblem) serial(s *gemmScratch, packB []float32, kern *gemmKernel, 
 // and column block, B is packed once (its panels split among the workers), then the workers take
 // (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
 // workers) are split by column panels too.
-func (p *gemmProblem) shared(packB []float32, kern *gemmKernel, threads, b int, c []float32, rowOff []int) {
+func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
 	mc, mr, nr := kern.mc(), kern.mr, kern.nr
 	kb := kBlocks(0, p.k)
 	icBlocks := (p.m + mc - 1) / mc
@@ -320,7 +379,7 @@ func (p *gemmProblem) shared(packB []float32, kern *gemmKernel, threads, b int, 
 				bounds[i] = i
 			}
 			parallelChunks(bounds, min(threads, items), func(lo, hi int) {
-				s := gemmScratchPool.Get().(*gemmScratch)
+				s := getScratch[T]()
 				for it := lo; it < hi; it++ {
 					ic := (it / colChunks) * mc
 					cc := it % colChunks
@@ -328,7 +387,7 @@ func (p *gemmProblem) shared(packB []float32, kern *gemmKernel, threads, b int, 
 					p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, mr)
 					p.block(s, kern, kl, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
 				}
-				gemmScratchPool.Put(s)
+				putScratch(s)
 			})
 		}
 	}
@@ -336,7 +395,7 @@ func (p *gemmProblem) shared(packB []float32, kern *gemmKernel, threads, b int, 
 
 // block runs the micro-kernel over the packed A rows [ic, ic+ml) and B column panels [q0, q1) of the
 // column block at jc (nl columns), adding into c. Edge tiles go through the scratch tile.
-func (p *gemmProblem) block(s *gemmScratch, kern *gemmKernel, kl, ic, ml, jc, nl, q0, q1 int, packB, c []float32, rowOff []int) {
+func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
 	mr, nr := kern.mr, kern.nr
 	for q := q0; q < q1; q++ {
 		jr := q * nr
@@ -368,7 +427,7 @@ func (p *gemmProblem) block(s *gemmScratch, kern *gemmKernel, kl, ic, ml, jc, nl
 
 // packPanels copies the operand's rows (cross indices) × ks into panels of width w: panel q holds, for
 // each k, the w values of rows q·w .. q·w+w-1 ([k][w]); rows past the end are zeros.
-func packPanels(dst, data []float32, base int, rows, ks []int, w int) {
+func packPanels[T gemmFloat](dst, data []T, base int, rows, ks []int, w int) {
 	kl := len(ks)
 	contiguous := kl > 0 && ks[kl-1]-ks[0] == kl-1 && isIota(ks)
 	for q := 0; q*w < len(rows); q++ {
@@ -428,9 +487,9 @@ func isIota(ks []int) bool {
 // gemmKernelGo is the portable 4×8 micro-kernel: c[rows[r]+j] += Σ_p a[p][r]·b[p][j], with the
 // tile's 32 sums in local variables (registers, where the architecture has enough) instead of an
 // array in memory. Each sum adds its products in p order, like the other kernels.
-func gemmKernelGo(k int, a, b, c []float32, rows []int) {
+func gemmKernelGo[T gemmFloat](k int, a, b, c []T, rows []int) {
 	const mr, nr = 4, 8
-	var c00, c01, c02, c03, c04, c05, c06, c07, c10, c11, c12, c13, c14, c15, c16, c17, c20, c21, c22, c23, c24, c25, c26, c27, c30, c31, c32, c33, c34, c35, c36, c37 float32
+	var c00, c01, c02, c03, c04, c05, c06, c07, c10, c11, c12, c13, c14, c15, c16, c17, c20, c21, c22, c23, c24, c25, c26, c27, c30, c31, c32, c33, c34, c35, c36, c37 T
 	a, b = a[:k*mr], b[:k*nr]
 	for p := range k {
 		ap := a[p*mr : p*mr+mr : p*mr+mr]
@@ -547,7 +606,7 @@ func rowMajorStrides(dims []int) []int {
 
 // newGemmOperand builds the offset tables of a DotGeneral operand with the given dims; cross axes are
 // the ones neither batch nor contracting, in axis order (DotGeneral's output order).
-func newGemmOperand(data []float32, dims, contracting, batch []int) *gemmOperand {
+func newGemmOperand[T gemmFloat](data []T, dims, contracting, batch []int) *gemmOperandOf[T] {
 	kind := make([]int, len(dims))
 	for _, a := range contracting {
 		kind[a] = 1
@@ -562,10 +621,18 @@ func newGemmOperand(data []float32, dims, contracting, batch []int) *gemmOperand
 		}
 	}
 	strides := rowMajorStrides(dims)
-	return &gemmOperand{
+	return &gemmOperandOf[T]{
 		data:     data,
 		batchOff: axisOffsets(dims, strides, batch),
 		crossOff: axisOffsets(dims, strides, cross),
 		kOff:     axisOffsets(dims, strides, contracting),
 	}
+}
+
+// asFloat32 reinterprets a float32 slice of the generic code (callers check isFloat64 first).
+func asFloat32[T gemmFloat](s []T) []float32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&s[0])), len(s))
 }

@@ -18,8 +18,17 @@ func gemmKernelAVX2(k int, a, b, c *float32, rows *int)
 //go:noescape
 func gemmKernelAVX512(k int, a, b, c *float32, rows *int)
 
+// gemmKernelAVX2F64 and gemmKernelAVX512F64 are the float64 kernels (gemm_f64_amd64.s): the same
+// registers hold 6×8 and 14×16 tiles of doubles.
+//
+//go:noescape
+func gemmKernelAVX2F64(k int, a, b, c *float64, rows *int)
+
+//go:noescape
+func gemmKernelAVX512F64(k int, a, b, c *float64, rows *int)
+
 // checkKernelArgs panics (like a slice index) unless the assembly stays inside a, b and c.
-func checkKernelArgs(k, mr, nr int, a, b, c []float32, rows []int) {
+func checkKernelArgs[T gemmFloat](k, mr, nr int, a, b, c []T, rows []int) {
 	_, _, _ = a[k*mr-1], b[k*nr-1], rows[mr-1]
 	for _, r := range rows[:mr] {
 		_ = c[r : r+nr]
@@ -34,6 +43,16 @@ var gemmKernelAVX2FMA = &gemmKernel{name: "AVX2+FMA", mr: 6, nr: 16, fn: func(k 
 var gemmKernelAVX512F = &gemmKernel{name: "AVX-512", mr: 14, nr: 32, fn: func(k int, a, b, c []float32, rows []int) {
 	checkKernelArgs(k, 14, 32, a, b, c, rows)
 	gemmKernelAVX512(k, &a[0], &b[0], &c[0], &rows[0])
+}}
+
+var gemmKernelAVX2FMAF64 = &gemmKernel64{name: "AVX2+FMA float64", mr: 6, nr: 8, fn: func(k int, a, b, c []float64, rows []int) {
+	checkKernelArgs(k, 6, 8, a, b, c, rows)
+	gemmKernelAVX2F64(k, &a[0], &b[0], &c[0], &rows[0])
+}}
+
+var gemmKernelAVX512F64x = &gemmKernel64{name: "AVX-512 float64", mr: 14, nr: 16, fn: func(k int, a, b, c []float64, rows []int) {
+	checkKernelArgs(k, 14, 16, a, b, c, rows)
+	gemmKernelAVX512F64(k, &a[0], &b[0], &c[0], &rows[0])
 }}
 
 // hasAVX2FMA, hasAVX512: x/sys/cpu also checks that the OS saves the ymm/zmm registers.
@@ -54,19 +73,31 @@ func gemmAsmKernels() []*gemmKernel {
 	return ks
 }
 
+// gemmAsmKernels64 are the float64 assembly kernels this CPU runs, for the tests.
+func gemmAsmKernels64() []*gemmKernel64 {
+	var ks []*gemmKernel64
+	if hasAVX2FMA {
+		ks = append(ks, gemmKernelAVX2FMAF64)
+	}
+	if hasAVX512 {
+		ks = append(ks, gemmKernelAVX512F64x)
+	}
+	return ks
+}
+
 func init() {
 	switch {
 	case hasAVX512:
-		gemmDefaultKernel = gemmKernelAVX512F
+		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX512F, gemmKernelAVX512F64x
 	case hasAVX2FMA:
-		gemmDefaultKernel = gemmKernelAVX2FMA
+		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64
 	}
 	switch os.Getenv("TRAINER_GEMM_KERNEL") {
 	case "go":
-		gemmDefaultKernel = gemmKernelGo4x8
+		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelGo4x8, gemmKernelGo4x8F64
 	case "avx2":
 		if hasAVX2FMA {
-			gemmDefaultKernel = gemmKernelAVX2FMA
+			gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64
 		}
 	}
 }

@@ -25,8 +25,8 @@ type convGemmSpec struct {
 // coordinates rowCoord[i·S+a] (position·stride − low padding), contracting index k (a kernel position
 // and input channel) adds kOff[k] and kCoord[k·S+a] (kernel position·dilation). A(i, k) is
 // data[rowBase[i]+kOff[k]] when every coordinate sum lies inside the input, else 0.
-type convOperand struct {
-	data              []float32
+type convOperand[T gemmFloat] struct {
+	data              []T
 	S                 int
 	inDims            []int // Input spatial sizes.
 	rowBase, rowCoord []int
@@ -38,7 +38,7 @@ type convOperand struct {
 }
 
 // valid reports whether A(i, k) reads the input (not padding).
-func (o *convOperand) valid(i, k int) bool {
+func (o *convOperand[T]) valid(i, k int) bool {
 	rc, kc := o.rowCoord[i*o.S:][:o.S], o.kCoord[k*o.S:][:o.S]
 	for a, d := range o.inDims {
 		if c := rc[a] + kc[a]; c < 0 || c >= d {
@@ -48,7 +48,7 @@ func (o *convOperand) valid(i, k int) bool {
 	return true
 }
 
-func (o *convOperand) pack(dst []float32, _, i0, i1, k0, k1, w int) {
+func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
 	kl := k1 - k0
 	for q := 0; q*w < i1-i0; q++ {
 		panel := dst[q*kl*w:][:kl*w]
@@ -124,7 +124,7 @@ func (o *convOperand) pack(dst []float32, _, i0, i1, k0, k1, w int) {
 // positions that meet real input values, so the zeros of the dilation are never multiplied. ok is
 // false for layouts it does not handle (output channels not contiguous). Output rows no phase reaches
 // stay zero: the caller clears the output and runs the problems with accumulate set.
-func newConvGemms(input []float32, inDims []int, kernel []float32, kDims, outDims []int, c convGemmSpec) ([]*gemmProblem, bool) {
+func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec) ([]*gemmProblemOf[T], bool) {
 	a := c.axes
 	S := len(a.InputSpatial)
 	if len(a.KernelSpatial) != S || len(a.OutputSpatial) != S || len(c.strides) != S || len(c.kernelDilations) != S ||
@@ -158,7 +158,7 @@ func newConvGemms(input []float32, inDims []int, kernel []float32, kDims, outDim
 	for co := range cross {
 		cross[co] = co * sK[a.KernelOutputChannels]
 	}
-	var probs []*gemmProblem
+	var probs []*gemmProblemOf[T]
 	forEachPosition(c.inputDilations, func(phase []int) {
 		if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, N, C, Cout, cross); p != nil {
 			probs = append(probs, p)
@@ -174,8 +174,8 @@ func floorMod(x, d int) int { return ((x % d) + d) % d }
 // phase (per axis) modulo the input dilation; nil if no row or no kernel position qualifies. In that
 // class a window offset kpos·kernelDilation meets a real input value exactly when it is −phase modulo
 // the dilation, at input index (origin − phase)/d + (offset + phase)/d.
-func newConvPhase(input, kernel []float32, c convGemmSpec, phase []int, batchInner bool,
-	inSp, kSp, outSp, sIn, sK, sOut []int, N, C, Cout int, cross []int) *gemmProblem {
+func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, batchInner bool,
+	inSp, kSp, outSp, sIn, sK, sOut []int, N, C, Cout int, cross []int) *gemmProblemOf[T] {
 	a := c.axes
 	S := len(inSp)
 	d := c.inputDilations
@@ -220,7 +220,7 @@ func newConvPhase(input, kernel []float32, c convGemmSpec, phase []int, batchInn
 		return nil
 	}
 	maxM := N * prod(outSp)
-	op := &convOperand{data: input, S: S, inDims: inSp, kOff: kOff, kCoord: kCoord, kRunEnd: make([]int, K), kGroupEnd: make([]int, K),
+	op := &convOperand[T]{data: input, S: S, inDims: inSp, kOff: kOff, kCoord: kCoord, kRunEnd: make([]int, K), kGroupEnd: make([]int, K),
 		rowBase: make([]int, 0, maxM), rowCoord: make([]int, 0, maxM*S), rowInterior: make([]bool, 0, maxM)}
 	rowOff := make([]int, 0, maxM)
 	rc := make([]int, S)
@@ -276,8 +276,8 @@ func newConvPhase(input, kernel []float32, c convGemmSpec, phase []int, batchInn
 			}
 		}
 	}
-	rhs := &gemmOperand{data: kernel, batchOff: []int{0}, crossOff: cross, kOff: kOffB}
-	return &gemmProblem{lhs: op, rhs: rhs, batch: 1, m: M, n: Cout, k: K, rowOff: rowOff, accumulate: true}
+	rhs := &gemmOperandOf[T]{data: kernel, batchOff: []int{0}, crossOff: cross, kOff: kOffB}
+	return &gemmProblemOf[T]{lhs: op, rhs: rhs, batch: 1, m: M, n: Cout, k: K, rowOff: rowOff, accumulate: true}
 }
 
 func allInterior(rows []bool) bool {

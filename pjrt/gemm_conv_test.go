@@ -77,6 +77,30 @@ func TestFusedConvMatchesReference(t *testing.T) {
 	}
 }
 
+// The fused convolution in float64 (no dtype conversions around it) matches the float64 definition to
+// a few roundings on the cases it applies to, and simplego's own float64 ConvGeneral.
+func TestFusedConvFloat64(t *testing.T) {
+	b := testBackend(t)
+	native := &GoBackend{Backend: simplegoOps(t).Backend, convMode: convNative}
+	rng := rand.New(rand.NewSource(62))
+	for _, cc := range fusedConvCases() {
+		if max(cc.groups, 1) != 1 || max(cc.batchGroups, 1) != 1 || cc.axes.OutputChannels != len(cc.inDims)-1 {
+			continue
+		}
+		t.Run(cc.name, func(t *testing.T) {
+			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+			want := refConv(x, k, cc)
+			before := fusedConvRuns.Load()
+			got := runConv(t, b, cc, x, k)
+			if fusedConvRuns.Load() == before {
+				t.Fatal("the float64 convolution did not run through the fused GEMM")
+			}
+			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(prod(cc.kDims)))
+			assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(prod(cc.kDims)))
+		})
+	}
+}
+
 // The convolution operand packs exactly the im2col values (zeros in the padding) for every row order
 // and panel width, across block boundaries that split rows and contracting indices, in every phase of
 // an input-dilated convolution.
@@ -93,7 +117,7 @@ func TestConvOperandPacking(t *testing.T) {
 			t.Fatalf("%s: newConvGemms refused a layout it handles", cc.name)
 		}
 		for _, p := range probs {
-			op := p.lhs.(*convOperand)
+			op := p.lhs.(*convOperand[float32])
 			for _, w := range []int{1, 6, 14} {
 				i0, i1 := rng.Intn(p.m), p.m
 				k0 := rng.Intn(p.k)

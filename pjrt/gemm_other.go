@@ -6,3 +6,5 @@ package pjrt
 const hasAVX2FMA, hasAVX512 = false, false
 
 func gemmAsmKernels() []*gemmKernel { return nil }
+
+func gemmAsmKernels64() []*gemmKernel64 { return nil }

@@ -151,8 +151,43 @@ func TestGemmKernelsAndSplits(t *testing.T) {
 	}
 }
 
-// The DotGeneral override on the backend (float32 through the hook) matches the float64 reference and
-// simplego's own kernel, and float64 DotGenerals still go to simplego's kernel (exactly the reference).
+// Every float64 kernel and split matches the float64 product to a few roundings, and each assembly
+// kernel matches the generic Go kernel of its tile within the same bound (FMA rounds once per step).
+func TestGemmKernelsAndSplits64(t *testing.T) {
+	rng := rand.New(rand.NewSource(23))
+	kernels := append([]*gemmKernel64{gemmKernelGo4x8F64, gemmKernelGoGenericOf[float64](14, 16), gemmKernelGoGenericOf[float64](3, 8)}, gemmAsmKernels64()...)
+	if len(kernels) == 3 {
+		t.Log("no AVX2+FMA or AVX-512 on this CPU: only the portable kernels are checked")
+	}
+	for _, dc := range dotCases() {
+		lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
+		want := refDotGeneral(lhs, rhs, dc)
+		for _, kernel := range kernels {
+			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK} {
+				t.Run(fmt.Sprintf("%s/%s-%dx%d/split%d", dc.name, kernel.name, kernel.mr, kernel.nr, split), func(t *testing.T) {
+					run := func(kernel *gemmKernel64) tt {
+						l := newGemmOperand(lhs.data, dc.lhsDims, dc.lhsContract, dc.lhsBatch)
+						r := newGemmOperand(rhs.data, dc.rhsDims, dc.rhsContract, dc.rhsBatch)
+						p := &gemmProblemOf[float64]{lhs: l, rhs: r, kernel: kernel, forceSplit: split, threads: 3}
+						p.batch, p.m, p.n, p.k = len(l.batchOff), len(l.crossOff), len(r.crossOff), len(l.kOff)
+						out := newTT(want.dims...)
+						for i := range out.data {
+							out.data[i] = 1e9 // run must overwrite, not add to, stale values.
+						}
+						p.run(out.data)
+						return out
+					}
+					got := run(kernel)
+					assertClose(t, "gemm float64", got, want, 1e-14)
+					assertClose(t, "gemm float64 vs Go kernel of the same tile", got, run(gemmKernelGoGenericOf[float64](kernel.mr, kernel.nr)), 1e-14)
+				})
+			}
+		}
+	}
+}
+
+// The DotGeneral override on the backend (float32 and float64 through the hook) matches the float64
+// reference and simplego's own kernel (float64: to a few roundings of the products' sums).
 func TestFastDotGeneralMatchesSimplego(t *testing.T) {
 	fast := testBackend(t)
 	slow, err := newGoBackend("simplego_dot")
@@ -191,7 +226,9 @@ func TestFastDotGeneralMatchesSimplego(t *testing.T) {
 			got32 := runOps(t, fast, build(dtypes.Float32), lhs, rhs)[0]
 			assertClose(t, "fast float32 vs reference", got32, want, 1e-5)
 			assertClose(t, "fast float32 vs simplego", got32, runOps(t, slow, build(dtypes.Float32), lhs, rhs)[0], 1e-5)
-			assertClose(t, "float64", runOps(t, fast, build(dtypes.Float64), lhs, rhs)[0], want, 1e-12)
+			got64 := runOps(t, fast, build(dtypes.Float64), lhs, rhs)[0]
+			assertClose(t, "fast float64 vs reference", got64, want, 1e-14)
+			assertClose(t, "fast float64 vs simplego", got64, runOps(t, slow, build(dtypes.Float64), lhs, rhs)[0], 1e-14)
 		})
 	}
 }

@@ -47,7 +47,7 @@ type GoBackend struct {
 	config       string
 	capabilities backends.Capabilities
 	convMode     convMode
-	fastDot      bool // float32 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (gobackend_slice.go).
+	fastDot      bool // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (gobackend_slice.go).
 	noFuse       bool // Element-wise chains are not fused at compile time (gobackend_fuse.go).
 }
 

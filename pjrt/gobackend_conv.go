@@ -144,9 +144,9 @@ func (p *convParams) derive() {
 }
 
 // fusedApplies reports whether the fused GEMM convolution (execFusedConv) computes this convolution:
-// float32, no channel or batch groups, output channels on the last axis.
+// float32 or float64, no channel or batch groups, output channels on the last axis.
 func (p *convParams) fusedApplies() bool {
-	return p.input.DType == dtypes.Float32 && p.channelGroupCount == 1 && p.batchGroupCount == 1 && p.axes.OutputChannels == p.output.Rank()-1
+	return (p.input.DType == dtypes.Float32 || p.input.DType == dtypes.Float64) && p.channelGroupCount == 1 && p.batchGroupCount == 1 && p.axes.OutputChannels == p.output.Rank()-1
 }
 
 // im2colCost is the size of im2col's patches tensor (its multiply-adds divided by the output channels).

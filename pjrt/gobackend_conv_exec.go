@@ -51,26 +51,38 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 			return nil, err
 		}
 	}
-	if inShape.DType != dtypes.Float32 || kShape.DType != dtypes.Float32 {
-		return nil, errors.Errorf("fused convolution of %s by %s: float32 only", inShape, kShape)
-	}
 	outShape := nodeShape(node)
-	probs, ok := newConvGemms(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec)
-	if !ok {
-		return nil, errors.Errorf("fused convolution of %s by %s into %s: layout not handled", inShape, kShape, outShape)
-	}
 	output := backend.NewBuffer(outShape)
 	outFlat, err := backend.BufferData(output)
 	if err != nil {
 		return nil, err
 	}
-	out := outFlat.([]float32)
+	switch {
+	case inShape.DType == dtypes.Float32 && kShape.DType == dtypes.Float32:
+		ok = runConvGemms(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float32))
+	case inShape.DType == dtypes.Float64 && kShape.DType == dtypes.Float64:
+		ok = runConvGemms(inFlat.([]float64), inShape.Dimensions, kFlat.([]float64), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float64))
+	default:
+		return nil, errors.Errorf("fused convolution of %s by %s: float32 or float64 only", inShape, kShape)
+	}
+	if !ok {
+		return nil, errors.Errorf("fused convolution of %s by %s into %s: layout not handled", inShape, kShape, outShape)
+	}
+	fusedConvRuns.Add(1)
+	return output, nil
+}
+
+// runConvGemms computes the fused convolution into out; false if the layout is not handled.
+func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, spec convGemmSpec, out []T) bool {
+	probs, ok := newConvGemms(input, inDims, kernel, kDims, outDims, spec)
+	if !ok {
+		return false
+	}
 	clear(out)
 	for _, p := range probs {
 		p.run(out)
 	}
-	fusedConvRuns.Add(1)
-	return output, nil
+	return true
 }
 
 // foldKernelFlips rewrites, in the graph being compiled, each fused convolution whose kernel is a

@@ -12,8 +12,8 @@ import (
 )
 
 // simplego executes each node with a function from its nodeExecutors table, which has no exported
-// setter. The fast executors (the float32 DotGeneral kernel of gemm.go, the copies, the element-wise
-// row loops) replace table entries through a linkname; each only acts for the simplego instances
+// setter. The fast executors (the float32 and float64 DotGeneral kernels of gemm.go, the copies, the
+// element-wise row loops) replace table entries through a linkname; each only acts for the simplego instances
 // inside a GoBackend that asked for it (any other simplego backend in the process, and every dtype an
 // executor doesn't handle, still runs simplego's own), and reads the node's parameters by field name,
 // falling back to simplego's executor if GoMLX changes them. Two empty slots of the table receive the
@@ -48,8 +48,8 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 	return m
 }
 
-// enableFastOps routes sg's float32 DotGenerals to the packed GEMM, its Slices, Transposes and row
-// Gathers to run and tile copies, and its hot element-wise ops to the row loops of
+// enableFastOps routes sg's float32 and float64 DotGenerals to the packed GEMM, its Slices, Transposes
+// and row Gathers to run and tile copies, and its hot element-wise ops to the row loops of
 // gobackend_elementwise.go; it installs the fused nodes' executors once.
 func enableFastOps(sg *simplego.Backend) {
 	installFastOps.Do(func() {
@@ -142,16 +142,17 @@ func unexportedField(v reflect.Value, name string) reflect.Value {
 	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 }
 
-// execFastDotGeneral replaces simplego's DotGeneral executor: float32 products of the backends that
-// enabled it go to the packed GEMM; everything else to simplego's kernel. The output is simplego's
-// normalised [batch, lhsCross, rhsCross] (the builder reshapes it).
+// execFastDotGeneral replaces simplego's DotGeneral executor: float32 and float64 products of the
+// backends that enabled it go to the packed GEMM; everything else to simplego's kernel. The output is
+// simplego's normalised [batch, lhsCross, rhsCross] (the builder reshapes it).
 func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
 	if !ownsFastOps(backend) || len(inputs) != 2 {
 		return sgDotGeneral(backend, node, inputs, inputsOwned)
 	}
 	lhsShape, err1 := backend.BufferShape(inputs[0])
 	rhsShape, err2 := backend.BufferShape(inputs[1])
-	if err1 != nil || err2 != nil || lhsShape.DType != dtypes.Float32 || rhsShape.DType != dtypes.Float32 {
+	dt := lhsShape.DType
+	if err1 != nil || err2 != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || rhsShape.DType != dt {
 		return sgDotGeneral(backend, node, inputs, inputsOwned)
 	}
 	p, ok := readDotParams(node)
@@ -163,18 +164,37 @@ func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs [
 	if err1 != nil || err2 != nil {
 		return sgDotGeneral(backend, node, inputs, inputsOwned)
 	}
-	lhs := newGemmOperand(lhsFlat.([]float32), lhsShape.Dimensions, p.lhsContracting, p.lhsBatch)
-	rhs := newGemmOperand(rhsFlat.([]float32), rhsShape.Dimensions, p.rhsContracting, p.rhsBatch)
-	if len(lhs.crossOff) != p.lhsCross || len(rhs.crossOff) != p.rhsCross || len(lhs.kOff) != p.contracting ||
-		len(rhs.kOff) != p.contracting || len(lhs.batchOff) != p.batch || len(rhs.batchOff) != p.batch {
-		return sgDotGeneral(backend, node, inputs, inputsOwned)
+	var output *simplego.Buffer
+	var err error
+	if dt == dtypes.Float64 {
+		output, ok, err = fastDot(backend, p, lhsFlat.([]float64), rhsFlat.([]float64), lhsShape.Dimensions, rhsShape.Dimensions, dt)
+	} else {
+		output, ok, err = fastDot(backend, p, lhsFlat.([]float32), rhsFlat.([]float32), lhsShape.Dimensions, rhsShape.Dimensions, dt)
 	}
-	prob := &gemmProblem{lhs: lhs, rhs: rhs, batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting}
-	output := backend.NewBuffer(shapes.Make(dtypes.Float32, p.batch, p.lhsCross, p.rhsCross))
-	outFlat, err := backend.BufferData(output)
 	if err != nil {
 		return nil, err
 	}
-	prob.run(outFlat.([]float32))
+	if !ok {
+		return sgDotGeneral(backend, node, inputs, inputsOwned)
+	}
 	return output, nil
+}
+
+// fastDot runs the DotGeneral as a packed GEMM; ok is false if the offset tables disagree with
+// simplego's sizes.
+func fastDot[T gemmFloat](backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int, dt dtypes.DType) (*simplego.Buffer, bool, error) {
+	lhs := newGemmOperand(lhsFlat, lhsDims, p.lhsContracting, p.lhsBatch)
+	rhs := newGemmOperand(rhsFlat, rhsDims, p.rhsContracting, p.rhsBatch)
+	if len(lhs.crossOff) != p.lhsCross || len(rhs.crossOff) != p.rhsCross || len(lhs.kOff) != p.contracting ||
+		len(rhs.kOff) != p.contracting || len(lhs.batchOff) != p.batch || len(rhs.batchOff) != p.batch {
+		return nil, false, nil
+	}
+	prob := &gemmProblemOf[T]{lhs: lhs, rhs: rhs, batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting}
+	output := backend.NewBuffer(shapes.Make(dt, p.batch, p.lhsCross, p.rhsCross))
+	outFlat, err := backend.BufferData(output)
+	if err != nil {
+		return nil, false, err
+	}
+	prob.run(outFlat.([]T))
+	return output, true, nil
 }

@@ -32,6 +32,70 @@ func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
 	m[backends.OpTypeWhere] = execFastWhere
 	m[backends.OpTypeReduceSum] = execFastReduceSum
 	m[backends.OpTypeGreaterThan] = execFastGreaterThan
+	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic)
+}
+
+// sgLogistic is simplego's logistic, value for value (computed in float64 for both dtypes).
+func sgLogistic(x float64) float64 {
+	if x >= 0 {
+		return 1.0 / (1.0 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1.0 + e)
+}
+
+// fastUnaryExecutor returns the executor of a float32 or float64 unary op computed by fn in float64
+// (as simplego does), split over the cores; other dtypes go to simplego's.
+func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64) sgNodeExecutor {
+	return func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+		orig := sgExecutors[opType]
+		if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		outShape := nodeShape(node)
+		inShape, err := backend.BufferShape(inputs[0])
+		dt := outShape.DType
+		if err != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || !inShape.Equal(outShape) {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		inAny, err := backend.BufferData(inputs[0])
+		if err != nil {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		output := inputs[0] // Like simplego, write over an input this op is the last user of.
+		if inputsOwned[0] {
+			inputs[0] = nil
+		} else {
+			output = backend.NewBuffer(outShape)
+		}
+		outAny, err := backend.BufferData(output)
+		if err != nil {
+			return nil, err
+		}
+		if dt == dtypes.Float64 {
+			unaryRows(outAny.([]float64), inAny.([]float64), fn)
+		} else {
+			unaryRows(outAny.([]float32), inAny.([]float32), fn)
+		}
+		return output, nil
+	}
+}
+
+// unaryRows computes out[i] = T(fn(float64(in[i]))), split over the cores.
+func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64) {
+	body := func(lo, hi int) {
+		for i, v := range in[lo:hi] {
+			out[lo+i] = T(fn(float64(v)))
+		}
+	}
+	n := len(out)
+	threads := runtime.GOMAXPROCS(0)
+	chunks := min(n/(elementwiseGrain/8), 4*threads) // fn costs tens of cycles: a smaller grain.
+	if threads == 1 || chunks <= 1 {
+		body(0, n)
+		return
+	}
+	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
 }
 
 // elementwiseGrain is the fewest elements worth handing to another core.
@@ -222,7 +286,7 @@ const (
 	binMin
 )
 
-// fastBinaryExecutor returns the executor of a float32 binary op; other dtypes go to simplego's.
+// fastBinaryExecutor returns the executor of a float32 or float64 binary op; other dtypes go to simplego's.
 func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
 	return func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
 		orig := sgExecutors[opType]
@@ -232,7 +296,8 @@ func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
 		outShape := nodeShape(node)
 		lhsShape, err1 := backend.BufferShape(inputs[0])
 		rhsShape, err2 := backend.BufferShape(inputs[1])
-		if err1 != nil || err2 != nil || outShape.DType != dtypes.Float32 || lhsShape.DType != dtypes.Float32 || rhsShape.DType != dtypes.Float32 {
+		dt := outShape.DType
+		if err1 != nil || err2 != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || lhsShape.DType != dt || rhsShape.DType != dt {
 			return orig(backend, node, inputs, inputsOwned)
 		}
 		sa, ok1 := broadcastStrides(lhsShape, outShape)
@@ -250,7 +315,6 @@ func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
 		if err1 != nil || err2 != nil {
 			return orig(backend, node, inputs, inputsOwned)
 		}
-		lhs, rhs := lhsAny.([]float32), rhsAny.([]float32)
 		// Like simplego, write over an input this op is the last user of.
 		var output *simplego.Buffer
 		switch {
@@ -265,18 +329,104 @@ func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
 		if err != nil {
 			return nil, err
 		}
-		out := outAny.([]float32)
-		loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
-			binaryRow(op, out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
-		})
+		if dt == dtypes.Float64 {
+			binaryRows(&loop, op, outAny.([]float64), lhsAny.([]float64), rhsAny.([]float64), ra, rb)
+		} else {
+			binaryRows(&loop, op, outAny.([]float32), lhsAny.([]float32), rhsAny.([]float32), ra, rb)
+		}
 		return output, nil
 	}
 }
 
-// binaryRow computes out[i] = a[i·sa] op b[i·sb] with sa, sb ∈ {0, 1}, Go's float32 arithmetic and
-// max/min as simplego does.
-func binaryRow(op binOp, out, a, b []float32, sa, sb int) {
-	if done := binaryRowVec(op, out, a, b, sa, sb); done > 0 {
+// binaryRows runs binaryRow over the loop's rows, split over the cores.
+func binaryRows[T gemmFloat](loop *stridedLoop, op binOp, out, lhs, rhs []T, ra, rb int) {
+	if d := loop.dims; len(d) == 2 && d[1] < 64 && ra == 1 && rb == 1 {
+		// Short rows with one operand repeated on every row (a per-channel factor, as in the depthwise
+		// convolution's products): whole blocks of rows per call instead of one call per row.
+		n, so, sa, sb := d[1], loop.strides[0][0], loop.strides[1][0], loop.strides[2][0]
+		if so == n && ((sa == n && sb == 0) || (sa == 0 && sb == n)) {
+			loop.runChunks(0, func(lo, hi int) {
+				if sa == 0 {
+					binaryRowBlock(op, out[lo*n:hi*n], rhs[lo*n:hi*n], lhs[:n], n, true)
+				} else {
+					binaryRowBlock(op, out[lo*n:hi*n], lhs[lo*n:hi*n], rhs[:n], n, false)
+				}
+			})
+			return
+		}
+	}
+	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
+		binaryRow(op, out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
+	})
+}
+
+// binaryRowBlock computes the rows of out (n values each) as x's row op r (swapped: r op x's row),
+// with the same IEEE operations as binaryRow.
+func binaryRowBlock[T gemmFloat](op binOp, out, x, r []T, n int, swapped bool) {
+	r = r[:n]
+	for i := 0; i+n <= len(out); i += n {
+		o, v := out[i:i+n:i+n], x[i:i+n:i+n]
+		switch {
+		case op == binAdd && !swapped:
+			for j, c := range r {
+				o[j] = v[j] + c
+			}
+		case op == binAdd:
+			for j, c := range r {
+				o[j] = c + v[j]
+			}
+		case op == binSub && !swapped:
+			for j, c := range r {
+				o[j] = v[j] - c
+			}
+		case op == binSub:
+			for j, c := range r {
+				o[j] = c - v[j]
+			}
+		case op == binMul && !swapped:
+			for j, c := range r {
+				o[j] = v[j] * c
+			}
+		case op == binMul:
+			for j, c := range r {
+				o[j] = c * v[j]
+			}
+		case op == binDiv && !swapped:
+			for j, c := range r {
+				o[j] = v[j] / c
+			}
+		case op == binDiv:
+			for j, c := range r {
+				o[j] = c / v[j]
+			}
+		case op == binMax && !swapped:
+			for j, c := range r {
+				o[j] = max(v[j], c)
+			}
+		case op == binMax:
+			for j, c := range r {
+				o[j] = max(c, v[j])
+			}
+		case op == binMin && !swapped:
+			for j, c := range r {
+				o[j] = min(v[j], c)
+			}
+		default:
+			for j, c := range r {
+				o[j] = min(c, v[j])
+			}
+		}
+	}
+}
+
+// binaryRow computes out[i] = a[i·sa] op b[i·sb] with sa, sb ∈ {0, 1}, Go's float32 or float64
+// arithmetic and max/min as simplego does (the AVX2 kernels for float32).
+func binaryRow[T gemmFloat](op binOp, out, a, b []T, sa, sb int) {
+	done := 0
+	if !isFloat64[T]() {
+		done = binaryRowVec(op, asFloat32(out), asFloat32(a), asFloat32(b), sa, sb)
+	}
+	if done > 0 {
 		out = out[done:]
 		if sa == 1 {
 			a = a[done:]
@@ -638,8 +788,8 @@ func whereRows[T any](cond []bool, t, f, out []T) {
 	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
 }
 
-// execFastReduceSum sums float32 rows: each output's terms are added in simplego's order (row-major
-// over the reduced axes, starting from 0), and the work is split over kept axes only, so every
+// execFastReduceSum sums float32 or float64 rows: each output's terms are added in simplego's order
+// (row-major over the reduced axes, starting from 0), and the work is split over kept axes only, so every
 // output is summed by one goroutine and the result is bit-identical.
 func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
 	orig := sgExecutors[backends.OpTypeReduceSum]
@@ -649,7 +799,8 @@ func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []
 	outShape := nodeShape(node)
 	axes, ok := nodeDataOf(node).([]int)
 	inShape, err := backend.BufferShape(inputs[0])
-	if !ok || len(axes) == 0 || err != nil || inShape.DType != dtypes.Float32 || outShape.DType != dtypes.Float32 || inShape.Size() == 0 {
+	dt := inShape.DType
+	if !ok || len(axes) == 0 || err != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || outShape.DType != dt || inShape.Size() == 0 {
 		return orig(backend, node, inputs, inputsOwned)
 	}
 	reduced := make([]bool, inShape.Rank())
@@ -679,19 +830,28 @@ func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []
 	if err != nil {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	in := inAny.([]float32)
 	output := backend.NewBuffer(outShape)
 	outAny, err := backend.BufferData(output)
 	if err != nil {
 		return nil, err
 	}
-	out := outAny.([]float32)
+	if dt == dtypes.Float64 {
+		reduceSumRows(&loop, outAny.([]float64), inAny.([]float64))
+	} else {
+		reduceSumRows(&loop, outAny.([]float32), inAny.([]float32))
+	}
+	return output, nil
+}
+
+// reduceSumRows computes the ReduceSum laid out by loop (operand 0 the output, 1 the input).
+func reduceSumRows[T gemmFloat](loop *stridedLoop, out, in []T) {
+	so := loop.rowStride(0)
 	clear(out)
 	if last := len(loop.dims) - 1; last >= 1 && loop.strides[0][last] == 1 && loop.strides[0][last-1] == 0 && loop.strides[1][last-1] == loop.dims[last] {
 		// Rows of kept values summed over the axis before (per-channel sums of NHWC): whole blocks
 		// of rows per pass, the columns split over the cores.
-		sumRowBlocks(&loop, out, in)
-		return output, nil
+		sumRowBlocks(loop, out, in)
+		return
 	}
 	row := func(off []int, n int) {
 		x := in[off[1] : off[1]+n]
@@ -717,11 +877,10 @@ func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []
 	} else {
 		loop.runParallel(split, row)
 	}
-	return output, nil
 }
 
 // execFastGreaterThan compares float32 rows (ReLU's gradient mask) with the AVX2 kernels where the CPU
-// has them, broadcasting as the binary ops do; other dtypes go to simplego's.
+// has them (float64 rows in Go), broadcasting as the binary ops do; other dtypes go to simplego's.
 func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
 	orig := sgExecutors[backends.OpTypeGreaterThan]
 	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 2 {
@@ -730,7 +889,8 @@ func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs 
 	outShape := nodeShape(node)
 	lhsShape, err1 := backend.BufferShape(inputs[0])
 	rhsShape, err2 := backend.BufferShape(inputs[1])
-	if err1 != nil || err2 != nil || outShape.DType != dtypes.Bool || lhsShape.DType != dtypes.Float32 || rhsShape.DType != dtypes.Float32 {
+	dt := lhsShape.DType
+	if err1 != nil || err2 != nil || outShape.DType != dtypes.Bool || (dt != dtypes.Float32 && dt != dtypes.Float64) || rhsShape.DType != dt {
 		return orig(backend, node, inputs, inputsOwned)
 	}
 	sa, ok1 := broadcastStrides(lhsShape, outShape)
@@ -745,23 +905,30 @@ func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs 
 	if err1 != nil || err2 != nil || ra > 1 || rb > 1 {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	lhs, rhs := lhsAny.([]float32), rhsAny.([]float32)
 	output := backend.NewBuffer(outShape)
 	outAny, err := backend.BufferData(output)
 	if err != nil {
 		return nil, err
 	}
-	out := outAny.([]bool)
+	if dt == dtypes.Float64 {
+		greaterRows(&loop, outAny.([]bool), lhsAny.([]float64), rhsAny.([]float64), ra, rb)
+	} else {
+		greaterRows(&loop, outAny.([]bool), lhsAny.([]float32), rhsAny.([]float32), ra, rb)
+	}
+	return output, nil
+}
+
+// greaterRows runs greaterRow over the loop's rows, split over the cores.
+func greaterRows[T gemmFloat](loop *stridedLoop, out []bool, lhs, rhs []T, ra, rb int) {
 	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
 		greaterRow(out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
 	})
-	return output, nil
 }
 
 // sumRowBlocks reduces a loop whose last two axes are (reduced, kept) with contiguous rows: for each
 // index of the outer axes, the R rows of n values are summed into n outputs with sumRows (in row
 // order, as simplego), the columns split over the cores in groups of 64 or more.
-func sumRowBlocks(loop *stridedLoop, out, in []float32) {
+func sumRowBlocks[T gemmFloat](loop *stridedLoop, out, in []T) {
 	last := len(loop.dims) - 1
 	R, n := loop.dims[last-1], loop.dims[last]
 	outer := stridedLoop{dims: append([]int{1}, loop.dims[:last-1]...), strides: [][]int{

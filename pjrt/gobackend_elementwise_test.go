@@ -64,7 +64,7 @@ func randBroadcastDims(rng *rand.Rand, dims []int) []int {
 // the loops to be split over the cores.
 func randOutDims(rng *rand.Rand, trial int) []int {
 	if trial%4 == 0 {
-		return [][]int{{3, 70, 90}, {2, 16, 16, 64}, {20000}, {130, 1, 131}, {4, 4, 2, 1100}}[trial/4%5]
+		return [][]int{{3, 70, 90}, {2, 16, 16, 64}, {20000}, {130, 1, 131}, {4, 4, 2, 1100}, {2, 20, 20, 40}}[trial/4%6]
 	}
 	dims := make([]int, rng.Intn(5))
 	for a := range dims {
@@ -73,7 +73,7 @@ func randOutDims(rng *rand.Rand, trial int) []int {
 	return dims
 }
 
-// The float32 binary ops (and GreaterThan) give exactly simplego's results for equal shapes, per-axis
+// The float32 and float64 binary ops (and GreaterThan) give exactly simplego's results for equal shapes, per-axis
 // broadcasts and scalars on either side, special values included, whether or not they write over an
 // input.
 func TestFastBinaryMatchesSimplego(t *testing.T) {
@@ -91,7 +91,8 @@ func TestFastBinaryMatchesSimplego(t *testing.T) {
 		{"Min", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Min }},
 		{"GreaterThan", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.GreaterThan }},
 	}
-	for trial := range 112 {
+	for trial := range 224 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial/112]
 		op := ops[trial%len(ops)]
 		dims := randOutDims(rng, trial/len(ops))
 		lDims, rDims := dims, dims
@@ -105,11 +106,11 @@ func TestFastBinaryMatchesSimplego(t *testing.T) {
 		}
 		keepInput := trial/len(ops)%2 == 1 // The converted lhs is also an output: the op may not write over it.
 		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
-			x, err := b.ConvertDType(in[0], dtypes.Float32)
+			x, err := b.ConvertDType(in[0], dtype)
 			if err != nil {
 				return nil, err
 			}
-			y, err := b.ConvertDType(in[1], dtypes.Float32)
+			y, err := b.ConvertDType(in[1], dtype)
 			if err != nil {
 				return nil, err
 			}
@@ -130,9 +131,53 @@ func TestFastBinaryMatchesSimplego(t *testing.T) {
 		}
 		x, y := specialTT(rng, lDims...), specialTT(rng, rDims...)
 		got, want := runOps(t, fast, build, x, y), runOps(t, slow, build, x, y)
-		name := fmt.Sprintf("%d/%s/%v/%v", trial, op.name, lDims, rDims)
+		name := fmt.Sprintf("%d/%s/%s/%v/%v", trial, dtype, op.name, lDims, rDims)
 		for i := range want {
 			assertSameBits(t, fmt.Sprintf("%s/out%d", name, i), got[i], want[i])
+		}
+	}
+}
+
+// Short rows times a per-channel row (the depthwise convolution's products), large enough to be split
+// over the cores, on either side: exactly simplego's values in float32 and float64.
+func TestFastBinaryShortRowsMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(42))
+	ops := map[string]func(b backends.Builder) func(x, y backends.Op) (backends.Op, error){
+		"Add": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Add },
+		"Sub": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Sub },
+		"Mul": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Mul },
+		"Div": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Div },
+		"Max": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Max },
+		"Min": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Min },
+	}
+	full, row := []int{2, 20, 20, 40}, []int{1, 1, 1, 40}
+	for name, fn := range ops {
+		for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
+			for _, swapped := range []bool{false, true} {
+				lDims, rDims := full, row
+				if swapped {
+					lDims, rDims = row, full
+				}
+				build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+					x, err := b.ConvertDType(in[0], dtype)
+					if err != nil {
+						return nil, err
+					}
+					y, err := b.ConvertDType(in[1], dtype)
+					if err != nil {
+						return nil, err
+					}
+					z, err := fn(b)(x, y)
+					if err != nil {
+						return nil, err
+					}
+					z, err = b.ConvertDType(z, dtypes.Float64)
+					return []backends.Op{z}, err
+				}
+				x, y := specialTT(rng, lDims...), specialTT(rng, rDims...)
+				assertSameBits(t, fmt.Sprintf("%s/%s/%v/%v", name, dtype, lDims, rDims), runOps(t, fast, build, x, y)[0], runOps(t, slow, build, x, y)[0])
+			}
 		}
 	}
 }
@@ -209,13 +254,14 @@ func TestFastWhereMatchesSimplego(t *testing.T) {
 	}
 }
 
-// ReduceSum over random axis subsets gives exactly simplego's float32 sums (same order of additions),
+// ReduceSum over random axis subsets gives exactly simplego's float32 and float64 sums (same order of additions),
 // including the per-channel sums of an NHWC tensor split over the cores.
 func TestFastReduceSumMatchesSimplego(t *testing.T) {
 	fast, slow := testBackend(t), simplegoOps(t)
 	rng := rand.New(rand.NewSource(53))
-	for trial := range 40 {
-		dims := randOutDims(rng, trial)
+	for trial := range 80 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial/40]
+		dims := randOutDims(rng, trial%40)
 		var axes []int
 		for a := range dims {
 			if rng.Intn(2) == 0 {
@@ -225,12 +271,52 @@ func TestFastReduceSumMatchesSimplego(t *testing.T) {
 		if trial%8 == 0 && len(dims) == 4 {
 			axes = []int{0, 1, 2} // BatchNorm's statistics.
 		}
-		build := inDType(dtypes.Float32, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+		build := inDType(dtype, func(b backends.Builder, x backends.Op) (backends.Op, error) {
 			return b.ReduceSum(x, axes...)
 		})
 		x := randTT(rng, dims...)
-		name := fmt.Sprintf("%d/%v/axes%v", trial, dims, axes)
+		name := fmt.Sprintf("%d/%s/%v/axes%v", trial, dtype, dims, axes)
 		assertSameBits(t, name, runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0])
+	}
+}
+
+// Logistic in float32 and float64 gives exactly simplego's values (large tensors split over the
+// cores, special values included), whether or not it writes over its input.
+func TestFastLogisticMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(54))
+	for trial := range 40 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial%2]
+		dims := randOutDims(rng, trial/2)
+		keepInput := trial/2%2 == 1
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			x, err := b.ConvertDType(in[0], dtype)
+			if err != nil {
+				return nil, err
+			}
+			y, err := b.Logistic(x)
+			if err != nil {
+				return nil, err
+			}
+			outs := []backends.Op{y}
+			if keepInput {
+				outs = append(outs, x)
+			}
+			for i, o := range outs {
+				if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
+					return nil, err
+				}
+			}
+			return outs, nil
+		}
+		x := specialTT(rng, dims...)
+		for i := range x.data {
+			x.data[i] *= 20 // Both branches, and the saturated ends.
+		}
+		got, want := runOps(t, fast, build, x), runOps(t, slow, build, x)
+		for i := range want {
+			assertSameBits(t, fmt.Sprintf("%d/%s/%v/out%d", trial, dtype, dims, i), got[i], want[i])
+		}
 	}
 }
 

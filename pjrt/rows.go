@@ -55,9 +55,10 @@ func whereRowVec(dst []float32, cond []bool, t, f []float32, st, sf int) int {
 }
 
 // greaterRow: dst[i] = a[i·sa] > b[i·sb] (false when either is NaN, as Go's >).
-func greaterRow(dst []bool, a, b []float32, sa, sb int) {
+func greaterRow[T gemmFloat](dst []bool, aT, bT []T, sa, sb int) {
 	done := 0
-	if n8 := len(dst) &^ 7; hasGreaterAVX2 && n8 > 0 && (sa == 1 || sb == 1) {
+	if n8 := len(dst) &^ 7; hasGreaterAVX2 && !isFloat64[T]() && n8 > 0 && (sa == 1 || sb == 1) {
+		a, b := asFloat32(aT), asFloat32(bT)
 		checkRowArgs(n8, a, sa, b, sb)
 		switch {
 		case sa == 1 && sb == 1:
@@ -70,7 +71,7 @@ func greaterRow(dst []bool, a, b []float32, sa, sb int) {
 		done = n8
 	}
 	for j := done; j < len(dst); j++ {
-		dst[j] = a[j*sa] > b[j*sb]
+		dst[j] = aT[j*sa] > bT[j*sb]
 	}
 }
 
@@ -90,11 +91,12 @@ func whereRow(dst []float32, cond []bool, t, f []float32, sc, st, sf int) {
 }
 
 // accumulateRow: o[i] += x[i].
-func accumulateRow(o, x []float32) {
+func accumulateRow[T gemmFloat](o, x []T) {
 	done := 0
-	if n8 := len(o) &^ 7; hasRowsAVX2 && n8 > 0 {
-		checkRowArgs(n8, x, 1, x, 1)
-		rowAddVV(n8, &o[0], &o[0], &x[0])
+	if n8 := len(o) &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
+		o32, x32 := asFloat32(o), asFloat32(x)
+		checkRowArgs(n8, x32, 1, x32, 1)
+		rowAddVV(n8, &o32[0], &o32[0], &x32[0])
 		done = n8
 	}
 	x = x[:len(o)]
@@ -111,15 +113,15 @@ func checkRowArgs(n int, a []float32, sa int, b []float32, sb int) {
 
 // packColumns8 writes, for rows r < 8 starting at src offsets offs[r] and k < n, panel[k·w + r] =
 // src[offs[r]+k]: eight rows of an operand into eight columns of a packed panel (whose column 0 is
-// panel[0]), with the AVX2 8×8 transpose for whole groups of 8 k and Go for the rest.
-func packColumns8(panel, src []float32, offs *[8]int, n, w int) {
+// panel[0]), with the AVX2 8×8 transpose for whole groups of 8 k and Go for the rest (float64: Go).
+func packColumns8[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
 	done := 0
-	if n8 := n &^ 7; hasRowsAVX2 && n8 > 0 {
+	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
 		for _, o := range offs {
 			_ = src[o : o+n8] // The kernel's reads.
 		}
 		_ = panel[(n8-1)*w+7]
-		transpose8(&src[0], &offs[0], n8, &panel[0], w)
+		transpose8(&asFloat32(src)[0], &offs[0], n8, &asFloat32(panel)[0], w)
 		done = n8
 	}
 	for k := done; k < n; k++ {
@@ -132,15 +134,15 @@ func packColumns8(panel, src []float32, offs *[8]int, n, w int) {
 
 // sumRows adds rows of x (rows·stride apart, len(o) values each) into o: o[j] += x[j], then
 // x[stride+j], ... in row order, so each sum is the sequential one (the AVX2 kernel runs across j).
-func sumRows(o, x []float32, rows, stride int) {
+func sumRows[T gemmFloat](o, x []T, rows, stride int) {
 	n := len(o)
 	if rows == 0 || n == 0 {
 		return
 	}
 	_ = x[(rows-1)*stride+n-1]
 	done := 0
-	if n8 := n &^ 7; hasRowsAVX2 && n8 > 0 {
-		rowSumRows(n8, rows, &o[0], &x[0], stride)
+	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
+		rowSumRows(n8, rows, &asFloat32(o)[0], &asFloat32(x)[0], stride)
 		done = n8
 	}
 	for j := done; j < n; j++ {
