@@ -153,10 +153,7 @@ func TestAutoAugmentOpsGolden(t *testing.T) {
 // BenchmarkAutoAugment224 is the average per-image cost at 224 (nearest).
 func BenchmarkAutoAugment224(b *testing.B) {
 	a := AutoAugment{Policy: "imagenet"}
-	p := pixels{w: 224, h: 224, c: 3, pix: make([]uint8, 224*224*3)}
-	for i := range p.pix {
-		p.pix[i] = uint8(i * 37 % 251)
-	}
+	p := benchImage224()
 	var sc raScratch
 	var rng rand.PCG
 	rng.Seed(1, 2)

@@ -323,10 +323,7 @@ func TestTransformRandAugmentSeeded(t *testing.T) {
 // BenchmarkRandAugment224 is the average per-image cost at 224 (rand-m9-mstd0.5-inc1: one op on average).
 func BenchmarkRandAugment224(b *testing.B) {
 	ra := RandAugment{Magnitude: 9, NumOps: 2, MagnitudeStd: 0.5, Increasing: true}
-	p := pixels{w: 224, h: 224, c: 3, pix: make([]uint8, 224*224*3)}
-	for i := range p.pix {
-		p.pix[i] = uint8(i * 37 % 251)
-	}
+	p := benchImage224()
 	var sc raScratch
 	var rng rand.PCG
 	rng.Seed(1, 2)
@@ -334,4 +331,13 @@ func BenchmarkRandAugment224(b *testing.B) {
 	for range b.N {
 		ra.apply(p, &rng, &sc)
 	}
+}
+
+// benchImage224 is a 224×224 RGB image of varied bytes for the augmentation benchmarks.
+func benchImage224() pixels {
+	p := pixels{w: 224, h: 224, c: 3, pix: make([]uint8, 224*224*3)}
+	for i := range p.pix {
+		p.pix[i] = uint8(i * 37 % 251)
+	}
+	return p
 }

@@ -21,14 +21,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			opt, err := NewOptimizer(cfg.Optimizer)
-			if err != nil {
-				b.Fatal(err)
-			}
-			step, err := s.newTrainStep(opt)
-			if err != nil {
-				b.Fatal(err)
-			}
+			_, step := testStepOn(b, s)
 			const batch = 128
 			rng := rand.New(rand.NewPCG(1, 2))
 			images := make([]float32, batch*28*28)

@@ -81,15 +81,7 @@ func BenchmarkTrainStepInput(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			opt, err := NewOptimizer(cfg.Optimizer)
-			if err != nil {
-				b.Fatal(err)
-			}
-			step, err := s.newTrainStep(opt)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer step.Finalize()
+			opt, step := testStepOn(b, s)
 			mean, std := cfg.Data.normalisation()
 			table, err := data.NormalizeTable(mean, std, 3)
 			if err != nil {

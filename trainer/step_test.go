@@ -72,7 +72,7 @@ func testSession(t *testing.T, cfg Config) (*session, *trainStep, Optimizer) {
 }
 
 // testStepOn builds the optimizer and the train step of session s.
-func testStepOn(t *testing.T, s *session) (Optimizer, *trainStep) {
+func testStepOn(t testing.TB, s *session) (Optimizer, *trainStep) {
 	t.Helper()
 	opt, err := NewOptimizer(s.cfg.Optimizer)
 	if err != nil {
