@@ -116,8 +116,8 @@ func (ts *trainStep) replicaArgs(images, labels []*tensors.Tensor, sc stepScalar
 			return nil, fmt.Errorf("train step: image shard %d is %s, shard 0 %s", r, im.DType(), images[0].DType())
 		}
 	}
-	if len(sc.Host) != ts.hostCount {
-		return nil, fmt.Errorf("train step: %d optimizer scalars, the step was built for %d", len(sc.Host), ts.hostCount)
+	if err := ts.checkScalars(sc); err != nil {
+		return nil, err
 	}
 	scalars := ts.scalarArgs(sc)
 	var args []any
@@ -129,24 +129,13 @@ func (ts *trainStep) replicaArgs(images, labels []*tensors.Tensor, sc stepScalar
 }
 
 // runReplicas executes one data-parallel (micro-)step, shard r of the global batch going to device r,
-// and returns the global batch's mean loss and correct count (replicated outputs: device 0's copies
-// come first).
+// and returns the global batch's mean loss and correct count.
 func (ts *trainStep) runReplicas(images, labels []*tensors.Tensor, sc stepScalars) (loss, correct float64, err error) {
 	args, err := ts.replicaArgs(images, labels, sc)
 	if err != nil {
 		return 0, 0, err
 	}
-	outs, err := ts.exec.Exec(args...)
-	if err != nil {
-		return 0, 0, err
-	}
-	loss = float64(tensors.ToScalar[float32](outs[0]))
-	correct = float64(tensors.ToScalar[float32](outs[1]))
-	ts.guard.read(outs[2]) // as trainStep.run
-	for _, o := range outs {
-		o.FinalizeAll()
-	}
-	return loss, correct, nil
+	return ts.execute(args)
 }
 
 // EmitTrainStep returns the StableHLO text of cfg's whole train step (forward, loss, backward,

@@ -50,19 +50,24 @@ func (ts *trainStep) Finalize() { ts.exec.Finalize() }
 
 // run executes one (micro-)step and returns the batch's mean loss and number of correct top-1 predictions.
 func (ts *trainStep) run(images, labels *tensors.Tensor, sc stepScalars) (loss, correct float64, err error) {
+	if err := ts.checkScalars(sc); err != nil {
+		return 0, 0, err
+	}
+	return ts.execute(append([]any{images, labels}, ts.scalarArgs(sc)...))
+}
+
+// checkScalars checks that sc carries the optimizer scalars the step was built for.
+func (ts *trainStep) checkScalars(sc stepScalars) error {
 	if len(sc.Host) != ts.hostCount {
-		return 0, 0, fmt.Errorf("train step: %d optimizer scalars, the step was built for %d", len(sc.Host), ts.hostCount)
+		return fmt.Errorf("train step: %d optimizer scalars, the step was built for %d", len(sc.Host), ts.hostCount)
 	}
-	args := []any{images, labels, float32(sc.LR)}
-	for _, h := range sc.Host {
-		args = append(args, float32(h))
-	}
-	if ts.ema {
-		args = append(args, float32(sc.EMADecay), flag(sc.EMAFresh))
-	}
-	if ts.accumulate > 1 {
-		args = append(args, float32(sc.Keep), flag(sc.Apply))
-	}
+	return nil
+}
+
+// execute runs the compiled step on args and reads the outputs the host logs: the mean loss, the
+// correct count and the guard's finiteness flags (with several devices, device 0's replicated copies
+// come first).
+func (ts *trainStep) execute(args []any) (loss, correct float64, err error) {
 	outs, err := ts.exec.Exec(args...)
 	if err != nil {
 		return 0, 0, err
