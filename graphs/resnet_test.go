@@ -361,18 +361,9 @@ func checkBatchNormModes(t *testing.T, name string, opts Options, batch, size in
 	images, _ := tinyDataset(batch, size, spec.InputShape[2], 10)
 	ctx := context.New()
 	forward := func(train bool) []float64 {
-		e, err := context.NewExec(testBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) *Node {
-			return ConvertDType(spec.Build(ctx.In(ModelScope), x, train, opts), dtypes.Float64)
+		return forward64(t, ctx.Checked(false), images, func(ctx *context.Context, x *Node) *Node {
+			return spec.Build(ctx.In(ModelScope), x, train, opts)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Finalize()
-		outs, err := e.Exec(images)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tensors.MustCopyFlatData[float64](outs[0])
 	}
 	statsOf := func() map[string][]float64 {
 		m := map[string][]float64{}
@@ -386,18 +377,9 @@ func checkBatchNormModes(t *testing.T, name string, opts Options, batch, size in
 
 	// Pre-BN activations at the initial weights (training does not change weights here).
 	pre := func() []float64 {
-		e, err := context.NewExec(testBackend(), ctx.Reuse(), func(ctx *context.Context, x *Node) *Node {
-			return ConvertDType(preBN(ctx.In(ModelScope), x), dtypes.Float64)
+		return forward64(t, ctx.Reuse(), images, func(ctx *context.Context, x *Node) *Node {
+			return preBN(ctx.In(ModelScope), x)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Finalize()
-		outs, err := e.Exec(images)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tensors.MustCopyFlatData[float64](outs[0])
 	}
 
 	trainOut := forward(true)
@@ -500,12 +482,20 @@ func TestResNetBatchNormModes(t *testing.T) {
 // evalLogits runs one eval forward pass of a fresh net and returns its logits as float64.
 func evalLogits(t *testing.T, spec Spec, opts Options, images *tensors.Tensor) []float64 {
 	t.Helper()
-	e, err := context.NewExec(testBackend(), context.New(), func(ctx *context.Context, x *Node) *Node {
+	return forward64(t, context.New(), images, func(ctx *context.Context, x *Node) *Node {
 		out := spec.Build(ctx.In(ModelScope), x, false, opts)
 		if out.DType() != opts.ParamDType() {
 			panic(fmt.Sprintf("logits are %s, want %s", out.DType(), opts.ParamDType()))
 		}
-		return ConvertDType(out, dtypes.Float64)
+		return out
+	})
+}
+
+// forward64 runs fn on images once (a fresh exec over ctx) and returns its output as float64.
+func forward64(t *testing.T, ctx *context.Context, images *tensors.Tensor, fn func(ctx *context.Context, x *Node) *Node) []float64 {
+	t.Helper()
+	e, err := context.NewExec(testBackend(), ctx, func(ctx *context.Context, x *Node) *Node {
+		return ConvertDType(fn(ctx, x), dtypes.Float64)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -651,18 +641,9 @@ func checkAgainstTorch(t *testing.T, name string, opts Options, batch, size int)
 
 	ctx := context.New()
 	forward := func(train bool) []float64 {
-		e, err := context.NewExec(testBackend(), ctx.Checked(false), func(ctx *context.Context, x *Node) *Node {
+		return forward64(t, ctx.Checked(false), images, func(ctx *context.Context, x *Node) *Node {
 			return spec.Build(ctx.In(ModelScope), x, train, opts)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Finalize()
-		outs, err := e.Exec(images)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tensors.MustCopyFlatData[float64](outs[0])
 	}
 	// trainPass runs the training forward pass and returns the logits and, per trainable variable (by
 	// state_dict key), the norm and the sum of the cross-entropy gradient.
