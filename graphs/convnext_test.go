@@ -3,6 +3,7 @@ package graphs
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -454,7 +455,7 @@ func TestConvNeXtNamesAndDecayGroup(t *testing.T) {
 		"features.7.2.layer_scale":    {64},
 	}
 	for key, dims := range want {
-		if d, ok := got[key]; !ok || !equalInts(d, dims) {
+		if d, ok := got[key]; !ok || !slices.Equal(d, dims) {
 			t.Errorf("%s: shape %v (present %v), want %v", key, d, ok, dims)
 		}
 	}
@@ -462,18 +463,6 @@ func TestConvNeXtNamesAndDecayGroup(t *testing.T) {
 	if len(got) != 4+18*9+3*4+4 {
 		t.Errorf("%d variables, want %d", len(got), 4+18*9+3*4+4)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestConvNeXtInitialisation(t *testing.T) {
@@ -507,12 +496,12 @@ func netCheckPrecisions(t *testing.T, name string, opts Options) {
 	images, _ := netCheckData(2, 2, 32, 10, dtypes.Float32)
 	spec, _ := Get(name)
 	f32, dims := netCheckLogits(t, spec.Build, opts, false, images)
-	if !equalInts(dims, []int{2, 10}) {
+	if !slices.Equal(dims, []int{2, 10}) {
 		t.Fatalf("logits shape %v, want [2 10]", dims)
 	}
 	opts.Precision = "bfloat16"
 	bf16, dims := netCheckLogits(t, spec.Build, opts, false, images)
-	if !equalInts(dims, []int{2, 10}) {
+	if !slices.Equal(dims, []int{2, 10}) {
 		t.Fatalf("bfloat16 logits shape %v, want [2 10]", dims)
 	}
 	scale := netCheckMaxDiff(f32, make([]float64, len(f32)))

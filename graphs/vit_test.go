@@ -3,6 +3,7 @@ package graphs
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,7 +110,7 @@ func TestViTNamesAndDecayGroup(t *testing.T) {
 		"head.bias":                 {10},
 	}
 	for key, dims := range want {
-		if d, ok := got[key]; !ok || !equalInts(d, dims) {
+		if d, ok := got[key]; !ok || !slices.Equal(d, dims) {
 			t.Errorf("%s: shape %v (present %v), want %v", key, d, ok, dims)
 		}
 	}

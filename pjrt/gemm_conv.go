@@ -1,6 +1,8 @@
 package pjrt
 
 import (
+	"slices"
+
 	"github.com/gomlx/gomlx/backends"
 )
 
@@ -262,14 +264,14 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 	op.rowRun[M-1] = 1
 	for i := M - 2; i >= 0; i-- {
 		op.rowRun[i] = 1
-		if op.rowBase[i+1] == op.rowBase[i]+1 && equalInts(op.rowCoord[i*S:(i+1)*S], op.rowCoord[(i+1)*S:(i+2)*S]) {
+		if op.rowBase[i+1] == op.rowBase[i]+1 && slices.Equal(op.rowCoord[i*S:(i+1)*S], op.rowCoord[(i+1)*S:(i+2)*S]) {
 			op.rowRun[i] = op.rowRun[i+1] + 1
 		}
 	}
 	op.kRunEnd[K-1], op.kGroupEnd[K-1] = K, K
 	for k := K - 2; k >= 0; k-- {
 		op.kRunEnd[k], op.kGroupEnd[k] = k+1, k+1
-		if equalInts(op.kCoord[k*S:(k+1)*S], op.kCoord[(k+1)*S:(k+2)*S]) {
+		if slices.Equal(op.kCoord[k*S:(k+1)*S], op.kCoord[(k+1)*S:(k+2)*S]) {
 			op.kGroupEnd[k] = op.kGroupEnd[k+1]
 			if op.kOff[k+1] == op.kOff[k]+1 {
 				op.kRunEnd[k] = op.kRunEnd[k+1]
@@ -283,15 +285,6 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 func allInterior(rows []bool) bool {
 	for _, in := range rows {
 		if !in {
-			return false
-		}
-	}
-	return true
-}
-
-func equalInts(a, b []int) bool {
-	for i := range a {
-		if a[i] != b[i] {
 			return false
 		}
 	}

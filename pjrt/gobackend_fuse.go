@@ -2,6 +2,7 @@ package pjrt
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -211,7 +212,7 @@ type fuser struct {
 // absorbable: x's value is used only by the chain being built, has the chain's dims, and is fusible.
 func (f *fuser) absorbable(x *simplego.Node, dims []int) bool {
 	i := f.index[x]
-	if f.uses[i] != 1 || f.isOut[i] || f.absorbed[i] || !equalInts(nodeShape(x).Dimensions, dims) || len(nodeShape(x).Dimensions) != len(dims) {
+	if f.uses[i] != 1 || f.isOut[i] || f.absorbed[i] || !slices.Equal(nodeShape(x).Dimensions, dims) || len(nodeShape(x).Dimensions) != len(dims) {
 		return false
 	}
 	_, ok := fusibleKind(x)
@@ -275,7 +276,7 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 			inputs = append(inputs, src)
 		}
 		for i, l := range prog.leaves {
-			if l.input == in && equalInts(l.strides, strides) {
+			if l.input == in && slices.Equal(l.strides, strides) {
 				return fusedArg{leaf: true, idx: i}
 			}
 		}
@@ -347,7 +348,7 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 // recomputable: x is a comparison of the chain's dims with other users.
 func (f *fuser) recomputable(x *simplego.Node, dims []int) bool {
 	i := f.index[x]
-	if f.uses[i] < 2 || f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !equalInts(nodeShape(x).Dimensions, dims) {
+	if f.uses[i] < 2 || f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
 		return false
 	}
 	k, ok := fusibleKind(x)
@@ -440,7 +441,7 @@ func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simpleg
 			}
 			sameLayout := true
 			for _, l := range prog.leaves {
-				if l.input == i && !equalInts(l.strides, rowMajor) {
+				if l.input == i && !slices.Equal(l.strides, rowMajor) {
 					sameLayout = false
 				}
 			}

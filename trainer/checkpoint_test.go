@@ -3,6 +3,7 @@ package trainer
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,11 +38,11 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Fatalf("%d tensors, want 3", len(ckpt.Tensors))
 	}
 	w := tensors.MustCopyFlatData[float32](ckpt.Tensors["/model/dense/weights"])
-	if want := []float32{1, 2, 3, 4, 5, 6}; !equalSlices(w, want) {
+	if want := []float32{1, 2, 3, 4, 5, 6}; !slices.Equal(w, want) {
 		t.Errorf("weights = %v, want %v", w, want)
 	}
 	v := tensors.MustCopyFlatData[float64](ckpt.Tensors["/optimizer/model/dense/weights/velocity"])
-	if want := []float64{0.25, 0, 0, 1}; !equalSlices(v, want) {
+	if want := []float64{0.25, 0, 0, 1}; !slices.Equal(v, want) {
 		t.Errorf("velocity = %v, want %v", v, want)
 	}
 	// Loading into a fresh context goes through the context.Loader interface.
@@ -51,7 +52,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if got == nil {
 		t.Fatal("variable not loaded through the Loader")
 	}
-	if b := tensors.MustCopyFlatData[float32](got.MustValue()); !equalSlices(b, []float32{-1, 0.5}) {
+	if b := tensors.MustCopyFlatData[float32](got.MustValue()); !slices.Equal(b, []float32{-1, 0.5}) {
 		t.Errorf("biases = %v", b)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -111,16 +112,4 @@ func TestCheckpointKeepsNewestN(t *testing.T) {
 	if err != nil || !ok || ckpt.Header.Step != 500 {
 		t.Fatalf("latest = %v, %v, %v", ckpt, ok, err)
 	}
-}
-
-func equalSlices[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

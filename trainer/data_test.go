@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,7 +111,7 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		if ta.DType().String() != "Float32" {
 			continue
 		}
-		if !equalSlices(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
+		if !slices.Equal(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
 			t.Errorf("%s differs between the uninterrupted and the resumed run", name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,7 +88,7 @@ func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
 	}
 	on, off := results["true"], results["false"]
 	lossOn, lossOff := trainLosses(t, on.Dir), trainLosses(t, off.Dir)
-	if len(lossOn) != 4 || !equalSlices(lossOn, lossOff) {
+	if len(lossOn) != 4 || !slices.Equal(lossOn, lossOff) {
 		t.Errorf("train losses %v with device_normalize, %v without", lossOn, lossOff)
 	}
 	if on.Eval != off.Eval || on.EMAEval != off.EMAEval {

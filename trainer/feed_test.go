@@ -63,7 +63,7 @@ func sameCheckpoints(t *testing.T, a, b string) {
 		if !ok {
 			t.Fatalf("%s lacks %s", b, name)
 		}
-		if ta.DType().String() == "Float32" && !equalSlices(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
+		if ta.DType().String() == "Float32" && !slices.Equal(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
 			t.Errorf("%s differs", name)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestRunLearnsAndResumesExactly(t *testing.T) {
 			t.Fatalf("resumed checkpoint lacks %s", name)
 		}
 		va, vb := tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)
-		if !equalSlices(va, vb) {
+		if !slices.Equal(va, vb) {
 			t.Errorf("%s differs between the uninterrupted and the resumed run", name)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,7 +231,7 @@ func sameValues(a, b map[string][]float32) bool {
 		return false
 	}
 	for name, va := range a {
-		if !equalSlices(va, b[name]) {
+		if !slices.Equal(va, b[name]) {
 			return false
 		}
 	}
@@ -320,7 +321,7 @@ func TestEMAShadowsWeightsAndStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, want := values(ectx, "/model")["/model/bn/running_var"], values(s.ctx, emaScope)[emaScope+"/model/bn/running_var"]
-	if len(want) == 0 || !equalSlices(got, want) {
+	if len(want) == 0 || !slices.Equal(got, want) {
 		t.Errorf("EMA eval context running_var %v, shadow %v", got, want)
 	}
 }

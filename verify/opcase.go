@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
@@ -160,7 +161,7 @@ func (c *opCase) run(backend backends.Backend) []Result {
 	var results []Result
 	want := c.ref(inVals, paramVals)
 	fwd := within(c.name+"/forward", shapes, inf, inf, forwardTol)
-	if !equalDims(want.Dims, f64.y.Dims) {
+	if !slices.Equal(want.Dims, f64.y.Dims) {
 		fwd.Note = fmt.Sprintf("output dims %v, reference %v", f64.y.Dims, want.Dims)
 	} else {
 		abs, rel := reference.Errors(f64.y.Data, want.Data)
@@ -344,18 +345,6 @@ func hostTensor(t reference.Tensor, dtype dtypes.DType, integer bool) *tensors.T
 func fromHost(t *tensors.Tensor) reference.Tensor {
 	dims := t.Shape().Dimensions
 	return reference.FromData(tensors.MustCopyFlatData[float64](t), dims...)
-}
-
-func equalDims(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Value generators. Inputs of piecewise-linear ops stay further than the FD step from their kinks.
