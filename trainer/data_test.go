@@ -9,11 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/data"
 )
@@ -99,22 +96,7 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 	}
 	b := cfg("b")
 	resB := rerunFrom(t, b, 6)
-	ckA, ckB := loadBoth(t, resA.Checkpoint, resB.Checkpoint)
-	if len(ckA.Tensors) < 100 || len(ckA.Tensors) != len(ckB.Tensors) {
-		t.Fatalf("checkpoints hold %d and %d tensors", len(ckA.Tensors), len(ckB.Tensors))
-	}
-	for name, ta := range ckA.Tensors {
-		tb, ok := ckB.Tensors[name]
-		if !ok {
-			t.Fatalf("resumed checkpoint lacks %s", name)
-		}
-		if ta.DType().String() != "Float32" {
-			continue
-		}
-		if !slices.Equal(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
-			t.Errorf("%s differs between the uninterrupted and the resumed run", name)
-		}
-	}
+	sameCheckpoints(t, resA.Checkpoint, resB.Checkpoint, 100)
 	if resA.Eval != resB.Eval {
 		t.Errorf("eval %+v after the uninterrupted run, %+v after the resumed one", resA.Eval, resB.Eval)
 	}

@@ -4,8 +4,6 @@ import (
 	"io"
 	"slices"
 	"testing"
-
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 // With replicas R the loop feeds R loaders in lockstep, each a share of the global batch. Joined in
@@ -43,28 +41,10 @@ func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
 		if got.Eval != one.Eval || got.EMAEval != one.EMAEval {
 			t.Errorf("%d replicas: eval %+v / EMA %+v, one loader %+v / %+v", r, got.Eval, got.EMAEval, one.Eval, one.EMAEval)
 		}
-		sameCheckpoints(t, one.Checkpoint, got.Checkpoint)
+		sameCheckpoints(t, one.Checkpoint, got.Checkpoint, 20)
 		if r == 2 {
 			resumed := rerunFrom(t, config("resumed", r), 5)
-			sameCheckpoints(t, one.Checkpoint, resumed.Checkpoint)
-		}
-	}
-}
-
-// sameCheckpoints fails unless the two checkpoints hold the same float32 tensors bit for bit.
-func sameCheckpoints(t *testing.T, a, b string) {
-	t.Helper()
-	ckA, ckB := loadBoth(t, a, b)
-	if len(ckA.Tensors) < 20 || len(ckA.Tensors) != len(ckB.Tensors) {
-		t.Fatalf("checkpoints hold %d and %d tensors", len(ckA.Tensors), len(ckB.Tensors))
-	}
-	for name, ta := range ckA.Tensors {
-		tb, ok := ckB.Tensors[name]
-		if !ok {
-			t.Fatalf("%s lacks %s", b, name)
-		}
-		if ta.DType().String() == "Float32" && !slices.Equal(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
-			t.Errorf("%s differs", name)
+			sameCheckpoints(t, one.Checkpoint, resumed.Checkpoint, 20)
 		}
 	}
 }

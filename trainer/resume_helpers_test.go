@@ -4,7 +4,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 // rerunFrom runs cfg to the end, deletes its checkpoint of step last (so the newest left is an
@@ -36,4 +39,23 @@ func loadBoth(t *testing.T, a, b string) (*Checkpoint, *Checkpoint) {
 		t.Fatal(err)
 	}
 	return ckA, ckB
+}
+
+// sameCheckpoints fails unless the two checkpoints hold the same tensors, at least minTensors of
+// them, with the same float32 values bit for bit.
+func sameCheckpoints(t *testing.T, a, b string, minTensors int) {
+	t.Helper()
+	ckA, ckB := loadBoth(t, a, b)
+	if len(ckA.Tensors) < minTensors || len(ckA.Tensors) != len(ckB.Tensors) {
+		t.Fatalf("checkpoints hold %d and %d tensors", len(ckA.Tensors), len(ckB.Tensors))
+	}
+	for name, ta := range ckA.Tensors {
+		tb, ok := ckB.Tensors[name]
+		if !ok {
+			t.Fatalf("%s lacks %s", b, name)
+		}
+		if ta.DType().String() == "Float32" && !slices.Equal(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](tb)) {
+			t.Errorf("%s differs", name)
+		}
+	}
 }
