@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/config"
 )
 
 // BenchmarkTrainStep times one compiled SGD-momentum train step (forward, loss, backward, update) of
@@ -15,7 +17,7 @@ import (
 func BenchmarkTrainStep(b *testing.B) {
 	for _, net := range []string{"linear", "mlp", "mnist_cnn"} {
 		b.Run(net, func(b *testing.B) {
-			cfg := Defaults()
+			cfg := config.Defaults()
 			cfg.Net.Name = net
 			s, err := newSession(cfg)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 )
 
@@ -61,8 +62,8 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := func(name string) Config {
-		c := Defaults()
+	cfg := func(name string) config.Config {
+		c := config.Defaults()
 		c.Name, c.RunDir = name, t.TempDir()
 		c.Net.Name, c.Net.Width, c.Net.ImageSize, c.Net.NumClasses = "resnet50", 1.0/16, 32, 3
 		c.Data.Source, c.Data.Dir = "shards", shards
@@ -76,10 +77,10 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		// stochastic-depth masks (the graph RNG), and the EMA shadows.
 		c.Net.Dropout, c.Net.DropPath = 0.2, 0.2
 		c.Data.Augment.RepeatedAug = 2
-		c.EMA = EMAConfig{Decay: 0.9, Warmup: true}
+		c.EMA = config.EMAConfig{Decay: 0.9, Warmup: true}
 		c.Steps = 6 // 18 images / 4 = 4 steps per epoch: step 5 is mid-epoch 1
 		c.Optimizer.LR = 0.002
-		c.Checkpoint = CheckpointConfig{EverySteps: 5, Keep: 3}
+		c.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 3}
 		c.Eval.EveryEpochs = 0
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
@@ -103,7 +104,7 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 }
 
 func TestMissingDataPathSaysHowToPack(t *testing.T) {
-	c := Defaults()
+	c := config.Defaults()
 	c.Name, c.RunDir = "x", t.TempDir()
 	c.Net.Name, c.Net.Width, c.Net.ImageSize = "resnet50", 1.0/16, 32
 	c.Data.Source, c.Data.Train, c.Data.Eval = "shards", filepath.Join(t.TempDir(), "nowhere"), "/tmp/x"
@@ -119,38 +120,12 @@ func TestMissingDataPathSaysHowToPack(t *testing.T) {
 	}
 }
 
-func TestDataMeanScalarOrPerChannel(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.yaml")
-	os.WriteFile(path, []byte("data:\n  mean: 0.5\n  std: 0.25\n"), 0o644)
-	cfg, err := LoadConfig(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, s := cfg.Data.normalisation(); len(m) != 1 || m[0] != 0.5 || s[0] != 0.25 {
-		t.Errorf("scalar mean/std: %v %v", m, s)
-	}
-	cfg, err = LoadConfig(path, []string{"data.source=imagefolder", "data.mean=[0.4, 0.5, 0.6]", "data.std=[1, 2, 3]"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, s := cfg.Data.normalisation(); len(m) != 3 || m[2] != 0.6 || s[1] != 2 {
-		t.Errorf("per-channel mean/std: %v %v", m, s)
-	}
-	if _, err := LoadConfig(path, []string{"data.mean=[0.4, 0.5]", "data.std=[1, 2]"}); err == nil || !strings.Contains(err.Error(), "data.mean") {
-		t.Errorf("two means: %v", err)
-	}
-	cfg = Defaults()
-	if m, s := cfg.Data.normalisation(); len(m) != 1 || m[0] != float32(0.1307) || s[0] != float32(0.3081) {
-		t.Errorf("MNIST default: %v %v", m, s)
-	}
-}
-
 // TestEvalAtAnotherResolution trains a convolutional net at 32 px and evaluates it at 48 px
 // (data.eval_image_size, as RSB-A3 trains at 160 and evaluates at 224) straight from an ImageFolder.
 func TestEvalAtAnotherResolution(t *testing.T) {
 	tree := t.TempDir()
 	imagenetteTree(t, tree, 3, 4, 2)
-	c := Defaults()
+	c := config.Defaults()
 	c.Name, c.RunDir = "evalsize", t.TempDir()
 	c.Net.Name, c.Net.Width, c.Net.ImageSize, c.Net.NumClasses = "resnet50", 1.0/16, 32, 3
 	c.Data.Source, c.Data.Dir = "imagefolder", tree
@@ -176,5 +151,25 @@ func TestEvalAtAnotherResolution(t *testing.T) {
 	}
 	if h, w, _ := l.Shape(); h != 48 || w != 48 {
 		t.Errorf("eval loader yields %dx%d images, want 48x48", h, w)
+	}
+}
+
+// TestFlagshipWithoutDataStopsAtOnce: the EfficientNet-B0 recipe without ImageNet names the missing
+// path, the key and how to pack one, and creates no run directory.
+func TestFlagshipWithoutDataStopsAtOnce(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "imagenet")
+	runDir := t.TempDir()
+	cfg, err := config.Load(filepath.Join("..", "configs", "effnet_b0_rmsprop.yaml"), []string{"data.dir=" + missing, "run_dir=" + runDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(cfg, RunOptions{Out: io.Discard})
+	for _, want := range []string{"data.train", filepath.Join(missing, "train"), "not found", "trainer data pack"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want an error containing %q", err, want)
+		}
+	}
+	if entries, _ := os.ReadDir(runDir); len(entries) != 0 {
+		t.Errorf("the failed run wrote %d entries under run_dir", len(entries))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/pjrt"
 )
@@ -73,16 +74,16 @@ func BenchmarkDeviceNormalize(b *testing.B) {
 //	go test ./trainer -run XXX -bench TrainStepInput -benchtime 10x
 func BenchmarkTrainStepInput(b *testing.B) {
 	const n, size = 32, 32
-	for _, dn := range []Switch{"false", "true"} {
+	for _, dn := range []config.Switch{"false", "true"} {
 		b.Run("device_normalize="+string(dn), func(b *testing.B) {
-			cfg := Defaults()
+			cfg := config.Defaults()
 			cfg.Net.Name, cfg.Data.Source, cfg.Data.DeviceNormalize = "cifar_cnn", "cifar10", dn
 			s, err := newSession(cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
 			opt, step := testStepOn(b, s)
-			mean, std := cfg.Data.normalisation()
+			mean, std := cfg.Data.Normalisation()
 			table, err := data.NormalizeTable(mean, std, 3)
 			if err != nil {
 				b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/pjrt"
 )
@@ -20,9 +21,9 @@ import (
 // deviceNormConfig trains a narrow VGG with BatchNorm (cifar8_bn, 3 channels at 16 px) from a
 // generated ImageFolder with crop, flip and RandAugment, and EMA, so the train step, the eval and the
 // EMA eval all take the batches device_normalize says.
-func deviceNormConfig(t *testing.T, name, runDir, root string, dn Switch) Config {
+func deviceNormConfig(t *testing.T, name, runDir, root string, dn config.Switch) config.Config {
 	t.Helper()
-	c := Defaults()
+	c := config.Defaults()
 	c.Name, c.RunDir = name, runDir
 	c.Net.Name, c.Net.Width, c.Net.ImageSize, c.Net.NumClasses = "cifar8_bn", 1.0/16, 16, 3
 	c.Data.Source, c.Data.Dir = "imagefolder", root
@@ -31,10 +32,10 @@ func deviceNormConfig(t *testing.T, name, runDir, root string, dn Switch) Config
 	c.Data.Augment.HFlip = 0.5
 	c.Data.Augment.RandAugment = "rand-m9-mstd0.5"
 	c.Data.DeviceNormalize = dn
-	c.EMA = EMAConfig{Decay: 0.9, Warmup: true}
+	c.EMA = config.EMAConfig{Decay: 0.9, Warmup: true}
 	c.Steps = 4 // 12 images / 4: step 4 is in epoch 1
 	c.Optimizer.LR = 0.05
-	c.Checkpoint = CheckpointConfig{EverySteps: 2, Keep: 3}
+	c.Checkpoint = config.CheckpointConfig{EverySteps: 2, Keep: 3}
 	c.Eval.EveryEpochs = 1
 	c.Log.EverySteps = 1
 	if err := c.Validate(); err != nil {
@@ -70,15 +71,15 @@ func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
 	}
 	t.Cleanup(func() { testHookImages = nil })
 
-	results := map[Switch]Result{}
-	for _, dn := range []Switch{"true", "false"} {
+	results := map[config.Switch]Result{}
+	for _, dn := range []config.Switch{"true", "false"} {
 		floatSteps, byteSteps = 0, 0
 		cfg := deviceNormConfig(t, "dn_"+string(dn), t.TempDir(), root, dn)
 		res, err := Run(cfg, RunOptions{Out: io.Discard})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[Switch][2]int{"true": {0, 4}, "false": {4, 0}}[dn]; floatSteps != want[0] || byteSteps != want[1] {
+		if want := map[config.Switch][2]int{"true": {0, 4}, "false": {4, 0}}[dn]; floatSteps != want[0] || byteSteps != want[1] {
 			t.Fatalf("device_normalize %s: %d float and %d uint8 batches, want %v", dn, floatSteps, byteSteps, want)
 		}
 		if res.Eval.Examples != 6 || res.EMAEval.Examples != 6 {
@@ -132,9 +133,9 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 	imagenetteTree(t, root, 3, 4, 2)
 	const n, h, w, c = 4, 16, 16, 3
 	const floatPixels, bytePixels = n * h * w * c * 4, n * h * w * c // 12288 and 3072
-	perStep := map[Switch]int64{}
-	perEval := map[Switch]int64{}
-	for _, dn := range []Switch{"true", "false"} {
+	perStep := map[config.Switch]int64{}
+	perEval := map[config.Switch]int64{}
+	for _, dn := range []config.Switch{"true", "false"} {
 		backend, err := pjrt.NewGoBackend("")
 		if err != nil {
 			t.Fatal(err)
@@ -241,126 +242,21 @@ func TestNormalizePixelsIsTheLoadersTable(t *testing.T) {
 	}
 }
 
-// auto is on for the xla backends and off for the pure-Go one; under auto, training batches with
-// erasing or mixup stay float (eval still goes uint8); true and false are what they say.
-func TestDeviceNormalizeResolution(t *testing.T) {
-	for _, tc := range []struct {
-		backend      string
-		dn           Switch
-		erasing, mix bool
-		train, eval  bool
-	}{
-		{"go", "auto", false, false, false, false},
-		{"go:ops_sequential", "auto", false, false, false, false},
-		{"xla:cuda", "auto", false, false, true, true},
-		{"xla:cpu", "auto", false, false, true, true},
-		{"xla:cuda", "auto", true, false, false, true},
-		{"xla:cuda", "auto", false, true, false, true},
-		{"xla:cuda", "false", false, false, false, false},
-		{"go", "true", false, false, true, true},
-		{"go", "false", true, true, false, false},
-	} {
-		c := Defaults()
-		c.Backend, c.Data.DeviceNormalize = tc.backend, tc.dn
-		if tc.erasing {
-			c.Data.Augment.RandomErasing = 0.25
-		}
-		if tc.mix {
-			c.Data.Augment.MixupAlpha = 0.2
-		}
-		if train, eval := c.deviceNormalize(true), c.deviceNormalize(false); train != tc.train || eval != tc.eval {
-			t.Errorf("%+v: train %v eval %v", tc, train, eval)
-		}
-	}
-}
-
-// device_normalize: true with erasing or mixing is refused by name, with what to do instead; a
-// bad value says which ones are accepted, naming the file and the key; YAML booleans and strings
-// are both accepted, and the resolved config reads back.
-func TestDeviceNormalizeConfigErrors(t *testing.T) {
-	for _, tc := range []struct {
-		set  func(*Config)
-		want []string
-	}{
-		{func(c *Config) { c.Data.Augment.RandomErasing = 0.25 },
-			[]string{"data.device_normalize: true, but data.augment.random_erasing 0.25 erases in normalised space", "expected auto or false"}},
-		{func(c *Config) { c.Data.Augment.CutmixAlpha = 1 },
-			[]string{"data.device_normalize: true, but data.augment.mixup_alpha 0 / cutmix_alpha 1 blend", "expected auto or false"}},
-		{func(c *Config) { c.Data.DeviceNormalize = "yes" },
-			[]string{`data.device_normalize: got "yes", expected auto, true or false`}},
-	} {
-		c := Defaults()
-		c.Name, c.Data.Source, c.Data.DeviceNormalize = "x", "imagefolder", "true"
-		tc.set(&c)
-		err := c.Validate()
-		for _, w := range tc.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("Validate: %v, want %q", err, w)
-			}
-		}
-	}
-	// Under auto the same recipes are valid: training normalises on the host.
-	c := Defaults()
-	c.Name, c.Data.Source, c.Backend = "x", "imagefolder", "xla:cuda"
-	c.Data.Augment.RandomErasing, c.Data.Augment.MixupAlpha = 0.25, 0.2
-	if err := c.Validate(); err != nil {
-		t.Errorf("auto with erasing and mixup: %v", err)
-	}
-
-	dir := t.TempDir()
-	path := filepath.Join(dir, "r.yaml")
-	load := func(yaml string, sets ...string) (Config, error) {
-		if err := os.WriteFile(path, []byte("net: {name: linear}\ndata:\n  "+yaml+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return LoadConfig(path, sets)
-	}
-	for _, tc := range []struct {
-		yaml string
-		sets []string
-		want string
-	}{
-		{"device_normalize: maybe", nil, path + `: data.device_normalize: got "maybe", expected auto, true or false`},
-		{"device_normalize: 1", nil, path + ": data.device_normalize: expected auto, true or false, got int 1"},
-		{"device_normalize: auto", []string{"data.device_normalize=[1]"}, "--set data.device_normalize: expected auto, true or false"},
-	} {
-		if _, err := load(tc.yaml, tc.sets...); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s %v: %v, want %q", tc.yaml, tc.sets, err, tc.want)
-		}
-	}
-	for yaml, want := range map[string]Switch{"device_normalize: true": "true", `device_normalize: "false"`: "false",
-		"device_normalize: auto": "auto", "workers: 1": "auto"} {
-		cfg, err := load(yaml)
-		if err != nil || cfg.Data.DeviceNormalize != want {
-			t.Errorf("%s: %q, %v; want %q", yaml, cfg.Data.DeviceNormalize, err, want)
-			continue
-		}
-		// The resolved config.yaml of a run reads back (as resume and eval read it).
-		if err := os.WriteFile(path, cfg.YAML(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		again, err := LoadConfig(path, nil)
-		if err != nil || again.Data.DeviceNormalize != want || again.Hash() != cfg.Hash() {
-			t.Errorf("%s: read back as %q (%v)", yaml, again.Data.DeviceNormalize, err)
-		}
-	}
-}
-
 // trainer emit (for xla:cuda, where auto is on) writes the step with uint8 images that it gathers
 // through the table first; with device_normalize false the step takes float32 images.
 func TestEmitTrainStepTakesUint8(t *testing.T) {
 	if !pjrt.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
-	gathers := map[Switch]int{}
-	for _, dn := range []Switch{"auto", "false"} {
+	gathers := map[config.Switch]int{}
+	for _, dn := range []config.Switch{"auto", "false"} {
 		cfg := emitConfig(t, "cifar_cnn", "sgd", 8, 2)
 		cfg.Data.Source, cfg.Data.DeviceNormalize = "cifar10", dn
 		text, err := EmitTrainStep(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		arg := map[Switch]string{"auto": "%arg0: tensor<8x32x32x3xui8>", "false": "%arg0: tensor<8x32x32x3xf32>"}[dn]
+		arg := map[config.Switch]string{"auto": "%arg0: tensor<8x32x32x3xui8>", "false": "%arg0: tensor<8x32x32x3xf32>"}[dn]
 		if !strings.Contains(text, arg+` { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}, {}, {}, {}]> }`) {
 			t.Errorf("device_normalize %s: the step does not take %s sharded over the replicas", dn, arg)
 		}

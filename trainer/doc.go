@@ -1,3 +1,3 @@
-// Package trainer owns a run: the validated Config, the training loop, the optimizers and the
-// learning-rate schedule, checkpoints, and the metrics log.
+// Package trainer runs a validated config.Config: the training loop, the optimizers and the
+// learning-rate schedule, checkpoints and resume, and the metrics log.
 package trainer

@@ -24,7 +24,7 @@ func (s *session) newTrainFeed() (trainFeed, error) {
 	r := max(s.cfg.Replicas, 1)
 	f := trainFeed{loaders: make([]*data.Loader, r)}
 	for i := range r {
-		l, err := s.openReplicaLoader("train", s.cfg.replicaBatch(), true, i, r)
+		l, err := s.openReplicaLoader("train", s.cfg.ReplicaBatch(), true, i, r)
 		if err != nil {
 			return f, err
 		}

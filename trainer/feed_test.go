@@ -4,6 +4,8 @@ import (
 	"io"
 	"slices"
 	"testing"
+
+	"github.com/trainer/trainer/config"
 )
 
 // With replicas R the loop feeds R loaders in lockstep, each a share of the global batch. Joined in
@@ -16,21 +18,21 @@ func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
 	imagenetteTree(t, root, 3, 8, 2) // 24 train images: 3 global batches of 8 per epoch
 	replicaSimulation = true
 	t.Cleanup(func() { replicaSimulation = false })
-	config := func(name string, replicas int) Config {
+	runConfig := func(name string, replicas int) config.Config {
 		c := deviceNormConfig(t, name, t.TempDir(), root, "false")
 		c.Data.BatchSize, c.Replicas = 8, replicas
-		c.Steps = 5 // step 5 is mid-epoch 1
-		if err := c.Validate(); err != nil {
+		c.Steps = 5                                             // step 5 is mid-epoch 1
+		if err := c.ValidateWithDevices(replicas); err != nil { // the simulated devices
 			t.Fatal(err)
 		}
 		return c
 	}
-	one, err := Run(config("one", 1), RunOptions{Out: io.Discard})
+	one, err := Run(runConfig("one", 1), RunOptions{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []int{2, 4} {
-		cfg := config("replicas", r)
+		cfg := runConfig("replicas", r)
 		got, err := Run(cfg, RunOptions{Out: io.Discard})
 		if err != nil {
 			t.Fatalf("%d replicas: %v", r, err)
@@ -43,7 +45,7 @@ func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
 		}
 		sameCheckpoints(t, one.Checkpoint, got.Checkpoint, 20)
 		if r == 2 {
-			resumed := rerunFrom(t, config("resumed", r), 5)
+			resumed := rerunFrom(t, runConfig("resumed", r), 5)
 			sameCheckpoints(t, one.Checkpoint, resumed.Checkpoint, 20)
 		}
 	}

@@ -7,13 +7,8 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-)
 
-// guard.nonfinite values: what a non-finite loss or gradient norm does to the run.
-const (
-	GuardStop     = "stop"      // end the run with an error naming the step, the tensor and the last good checkpoint
-	GuardSkip     = "skip"      // do not apply the step's update
-	GuardReduceLR = "reduce_lr" // skip, and halve the lr for the rest of the run
+	"github.com/trainer/trainer/config"
 )
 
 // maxSkippedInARow ends a skip/reduce_lr run anyway after this many non-finite optimizer steps in a
@@ -23,23 +18,6 @@ const maxSkippedInARow = 10
 // testHookImages, when set (only by tests), sees each training micro-batch's pixels before the step:
 // optimizer step (1-based) and position in the accumulation group.
 var testHookImages func(step, micro int, images []float32)
-
-// GuardConfig is the non-finite guard's policy.
-type GuardConfig struct {
-	// NonFinite: stop, skip or reduce_lr (see the Guard* constants); empty means stop.
-	NonFinite string `yaml:"nonfinite"`
-}
-
-func (g GuardConfig) validate() []error {
-	switch g.NonFinite {
-	case "", GuardStop, GuardSkip, GuardReduceLR:
-		return nil
-	}
-	return []error{fmt.Errorf("guard.nonfinite: got %q, expected one of: stop, skip, reduce_lr", g.NonFinite)}
-}
-
-// gating reports whether the step graph must hold back a non-finite step's update.
-func (g GuardConfig) gating() bool { return g.NonFinite == GuardSkip || g.NonFinite == GuardReduceLR }
 
 // stepGuard is the train step's part of the guard. In the graph it reduces the loss and each gradient
 // to one finiteness flag (Σg² per gradient, so an overflowing norm counts as non-finite too) and, when
@@ -158,10 +136,10 @@ type hostGuard struct {
 }
 
 // newHostGuard starts the guard of a run, resumed from ckpt when it is not nil.
-func newHostGuard(cfg GuardConfig, ckpt *Checkpoint) *hostGuard {
+func newHostGuard(cfg config.GuardConfig, ckpt *Checkpoint) *hostGuard {
 	h := &hostGuard{mode: cfg.NonFinite, lrScale: 1}
 	if h.mode == "" {
-		h.mode = GuardStop
+		h.mode = config.GuardStop
 	}
 	if ckpt != nil {
 		h.lastCheckpoint = ckpt.Path
@@ -180,14 +158,14 @@ func (h *hostGuard) onNonFinite(step int, loss float64, nf nonFinite) (line stri
 	if last == "" {
 		last = "none written yet"
 	}
-	if h.mode == GuardStop {
+	if h.mode == config.GuardStop {
 		return "", nil, fmt.Errorf("%s; stopping (guard.nonfinite: stop); last good checkpoint: %s; "+
 			"lower optimizer.lr, or set guard.nonfinite to skip or reduce_lr", what, last)
 	}
 	if !h.groupBad {
 		h.groupBad = true
 		h.inARow++
-		if h.mode == GuardReduceLR {
+		if h.mode == config.GuardReduceLR {
 			h.lrScale /= 2
 		}
 	}
@@ -197,7 +175,7 @@ func (h *hostGuard) onNonFinite(step int, loss float64, nf nonFinite) (line stri
 	}
 	line = fmt.Sprintf("%s: step skipped (guard.nonfinite: %s)", what, h.mode)
 	record = nf.record(step, h.mode)
-	if h.mode == GuardReduceLR {
+	if h.mode == config.GuardReduceLR {
 		line += fmt.Sprintf("; lr now x%g of the schedule's", h.lrScale)
 		record["lr_scale"] = h.lrScale
 	}

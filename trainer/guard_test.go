@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/config"
 )
 
 // poisonStep makes one pixel of the micro-batch (step, micro) NaN, which makes that batch's loss and
@@ -113,7 +115,7 @@ func TestGuardStopNamesStepTensorAndCheckpoint(t *testing.T) {
 func TestGuardStopOnHugeLR(t *testing.T) {
 	cfg := smallRun(t, "huge")
 	cfg.Optimizer.LR = 1e38
-	cfg.Schedule = ScheduleConfig{Name: "constant"}
+	cfg.Schedule = config.ScheduleConfig{Name: "constant"}
 	_, err := Run(cfg, RunOptions{Out: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "step 2:") || !strings.Contains(err.Error(), "none written yet") ||
 		!strings.Contains(err.Error(), "/model/") {
@@ -129,11 +131,11 @@ func TestGuardSkipLeavesStateUnchanged(t *testing.T) {
 		t.Run(map[int]string{1: "plain", 2: "accumulate2"}[k], func(t *testing.T) {
 			cfg := smallRun(t, "skip")
 			cfg.Steps = 8
-			cfg.Guard.NonFinite = GuardSkip
-			cfg.EMA = EMAConfig{Decay: 0.9, Warmup: true}
+			cfg.Guard.NonFinite = config.GuardSkip
+			cfg.EMA = config.EMAConfig{Decay: 0.9, Warmup: true}
 			cfg.Optimizer.AccumulateSteps = k
 			cfg.Data.BatchSize = 64 / k
-			cfg.Checkpoint = CheckpointConfig{EverySteps: 1, Keep: 20}
+			cfg.Checkpoint = config.CheckpointConfig{EverySteps: 1, Keep: 20}
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -174,8 +176,8 @@ func TestGuardSkipLeavesStateUnchanged(t *testing.T) {
 func TestGuardSkipGivesUpWhenEveryStepIsNonFinite(t *testing.T) {
 	cfg := smallRun(t, "hopeless")
 	cfg.Optimizer.LR = 1e38
-	cfg.Schedule = ScheduleConfig{Name: "constant"}
-	cfg.Guard.NonFinite = GuardSkip
+	cfg.Schedule = config.ScheduleConfig{Name: "constant"}
+	cfg.Guard.NonFinite = config.GuardSkip
 	_, err := Run(cfg, RunOptions{Out: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "in a row") || !strings.Contains(err.Error(), "step 12:") {
 		t.Fatalf("lr 1e38 with skip: %v; want a stop at step 12 after %d skipped in a row", err, maxSkippedInARow)
@@ -185,11 +187,11 @@ func TestGuardSkipGivesUpWhenEveryStepIsNonFinite(t *testing.T) {
 // TestGuardReduceLRHalvesAndResumes: reduce_lr skips the step and halves the lr for the rest of the
 // run; the factor is in the checkpoints, so a resumed run keeps it and ends bit-identical.
 func TestGuardReduceLRHalvesAndResumes(t *testing.T) {
-	run := func(name string) Config {
+	run := func(name string) config.Config {
 		cfg := smallRun(t, name)
-		cfg.Schedule = ScheduleConfig{Name: "constant"}
-		cfg.Guard.NonFinite = GuardReduceLR
-		cfg.Checkpoint = CheckpointConfig{EverySteps: 10, Keep: 5}
+		cfg.Schedule = config.ScheduleConfig{Name: "constant"}
+		cfg.Guard.NonFinite = config.GuardReduceLR
+		cfg.Checkpoint = config.CheckpointConfig{EverySteps: 10, Keep: 5}
 		return cfg
 	}
 	poisonStep(t, 3, 0)
@@ -226,17 +228,5 @@ func TestGuardReduceLRHalvesAndResumes(t *testing.T) {
 	}
 	if d := differingTensors(loadCkpt(t, resA.Dir, 24), loadCkpt(t, resB.Dir, 24)); len(d) != 0 {
 		t.Errorf("resumed after a reduce_lr: %v differ from the uninterrupted run", d)
-	}
-}
-
-func TestGuardConfigValidation(t *testing.T) {
-	cfg := Defaults()
-	cfg.Name = "x"
-	cfg.Guard.NonFinite = "ignore"
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `guard.nonfinite: got "ignore"`) {
-		t.Errorf("guard.nonfinite=ignore: %v", err)
-	}
-	if Defaults().Guard.NonFinite != GuardStop {
-		t.Errorf("default guard.nonfinite %q, want stop", Defaults().Guard.NonFinite)
 	}
 }

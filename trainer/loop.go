@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/atomicfile"
@@ -59,7 +60,7 @@ type EvalResult struct {
 
 // session is everything a run or an eval holds open.
 type session struct {
-	cfg     Config
+	cfg     config.Config
 	spec    graphs.Spec
 	netOpts graphs.Options
 	backend backends.Backend
@@ -76,7 +77,7 @@ type session struct {
 	emaFresh bool
 }
 
-func newSession(cfg Config) (*session, error) {
+func newSession(cfg config.Config) (*session, error) {
 	if _, err := graphs.Get(cfg.Net.Name); err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (m *metricsLog) Close() error { return m.f.Close() }
 
 // Run trains cfg's net on cfg's data, evaluating after every eval.every_epochs epochs and writing
 // runs/<name>/{config.yaml, metrics.jsonl, checkpoints/}.
-func Run(cfg Config, opts RunOptions) (res Result, err error) {
+func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 	out := opts.Out
 	if out == nil {
 		out = os.Stdout
@@ -283,8 +284,8 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	ckptDir := filepath.Join(dir, "checkpoints")
 	res.Dir = dir
 	startStep := 0
-	var resumed *Checkpoint     // the checkpoint continued from, if any
-	var accepted []ConfigChange // config changes on resume, all on the allow-list (trainer/resume.go)
+	var resumed *Checkpoint      // the checkpoint continued from, if any
+	var accepted []config.Change // config changes on resume, all on the allow-list (config.Resumable)
 	switch {
 	case opts.ResumeFrom != "" || opts.Resume:
 		ckpt, err := s.resumePoint(ckptDir, opts.ResumeFrom)
@@ -361,7 +362,7 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	}
 	// keepBest rewrites checkpoints/best.tckpt when the chosen metric improves; a resumed run starts
 	// from the score in the existing file.
-	bestMetric, bestScore := cfg.bestMetric(), math.Inf(-1)
+	bestMetric, bestScore := cfg.BestMetric(), math.Inf(-1)
 	bestPath := filepath.Join(ckptDir, BestCheckpointName)
 	if prev, err := LoadCheckpoint(bestPath); err == nil && prev.Header.Metric == bestMetric {
 		bestScore = prev.Header.Score
@@ -407,7 +408,7 @@ func Run(cfg Config, opts RunOptions) (res Result, err error) {
 	bar := newProgress(out, opts.Progress, startStep)
 	replicasNote := ""
 	if cfg.Replicas > 1 {
-		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.replicaBatch())
+		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.ReplicaBatch())
 	}
 	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d, backend %s\n",
 		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k, s.backend.Name())
@@ -589,7 +590,7 @@ func (s *session) load(ckpt *Checkpoint) {
 
 // Evaluate loads a checkpoint into cfg's net and scores it on the eval split: its live weights, or
 // with ema its EMA shadows (weights and BatchNorm statistics).
-func Evaluate(cfg Config, checkpointPath string, ema bool) (EvalResult, error) {
+func Evaluate(cfg config.Config, checkpointPath string, ema bool) (EvalResult, error) {
 	s, err := newSession(cfg)
 	if err != nil {
 		return EvalResult{}, err

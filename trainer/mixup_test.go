@@ -4,13 +4,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/config"
 )
 
 // The step takes soft targets [batch, classes]: smoothed one-hot rows score exactly as the integer
@@ -41,7 +40,7 @@ func TestSoftTargetsInTheStep(t *testing.T) {
 	for i, v := range mixed {
 		mixed32[i] = float32(v)
 	}
-	refLoss := func(l LossConfig) float64 {
+	refLoss := func(l config.LossConfig) float64 {
 		var sum float64
 		for i := range b {
 			row := logits.Data[i*k : (i+1)*k]
@@ -73,12 +72,12 @@ func TestSoftTargetsInTheStep(t *testing.T) {
 		}
 		return sum / (b * k)
 	}
-	for _, l := range []LossConfig{
+	for _, l := range []config.LossConfig{
 		{Name: "softmax_ce", LabelSmoothing: eps},
 		{Name: "bce", LabelSmoothing: eps, BCEDivisor: "elements"},
 		{Name: "bce", LabelSmoothing: eps, BCEDivisor: "batch", BCETargetThreshold: 0.2},
 	} {
-		cfg := Defaults()
+		cfg := config.Defaults()
 		cfg.Loss = l
 		s := &session{cfg: cfg}
 		loss := func(logits, targets *Node) *Node { return s.trainLoss(logits, targets) }
@@ -102,10 +101,10 @@ func TestSoftTargetsInTheStep(t *testing.T) {
 // A run with mixup and cutmix stopped at a checkpoint mid-epoch and resumed ends bit-identical to the
 // uninterrupted run; the same run without mixing ends elsewhere (the mixing took effect).
 func TestMixupRunResumesExactly(t *testing.T) {
-	mk := func(name string, mix bool) Config {
+	mk := func(name string, mix bool) config.Config {
 		cfg := smallRun(t, name)
 		cfg.Steps = 12
-		cfg.Checkpoint = CheckpointConfig{EverySteps: 5, Keep: 5}
+		cfg.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 5}
 		cfg.Loss.LabelSmoothing = 0.1
 		if mix {
 			cfg.Data.Augment.MixupAlpha, cfg.Data.Augment.CutmixAlpha = 0.8, 1
@@ -146,41 +145,5 @@ func TestMixupRunResumesExactly(t *testing.T) {
 	}
 	if resA.Eval.Top1 < 0.5 {
 		t.Errorf("mixed run reached top-1 %.3f, want > 0.5", resA.Eval.Top1)
-	}
-}
-
-func TestAugmentKeysValidated(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.yaml")
-	os.WriteFile(path, []byte("data:\n  augment:\n    mixup_alpha: 0.8\n    cutmix_alpha: 1.0\n"), 0o644)
-	cfg, err := LoadConfig(path, nil)
-	if err != nil {
-		t.Fatalf("mixup on MNIST (a batch operation): %v", err)
-	}
-	if a := cfg.Data.Augment; !a.Mixing() || a.MixupProb != 1 || a.MixupSwitchProb != 0.5 || a.RandomErasingMode != "pixel" {
-		t.Errorf("augment %+v: want mixing with timm's defaults prob 1, switch 0.5, mode pixel", a)
-	}
-	for _, c := range []struct{ set, key string }{
-		{"data.augment.mixup_alpha=-1", "data.augment.mixup_alpha"},
-		{"data.augment.cutmix_alpha=-0.5", "data.augment.cutmix_alpha"},
-		{"data.augment.mixup_prob=1.5", "data.augment.mixup_prob"},
-		{"data.augment.mixup_switch_prob=-0.1", "data.augment.mixup_switch_prob"},
-		{"data.augment.random_erasing=2", "data.augment.random_erasing"},
-		{"data.augment.random_erasing_mode=noise", "data.augment.random_erasing_mode"},
-		{"data.augment.random_erasing=0.25", "per-example augmentation"}, // not on MNIST
-		{"data.augment.rand_augment=rand-m9-x3", "data.augment.rand_augment"},
-		{"data.augment.rand_augment=m9", "rand-m{M}"}, // the message gives the grammar
-		{"data.augment.rand_augment=rand-m9", "per-example augmentation"},
-		{"data.augment.auto_augment=original", "data.augment.auto_augment"}, // timm's policy is not torchvision's
-		{"data.augment.auto_augment=imagenet", "per-example augmentation"},
-		{"data.augment.auto_augment_interpolation=bicubic", "data.augment.auto_augment_interpolation"},
-	} {
-		_, err := LoadConfig(path, []string{c.set})
-		if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), path) {
-			t.Errorf("--set %s: %v", c.set, err)
-		}
-	}
-	if _, err := LoadConfig(path, []string{"data.augment.auto_augment=imagenet", "data.augment.rand_augment=rand-m9"}); err == nil ||
-		!strings.Contains(err.Error(), "data.augment.auto_augment") || !strings.Contains(err.Error(), "exclusive") {
-		t.Errorf("auto_augment with rand_augment: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
+
+	"github.com/trainer/trainer/config"
 )
 
 // Optimizer builds, inside the compiled train step, the update of every trained variable.
@@ -24,7 +26,7 @@ type Optimizer interface {
 
 // NewOptimizer returns the optimizer the config names, with the optimizer's defaults filled in for
 // hyperparameters left at −1.
-func NewOptimizer(c OptimizerConfig) (Optimizer, error) {
+func NewOptimizer(c config.OptimizerConfig) (Optimizer, error) {
 	r := c.Resolved()
 	switch c.Name {
 	case "sgd":

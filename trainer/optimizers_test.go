@@ -5,12 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"testing"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/config"
 )
 
 // lawCase is one variable of a law check: its initial value, whether it decays, and its gradient at
@@ -242,7 +243,7 @@ func TestRMSPropTFFollowsTheLaw(t *testing.T) {
 }
 
 func TestNewOptimizerResolvesDefaults(t *testing.T) {
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Optimizer.Name = "rmsprop_tf"
 	opt, err := NewOptimizer(cfg.Optimizer)
 	if err != nil {
@@ -251,7 +252,7 @@ func TestNewOptimizerResolvesDefaults(t *testing.T) {
 	if want := (RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3}); opt != want {
 		t.Errorf("rmsprop_tf defaults: %+v, want %+v", opt, want)
 	}
-	cfg.Optimizer = OptimizerConfig{Name: "adamw", LR: 1e-3, Momentum: -1, Beta1: -1, Beta2: 0.99, Epsilon: -1, Rho: -1, WeightDecay: 0.05}
+	cfg.Optimizer = config.OptimizerConfig{Name: "adamw", LR: 1e-3, Momentum: -1, Beta1: -1, Beta2: 0.99, Epsilon: -1, Rho: -1, WeightDecay: 0.05}
 	opt, err = NewOptimizer(cfg.Optimizer)
 	if err != nil {
 		t.Fatal(err)
@@ -259,44 +260,8 @@ func TestNewOptimizerResolvesDefaults(t *testing.T) {
 	if want := (AdamW{Beta1: 0.9, Beta2: 0.99, Epsilon: 1e-8, WeightDecay: 0.05}); opt != want {
 		t.Errorf("adamw: %+v, want %+v", opt, want)
 	}
-	if sgd, _ := NewOptimizer(Defaults().Optimizer); sgd != (SGD{Momentum: 0.9}) {
+	if sgd, _ := NewOptimizer(config.Defaults().Optimizer); sgd != (SGD{Momentum: 0.9}) {
 		t.Errorf("default optimizer %+v, want SGD momentum 0.9", sgd)
-	}
-}
-
-func TestOptimizerRefusesForeignOptions(t *testing.T) {
-	cases := []struct{ body, want string }{
-		{"optimizer:\n  name: adamw\n  momentum: 0.9\n", "optimizer.momentum: got 0.9, but optimizer adamw has no momentum"},
-		{"optimizer:\n  name: sgd\n  beta2: 0.99\n", "optimizer sgd has no beta2"},
-		{"optimizer:\n  name: lamb\n  rho: 0.9\n", "optimizer lamb has no rho"},
-		{"optimizer:\n  name: rmsprop_tf\n  nesterov: true\n", "only sgd has a Nesterov form"},
-		{"optimizer:\n  name: adamw\n  lr_outside: true\n", "only rmsprop_tf"},
-		{"optimizer:\n  name: adam\n", "sgd, adamw, lamb, rmsprop_tf"},
-		{"optimizer:\n  name: adamw\n  eps: 0\n", "optimizer.eps"},
-		{"optimizer:\n  accumulate_steps: 0\n", "optimizer.accumulate_steps"},
-		{"schedule:\n  name: exponential\n  decay_rate: 0.97\n", "schedule.decay_epochs"},
-		{"schedule:\n  name: cosine\n  decay_rate: 0.5\n", "the cosine schedule has no decay rate"},
-		{"schedule:\n  name: multistep\n  decay_rate: 0.1\n  milestones: [30, 20]\n", "increasing epochs"},
-		{"schedule:\n  name: step\n  decay_rate: 0.1\n  decay_epochs: 30\n  staircase: true\n", "only the exponential schedule"},
-		{"schedule:\n  warmup_steps: 5\n  warmup_epochs: 1\n", "not both"},
-		{"loss:\n  name: focal\n", "softmax_ce, bce"},
-		{"loss:\n  bce_target_threshold: 0.2\n", "bce only"},
-		{"ema:\n  decay: 1\n", "ema.decay"},
-	}
-	for _, c := range cases {
-		_, err := LoadConfig(writeConfig(t, c.body), nil)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v, want it to mention %q", c.body, err, c.want)
-		}
-	}
-	good := "optimizer:\n  name: rmsprop_tf\n  rho: 0.9\n  momentum: 0.9\n  eps: 0.001\n  lr_outside: true\n" +
-		"schedule:\n  name: multistep\n  decay_rate: 0.1\n  milestones: [30, 60, 80]\nloss:\n  name: bce\n  bce_target_threshold: 0.2\n"
-	cfg, err := LoadConfig(writeConfig(t, good), []string{"schedule.milestones=[10, 20]"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Schedule.Milestones) != 2 || cfg.Schedule.Milestones[1] != 20 {
-		t.Errorf("milestones %v, want [10 20] from --set", cfg.Schedule.Milestones)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 )
 
@@ -241,7 +242,7 @@ func drawText(img *image.RGBA, x, y int, s string, c color.RGBA) {
 
 // ScheduleCharts are the learning rate and (with ema.decay) the EMA decay over every optimizer step of
 // the run, exactly as the loop computes them.
-func ScheduleCharts(cfg Config, total int, perEpoch float64) []Chart {
+func ScheduleCharts(cfg config.Config, total int, perEpoch float64) []Chart {
 	steps := make([]float64, total)
 	lrs := make([]float64, total)
 	decays := make([]float64, total)
@@ -261,7 +262,7 @@ func ScheduleCharts(cfg Config, total int, perEpoch float64) []Chart {
 
 // ScheduleLength returns the run's optimizer steps and optimizer steps per epoch, from the training
 // split's size as the loop sees it.
-func ScheduleLength(cfg Config) (total int, perEpoch float64, err error) {
+func ScheduleLength(cfg config.Config) (total int, perEpoch float64, err error) {
 	s, err := newSession(cfg)
 	if err != nil {
 		return 0, 0, err

@@ -8,16 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/trainer/trainer/config"
 )
 
 // TestScheduleChartPeaksAtTheEndOfWarmup renders the lr and EMA panels and finds the lr line's highest
 // pixel where the warmup ends.
 func TestScheduleChartPeaksAtTheEndOfWarmup(t *testing.T) {
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name = "plot"
 	cfg.Optimizer.LR = 0.1
-	cfg.Schedule = ScheduleConfig{Name: "cosine", WarmupSteps: 50}
-	cfg.EMA = EMAConfig{Decay: 0.999, Warmup: true}
+	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupSteps: 50}
+	cfg.EMA = config.EMAConfig{Decay: 0.999, Warmup: true}
 	const total = 300
 	charts := ScheduleCharts(cfg, total, 30)
 	if len(charts) != 2 || len(charts[0].Series[0].Y) != total {

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 )
@@ -23,33 +24,9 @@ import (
 // device r. So data.batch_size, the learning-rate scaling (optimizer.lr_base_batch) and the losses
 // keep their single-device meaning: the run is one device's run at that batch.
 
-// validateReplicas checks the replicas key.
-func (c Config) validateReplicas() []error {
-	var errs []error
-	check := func(ok bool, key, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
-		}
-	}
-	r := c.Replicas
-	check(r >= 1 && r <= 4096, "replicas", "got %d, expected in [1, 4096] (1: one device)", r)
-	if r > 1 {
-		check(c.Data.BatchSize%r == 0, "data.batch_size",
-			"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
-		if spec, err := pjrt.ParseConfig(c.Backend); err == nil && spec.Backend == "go" && !replicaSimulation {
-			errs = append(errs, fmt.Errorf("replicas: got %d, but backend %q (pure Go) has one device: "+
-				"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, c.Backend, r))
-		}
-	}
-	return errs
-}
-
-// replicaBatch is the number of examples each replica's loader yields per step.
-func (c Config) replicaBatch() int { return c.Data.BatchSize / max(c.Replicas, 1) }
-
 // sessionOn is newSession on a backend already open: it checks the backend has the devices the
 // replicas need.
-func sessionOn(cfg Config, backend backends.Backend) (*session, error) {
+func sessionOn(cfg config.Config, backend backends.Backend) (*session, error) {
 	spec, err := graphs.Get(cfg.Net.Name)
 	if err != nil {
 		return nil, err
@@ -141,7 +118,7 @@ func (ts *trainStep) runReplicas(images, labels []*tensors.Tensor, sc stepScalar
 // EmitTrainStep returns the StableHLO text of cfg's whole train step (forward, loss, backward,
 // accumulation, clipping, optimizer, EMA, as compiled for a run) at the global batch data.batch_size
 // over cfg.Replicas devices, without any device or PJRT plugin (pjrt.EmitBackend).
-func EmitTrainStep(cfg Config) (string, error) {
+func EmitTrainStep(cfg config.Config) (string, error) {
 	backend, err := pjrt.NewEmitBackend(max(cfg.Replicas, 1))
 	if err != nil {
 		return "", err
@@ -166,10 +143,10 @@ func EmitTrainStep(cfg Config) (string, error) {
 	if size := cfg.Net.ImageSize; size > 0 {
 		shape[0], shape[1] = size, size
 	}
-	r, n := max(cfg.Replicas, 1), cfg.replicaBatch()
+	r, n := max(cfg.Replicas, 1), cfg.ReplicaBatch()
 	images, labels := make([]*tensors.Tensor, r), make([]*tensors.Tensor, r)
 	pixels := dtypes.Float32
-	if cfg.deviceNormalize(true) {
+	if cfg.NormalizeOnDevice(true) {
 		pixels = dtypes.Uint8 // the batch crosses as uint8 and the step normalises it
 	}
 	for i := range r {

@@ -1,47 +1,16 @@
 package trainer
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 )
-
-func TestReplicasConfig(t *testing.T) {
-	dir := t.TempDir()
-	load := func(yaml string) error {
-		path := filepath.Join(dir, "r.yaml")
-		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := LoadConfig(path, nil)
-		return err
-	}
-	if err := load("backend: xla:cuda\nreplicas: 4\ndata: {batch_size: 256}\n"); err != nil {
-		t.Errorf("4 replicas of batch 256 on xla:cuda: %v", err)
-	}
-	if Defaults().Replicas != 1 {
-		t.Errorf("default replicas %d", Defaults().Replicas)
-	}
-	for yaml, want := range map[string]string{
-		"backend: xla:cuda\nreplicas: 0\n":                          "replicas: got 0",
-		"backend: xla:cuda\nreplicas: 3\ndata: {batch_size: 128}\n": "expected a multiple of 3",
-		"replicas: 2\n":                  "has one device",
-		"backend: go\nreplicas: 2\n":     "has one device",
-		"backend: xla:cuda\nreplicas: x": "expected an integer",
-	} {
-		err := load(yaml)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: got %v, want an error with %q", yaml, err, want)
-		}
-	}
-}
 
 // A backend with fewer devices than replicas is refused before anything is built.
 func TestReplicasRefusedOnOneDevice(t *testing.T) {
@@ -50,7 +19,7 @@ func TestReplicasRefusedOnOneDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Finalize()
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Replicas = 2
 	_, err = sessionOn(cfg, b)
 	if err == nil || !strings.Contains(err.Error(), "replicas 2: backend go has 1 device(s)") {
@@ -133,9 +102,9 @@ func TestReplicaLoadersSplitTheGlobalBatch(t *testing.T) {
 	}
 }
 
-func emitConfig(t *testing.T, net, optimizer string, batch, replicas int) Config {
+func emitConfig(t *testing.T, net, optimizer string, batch, replicas int) config.Config {
 	t.Helper()
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name, cfg.Backend, cfg.Replicas = "emit", "xla:cuda", replicas
 	cfg.Net.Name = net
 	cfg.Data.BatchSize = batch

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -20,7 +21,7 @@ func TestStepKeepsStateResident(t *testing.T) {
 	}
 	counter := pjrt.CountTransfers(backend)
 	defer counter.Finalize()
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name, cfg.Net.Name = "residency", testBNNet
 	cfg.Optimizer.Name, cfg.Optimizer.LR, cfg.Optimizer.WeightDecay = "adamw", 1e-3, 0.05
 	cfg.EMA.Decay = 0.99

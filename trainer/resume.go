@@ -10,81 +10,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 )
-
-// resumeAllowed are the config keys a resumed run may change: how long to train, how often to eval,
-// log and checkpoint, where and on what to run, and how the loader is parallelised. None of them
-// changes the update of a step (a new total does move a schedule that depends on it, which is the
-// point of extending a run). Every other change is refused: it would make the run an unrecorded mix
-// of two recipes.
-var resumeAllowed = map[string]bool{
-	"name": true, "run_dir": true, "backend": true,
-	"epochs": true, "steps": true,
-	"eval.every_epochs": true, "log.every_steps": true,
-	"checkpoint.every_steps": true, "checkpoint.keep": true, "checkpoint.best": true,
-	"data.workers": true, "data.prefetch": true, "data.eval_batch_size": true,
-	"data.device_normalize": true, // where the same floats are computed, not which
-	"guard.nonfinite":       true,
-}
-
-// ConfigChange is one key whose value differs between two configs.
-type ConfigChange struct {
-	Key      string
-	From, To any
-}
-
-func (c ConfigChange) String() string { return fmt.Sprintf("%s: %v -> %v", c.Key, c.From, c.To) }
-
-// configChanges lists the keys (dotted, as in --set) whose values differ, sorted.
-func configChanges(old, cur Config) []ConfigChange {
-	a, b := flattenConfig(old), flattenConfig(cur)
-	var out []ConfigChange
-	for k, va := range a {
-		if vb, ok := b[k]; !ok || !reflect.DeepEqual(va, vb) {
-			out = append(out, ConfigChange{Key: k, From: va, To: b[k]})
-		}
-	}
-	for k, vb := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, ConfigChange{Key: k, To: vb})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
-}
-
-// flattenConfig maps each leaf key of the config's YAML ("optimizer.lr") to its value.
-func flattenConfig(c Config) map[string]any {
-	var tree map[string]any
-	if err := yaml.Unmarshal(c.YAML(), &tree); err != nil {
-		panic(err) // our own YAML always parses
-	}
-	flat := map[string]any{}
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			if sub, ok := v.(map[string]any); ok {
-				walk(prefix+k+".", sub)
-			} else {
-				flat[prefix+k] = v
-			}
-		}
-	}
-	walk("", tree)
-	return flat
-}
 
 // checkpointConfig returns the config of the run that wrote ckpt: the one in its header, else the run
 // directory's config.yaml if its hash is the checkpoint's. ok is false when neither is available.
 // Keys the stored config lacks (added to the trainer since) take their defaults.
-func checkpointConfig(ckpt *Checkpoint) (cfg Config, source string, ok bool, err error) {
+func checkpointConfig(ckpt *Checkpoint) (cfg config.Config, source string, ok bool, err error) {
 	text, source := []byte(ckpt.Header.Config), ckpt.Path
 	if len(text) == 0 {
 		source = filepath.Join(filepath.Dir(filepath.Dir(ckpt.Path)), "config.yaml")
@@ -96,7 +33,7 @@ func checkpointConfig(ckpt *Checkpoint) (cfg Config, source string, ok bool, err
 			return cfg, "", false, nil // a later config: not the one that wrote the checkpoint
 		}
 	}
-	cfg = Defaults()
+	cfg = config.Defaults()
 	if err := yaml.Unmarshal(text, &cfg); err != nil {
 		return cfg, "", false, fmt.Errorf("config of checkpoint %s (from %s): %w", ckpt.Path, source, err)
 	}
@@ -104,8 +41,8 @@ func checkpointConfig(ckpt *Checkpoint) (cfg Config, source string, ok bool, err
 }
 
 // resumeConfig compares the config that wrote ckpt with the session's and returns the accepted
-// changes, or an error listing every change that is not on the allow-list.
-func (s *session) resumeConfig(ckpt *Checkpoint) ([]ConfigChange, error) {
+// changes, or an error listing every change that is not on the allow-list (config.Resumable).
+func (s *session) resumeConfig(ckpt *Checkpoint) ([]config.Change, error) {
 	old, source, ok, err := checkpointConfig(ckpt)
 	if err != nil {
 		return nil, err
@@ -120,28 +57,23 @@ func (s *session) resumeConfig(ckpt *Checkpoint) ([]ConfigChange, error) {
 			"checkpoint nor %s holds that config, so the changed keys cannot be checked; resume with the original config",
 			ckpt.Path, ckpt.Header.ConfigHash, s.cfg.Hash(), filepath.Join(filepath.Dir(filepath.Dir(ckpt.Path)), "config.yaml"))
 	}
-	changes := configChanges(old, s.cfg)
+	changes := config.Changes(old, s.cfg)
 	var refused []string
 	for _, c := range changes {
-		if !resumeAllowed[c.Key] {
+		if !config.Resumable(c.Key) {
 			refused = append(refused, "  "+c.String())
 		}
 	}
 	if len(refused) > 0 {
-		allowed := make([]string, 0, len(resumeAllowed))
-		for k := range resumeAllowed {
-			allowed = append(allowed, k)
-		}
-		sort.Strings(allowed)
 		return nil, fmt.Errorf("resume from %s: the config differs from the one that wrote it (%s) in keys a resumed "+
 			"run cannot change:\n%s\nkeys that may change on resume: %s; to train another recipe from these weights, "+
-			"start a new run (--set name=...)", ckpt.Path, source, strings.Join(refused, "\n"), strings.Join(allowed, ", "))
+			"start a new run (--set name=...)", ckpt.Path, source, strings.Join(refused, "\n"), strings.Join(config.ResumableKeys(), ", "))
 	}
 	return changes, nil
 }
 
 // resumeRecord is the metrics.jsonl record of a resume.
-func resumeRecord(ckpt *Checkpoint, changes []ConfigChange, dropped int) map[string]any {
+func resumeRecord(ckpt *Checkpoint, changes []config.Change, dropped int) map[string]any {
 	changed := map[string]any{}
 	for _, c := range changes {
 		changed[c.Key] = map[string]any{"from": c.From, "to": c.To}

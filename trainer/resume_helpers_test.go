@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/config"
 )
 
 // rerunFrom runs cfg to the end, deletes its checkpoint of step last (so the newest left is an
 // earlier, mid-run one) and resumes: the resumed run's result.
-func rerunFrom(t *testing.T, cfg Config, last int) Result {
+func rerunFrom(t *testing.T, cfg config.Config, last int) Result {
 	t.Helper()
 	if _, err := Run(cfg, RunOptions{Out: io.Discard}); err != nil {
 		t.Fatal(err)

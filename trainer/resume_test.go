@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainer/trainer/config"
 )
 
 // TestResumeRefusesRecipeChanges: a resumed run whose config differs in a key that changes training
@@ -88,7 +90,7 @@ func TestResumeAcceptsAllowedChangesAndLogsThem(t *testing.T) {
 // line) are dropped on resume, earlier resume records stay, and the log ends as the uninterrupted run's.
 func TestResumeTruncatesMetricsLog(t *testing.T) {
 	whole := smallRun(t, "whole")
-	whole.Checkpoint = CheckpointConfig{EverySteps: 5, Keep: 10}
+	whole.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 10}
 	resW, err := Run(whole, RunOptions{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)

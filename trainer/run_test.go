@@ -9,12 +9,14 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/config"
 )
 
 // smallRun is a few steps of softmax regression on real MNIST: enough to learn, cheap enough for CI.
-func smallRun(t *testing.T, name string) Config {
+func smallRun(t *testing.T, name string) config.Config {
 	t.Helper()
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name = name
 	cfg.RunDir = t.TempDir()
 	cfg.Net.Name = "linear"
@@ -22,8 +24,8 @@ func smallRun(t *testing.T, name string) Config {
 	cfg.Data.BatchSize = 64
 	cfg.Data.EvalBatchSize = 2000
 	cfg.Optimizer.LR = 0.05
-	cfg.Schedule = ScheduleConfig{Name: "cosine", WarmupEpochs: 0.002}
-	cfg.Checkpoint = CheckpointConfig{EverySteps: 10, Keep: 5}
+	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupEpochs: 0.002}
+	cfg.Checkpoint = config.CheckpointConfig{EverySteps: 10, Keep: 5}
 	cfg.Log.EverySteps = 5
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -104,7 +106,7 @@ func TestRunLearnsAndResumesExactly(t *testing.T) {
 func TestResumeRefusesAnotherNetsCheckpoint(t *testing.T) {
 	cfg := smallRun(t, "c")
 	cfg.Steps = 2
-	cfg.Schedule = ScheduleConfig{Name: "constant"} // smallRun's warmup is longer than two steps
+	cfg.Schedule = config.ScheduleConfig{Name: "constant"} // smallRun's warmup is longer than two steps
 	res, err := Run(cfg, RunOptions{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +151,7 @@ func TestBestCheckpointKeepsTheBestEval(t *testing.T) {
 // is chosen on the EMA score.
 func TestEvaluateEMAShadowsOfACheckpoint(t *testing.T) {
 	cfg := smallRun(t, "ema")
-	cfg.EMA = EMAConfig{Decay: 0.9, Warmup: true}
+	cfg.EMA = config.EMAConfig{Decay: 0.9, Warmup: true}
 	res, err := Run(cfg, RunOptions{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)

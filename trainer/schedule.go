@@ -1,6 +1,10 @@
 package trainer
 
-import "math"
+import (
+	"math"
+
+	"github.com/trainer/trainer/config"
+)
 
 // LearningRate is the host-side schedule: the rate for optimizer step `step` (0-based) of a run of
 // `total` optimizer steps with `perEpoch` optimizer steps per epoch (fractional under accumulation).
@@ -12,10 +16,10 @@ import "math"
 // multistep: peak·rate^(milestones ≤ epoch); exponential: peak·rate^(epoch/decay_epochs), the exponent
 // floored with staircase. The decays count epochs from the start of the run (epoch = step/perEpoch),
 // as TensorFlow's exponential_decay does under a warmup.
-func LearningRate(c Config, step, total int, perEpoch float64) float64 {
+func LearningRate(c config.Config, step, total int, perEpoch float64) float64 {
 	peak := c.PeakLR()
 	s := c.Schedule
-	warmup := WarmupSteps(s, perEpoch)
+	warmup := s.WarmupLength(perEpoch)
 	if step < warmup {
 		return s.WarmupStartLR + (peak-s.WarmupStartLR)*float64(step+1)/float64(warmup)
 	}
@@ -59,17 +63,9 @@ func epochRatio(epoch, every float64) float64 {
 	return r
 }
 
-// WarmupSteps is the warmup length in optimizer steps.
-func WarmupSteps(s ScheduleConfig, perEpoch float64) int {
-	if s.WarmupSteps > 0 {
-		return s.WarmupSteps
-	}
-	return int(math.Round(s.WarmupEpochs * perEpoch))
-}
-
 // EMADecay is the decay of the weights' moving average at optimizer step t (0-based: t = 0 is the
 // first update): min(decay, (1+t)/(10+t)) with the warmup, decay without it.
-func EMADecay(c EMAConfig, t int) float64 {
+func EMADecay(c config.EMAConfig, t int) float64 {
 	if !c.Warmup {
 		return c.Decay
 	}

@@ -3,10 +3,12 @@ package trainer
 import (
 	"math"
 	"testing"
+
+	"github.com/trainer/trainer/config"
 )
 
 func TestScheduleBoundaries(t *testing.T) {
-	base := Defaults()
+	base := config.Defaults()
 	base.Name = "schedule"
 	base.Optimizer.LR = 0.1
 	type at struct {
@@ -15,25 +17,25 @@ func TestScheduleBoundaries(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		schedule ScheduleConfig
+		schedule config.ScheduleConfig
 		perEpoch float64
 		total    int
 		points   []at
 	}{
-		{"warmup steps from a start value, then constant", ScheduleConfig{Name: "constant", WarmupSteps: 4, WarmupStartLR: 0.02}, 10, 100,
+		{"warmup steps from a start value, then constant", config.ScheduleConfig{Name: "constant", WarmupSteps: 4, WarmupStartLR: 0.02}, 10, 100,
 			[]at{{0, 0.04}, {1, 0.06}, {3, 0.1}, {4, 0.1}, {99, 0.1}}},
-		{"cosine to a floor: end of warmup, midpoint, last step", ScheduleConfig{Name: "cosine", WarmupEpochs: 1, MinLR: 0.001}, 10, 110,
+		{"cosine to a floor: end of warmup, midpoint, last step", config.ScheduleConfig{Name: "cosine", WarmupEpochs: 1, MinLR: 0.001}, 10, 110,
 			[]at{{9, 0.1}, {10, 0.1}, {60, 0.001 + 0.099*0.5}, {109, 0.001 + 0.099*0.5*(1+math.Cos(math.Pi*99/100))}, {110, 0.001}}},
-		{"step: staircase edges", ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 30}, 10, 900,
+		{"step: staircase edges", config.ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 30}, 10, 900,
 			[]at{{0, 0.1}, {299, 0.1}, {300, 0.01}, {599, 0.01}, {600, 0.001}, {899, 0.001}}},
-		{"multistep at milestones", ScheduleConfig{Name: "multistep", DecayRate: 0.5, Milestones: []float64{2, 5}}, 10, 100,
+		{"multistep at milestones", config.ScheduleConfig{Name: "multistep", DecayRate: 0.5, Milestones: []float64{2, 5}}, 10, 100,
 			[]at{{19, 0.1}, {20, 0.05}, {49, 0.05}, {50, 0.025}, {99, 0.025}}},
-		{"exponential, smooth (MobileNetV2: 0.98 per epoch)", ScheduleConfig{Name: "exponential", DecayRate: 0.98, DecayEpochs: 1}, 4, 40,
+		{"exponential, smooth (MobileNetV2: 0.98 per epoch)", config.ScheduleConfig{Name: "exponential", DecayRate: 0.98, DecayEpochs: 1}, 4, 40,
 			[]at{{0, 0.1}, {2, 0.1 * math.Pow(0.98, 0.5)}, {4, 0.098}, {39, 0.1 * math.Pow(0.98, 9.75)}}},
 		{"exponential staircase under warmup (EfficientNet: 0.97 per 2.4 epochs)",
-			ScheduleConfig{Name: "exponential", DecayRate: 0.97, DecayEpochs: 2.4, Staircase: true, WarmupEpochs: 1}, 10, 100,
+			config.ScheduleConfig{Name: "exponential", DecayRate: 0.97, DecayEpochs: 2.4, Staircase: true, WarmupEpochs: 1}, 10, 100,
 			[]at{{0, 0.01}, {9, 0.1}, {10, 0.1}, {23, 0.1}, {24, 0.097}, {47, 0.097}, {48, 0.1 * 0.97 * 0.97}, {99, 0.1 * math.Pow(0.97, 4)}}},
-		{"fractional steps per epoch (accumulation)", ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 1}, 2.5, 10,
+		{"fractional steps per epoch (accumulation)", config.ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 1}, 2.5, 10,
 			[]at{{2, 0.1}, {3, 0.01}, {4, 0.01}, {5, 0.001}}},
 	}
 	for _, c := range cases {
@@ -51,7 +53,7 @@ func TestScheduleBoundaries(t *testing.T) {
 }
 
 func TestPeakLRScalesWithTheGlobalBatch(t *testing.T) {
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Optimizer.LR = 0.1
 	cfg.Data.BatchSize = 128
 	if got := cfg.PeakLR(); got != 0.1 {
@@ -62,14 +64,14 @@ func TestPeakLRScalesWithTheGlobalBatch(t *testing.T) {
 	if got := cfg.PeakLR(); math.Abs(got-0.2) > 1e-15 {
 		t.Errorf("lr 0.1 per 256 at global batch 512: %g, want 0.2", got)
 	}
-	cfg.Schedule = ScheduleConfig{Name: "cosine", WarmupSteps: 2}
+	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupSteps: 2}
 	if got := LearningRate(cfg, 1, 10, 5); math.Abs(got-0.2) > 1e-15 {
 		t.Errorf("end of warmup: %g, want the scaled peak 0.2", got)
 	}
 }
 
 func TestEMADecayWarmup(t *testing.T) {
-	c := EMAConfig{Decay: 0.9999, Warmup: true}
+	c := config.EMAConfig{Decay: 0.9999, Warmup: true}
 	for _, p := range []struct {
 		t    int
 		want float64
@@ -83,3 +85,31 @@ func TestEMADecayWarmup(t *testing.T) {
 		t.Errorf("without warmup: %g", got)
 	}
 }
+
+func TestLearningRateSchedule(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Optimizer.LR = 0.1
+	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupEpochs: 1, MinLR: 0.001}
+	const perEpoch, total = 10, 110
+	if got := LearningRate(cfg, 0, total, perEpoch); !near(got, 0.01) {
+		t.Errorf("first warmup step: %g, want 0.01", got)
+	}
+	if got := LearningRate(cfg, 9, total, perEpoch); !near(got, 0.1) {
+		t.Errorf("last warmup step: %g, want 0.1", got)
+	}
+	if got := LearningRate(cfg, 10, total, perEpoch); !near(got, 0.1) {
+		t.Errorf("cosine start: %g, want 0.1", got)
+	}
+	if got := LearningRate(cfg, 60, total, perEpoch); !near(got, 0.001+0.099*0.5) {
+		t.Errorf("cosine midpoint: %g, want %g", got, 0.001+0.099*0.5)
+	}
+	if got := LearningRate(cfg, total, total, perEpoch); !near(got, 0.001) {
+		t.Errorf("cosine end: %g, want 0.001", got)
+	}
+	cfg.Schedule.Name = "constant"
+	if got := LearningRate(cfg, 50, total, perEpoch); got != 0.1 {
+		t.Errorf("constant: %g", got)
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }

@@ -92,7 +92,7 @@ func flag(b bool) float32 {
 func (s *session) newTrainStep(opt Optimizer) (*trainStep, error) {
 	ts := &trainStep{hostCount: len(opt.HostScalars(1)), accumulate: max(s.cfg.Optimizer.AccumulateSteps, 1),
 		ema: s.cfg.EMA.Decay > 0}
-	ts.guard.gate = s.cfg.Guard.gating()
+	ts.guard.gate = s.cfg.Guard.SkipsNonFinite()
 	clip := s.cfg.Optimizer.ClipGradNorm
 	exec, err := context.NewExec(s.backend, s.ctx, func(ctx *context.Context, in []*Node) []*Node {
 		images, labels, lr := in[0], in[1], in[2]
@@ -152,7 +152,7 @@ func (s *session) netInput(images *Node) *Node {
 	if images.DType() != dtypes.Uint8 {
 		return images
 	}
-	mean, std := s.cfg.Data.normalisation()
+	mean, std := s.cfg.Data.Normalisation()
 	table, err := data.NormalizeTable(mean, std, images.Shape().Dimensions[images.Rank()-1])
 	if err != nil {
 		panic(fmt.Errorf("data.mean, data.std: %w", err))

@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 )
 
@@ -59,7 +60,7 @@ func sliceBatch(images, labels *tensors.Tensor, from, to int) (*tensors.Tensor, 
 }
 
 // testSession opens a session of cfg and builds its step.
-func testSession(t *testing.T, cfg Config) (*session, *trainStep, Optimizer) {
+func testSession(t *testing.T, cfg config.Config) (*session, *trainStep, Optimizer) {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -148,8 +149,8 @@ func TestBCETargetsAndDivisor(t *testing.T) {
 		divisor string
 		want    float64
 	}{{"elements", sum / 8}, {"batch", sum / 2}} {
-		cfg := Defaults()
-		cfg.Loss = LossConfig{Name: "bce", LabelSmoothing: 0.1, BCEDivisor: c.divisor}
+		cfg := config.Defaults()
+		cfg.Loss = config.LossConfig{Name: "bce", LabelSmoothing: 0.1, BCEDivisor: c.divisor}
 		s := &session{cfg: cfg}
 		e := MustNewExec(lossBackend(), func(l, y *Node) *Node { return s.trainLoss(l, y) })
 		got := float64(tensors.ToScalar[float32](e.MustExec(logits, []int32{2, 0})[0]))
@@ -165,7 +166,7 @@ func TestBCETargetsAndDivisor(t *testing.T) {
 // optimizer steps; the micro-batches before the last leave weights and slots untouched.
 func TestAccumulationEqualsTheLargeBatch(t *testing.T) {
 	const k, n, steps = 4, 8, 2
-	for _, o := range []OptimizerConfig{
+	for _, o := range []config.OptimizerConfig{
 		{Name: "sgd", LR: 0.05, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1, WeightDecay: 1e-2, ClipGradNorm: 0.5},
 		{Name: "adamw", LR: 1e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1, WeightDecay: 0.05},
 	} {
@@ -176,7 +177,7 @@ func TestAccumulationEqualsTheLargeBatch(t *testing.T) {
 			batches = append(batches, [2]*tensors.Tensor{x, y})
 		}
 		run := func(accumulate int) map[string][]float32 {
-			cfg := Defaults()
+			cfg := config.Defaults()
 			cfg.Name, cfg.Net.Name, cfg.Optimizer = "acc", "linear", o
 			cfg.Optimizer.AccumulateSteps = accumulate
 			s, step, opt := testSession(t, cfg)
@@ -241,7 +242,7 @@ func sameValues(a, b map[string][]float32) bool {
 // TestAccumulationCompensatesBatchNorm: under k = 2 the running statistics decay by d^(1/2) per
 // micro-batch, so the same batch seen twice moves them exactly as one update at d.
 func TestAccumulationCompensatesBatchNorm(t *testing.T) {
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name, cfg.Net.Name, cfg.Net.Dropout = "bn", testBNNet, 0
 	cfg.Optimizer.AccumulateSteps = 2
 	stats := func(k int) map[string][]float32 {
@@ -278,9 +279,9 @@ func TestAccumulationCompensatesBatchNorm(t *testing.T) {
 // TestEMAShadowsWeightsAndStatistics follows e' = d·e + (1−d)·θ' over two steps from a fresh start (the
 // shadow starts at the weights before the first step) for a weight and a BatchNorm running mean.
 func TestEMAShadowsWeightsAndStatistics(t *testing.T) {
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name, cfg.Net.Name = "ema", testBNNet
-	cfg.EMA = EMAConfig{Decay: 0.99, Warmup: true}
+	cfg.EMA = config.EMAConfig{Decay: 0.99, Warmup: true}
 	s, step, _ := testSession(t, cfg)
 	// Create the weights first, so the values before the first step are known.
 	prime := context.MustNewExec(s.backend, s.ctx, func(ctx *context.Context, x *Node) *Node { return s.forward(ctx, x, false) })
@@ -330,17 +331,17 @@ func TestEMAShadowsWeightsAndStatistics(t *testing.T) {
 // stopped at a checkpoint and resumed, ends bit-identical to the uninterrupted run, EMA shadows
 // and optimizer moments included.
 func TestRecipeRunResumesExactly(t *testing.T) {
-	mk := func(name string) Config {
+	mk := func(name string) config.Config {
 		cfg := smallRun(t, name)
 		cfg.Net.Name = testBNNet
 		cfg.Steps = 12
 		cfg.Data.BatchSize = 32
-		cfg.Optimizer = OptimizerConfig{Name: "adamw", LR: 2e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
+		cfg.Optimizer = config.OptimizerConfig{Name: "adamw", LR: 2e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
 			WeightDecay: 0.05, ClipGradNorm: 1, AccumulateSteps: 2}
-		cfg.Schedule = ScheduleConfig{Name: "cosine", WarmupSteps: 3}
-		cfg.EMA = EMAConfig{Decay: 0.9, Warmup: true}
-		cfg.Loss = LossConfig{Name: "bce", LabelSmoothing: 0.1, BCEDivisor: "elements", BCETargetThreshold: 0.2}
-		cfg.Checkpoint = CheckpointConfig{EverySteps: 5, Keep: 5}
+		cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupSteps: 3}
+		cfg.EMA = config.EMAConfig{Decay: 0.9, Warmup: true}
+		cfg.Loss = config.LossConfig{Name: "bce", LabelSmoothing: 0.1, BCEDivisor: "elements", BCETargetThreshold: 0.2}
+		cfg.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 5}
 		cfg.Log.EverySteps = 4
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
@@ -404,9 +405,9 @@ func TestBFloat16StepTracksFloat32(t *testing.T) {
 
 func testBFloat16StepTracksFloat32(t *testing.T, net string) {
 	losses := func(precision string) []float64 {
-		cfg := Defaults()
+		cfg := config.Defaults()
 		cfg.Name, cfg.Net.Name, cfg.Net.Precision, cfg.Net.Width = "bf16", net, precision, 0.25
-		cfg.Optimizer = OptimizerConfig{Name: "adamw", LR: 1e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
+		cfg.Optimizer = config.OptimizerConfig{Name: "adamw", LR: 1e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
 			WeightDecay: 0.05, AccumulateSteps: 1}
 		_, step, opt := testSession(t, cfg)
 		x, y := randomBatch(rand.New(rand.NewPCG(21, 22)), 32)

@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 )
 
@@ -93,7 +94,7 @@ func regressionGrad(w, b []float64, x []float32, y []int32) (dw, db []float64) {
 
 // openRegression builds a float64 session of the regression for cfg's optimizer, accumulation and EMA,
 // with its variables created before the first step (so the values before it are known).
-func openRegression(t *testing.T, cfg Config) (*session, *trainStep, Optimizer) {
+func openRegression(t *testing.T, cfg config.Config) (*session, *trainStep, Optimizer) {
 	t.Helper()
 	cfg.Net.Name = verifyRegressionNet
 	if err := cfg.Validate(); err != nil {
@@ -302,9 +303,9 @@ func adamWLaw(b1, b2, eps, wd float64, perMicro bool) accLaw {
 // (the same examples in the same order for every k) and returns the worst relative error of the
 // weights against law after each step. It fails the test if a micro-batch before the last moves the
 // weights or the optimizer slots.
-func accumulationRun(t *testing.T, o OptimizerConfig, k, n int, law accLaw) float64 {
+func accumulationRun(t *testing.T, o config.OptimizerConfig, k, n int, law accLaw) float64 {
 	t.Helper()
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name, cfg.Optimizer = "verify_acc", o
 	cfg.Optimizer.AccumulateSteps = k
 	s, step, opt := openRegression(t, cfg)
@@ -346,16 +347,16 @@ func accumulationRun(t *testing.T, o OptimizerConfig, k, n int, law accLaw) floa
 // the wrong laws (the sum G, clipping each micro-batch, one update per micro-batch) fail.
 func TestVerifyAccumulationStep(t *testing.T) {
 	const k, n = 2, 3
-	sgd := OptimizerConfig{Name: "sgd", LR: 0.0625, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
+	sgd := config.OptimizerConfig{Name: "sgd", LR: 0.0625, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
 		WeightDecay: 0.01}
 	clipped := sgd
 	clipped.ClipGradNorm = 0.3
-	adamw := OptimizerConfig{Name: "adamw", LR: 0.0625, Momentum: -1, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, Rho: -1,
+	adamw := config.OptimizerConfig{Name: "adamw", LR: 0.0625, Momentum: -1, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, Rho: -1,
 		WeightDecay: 0.05}
 	var factors []float64
 	for _, c := range []struct {
 		what  string
-		o     OptimizerConfig
+		o     config.OptimizerConfig
 		law   func() accLaw
 		wrong bool
 	}{
@@ -412,11 +413,11 @@ func TestVerifyEMAStep(t *testing.T) {
 	if warm(2) != decay || warm(1) >= decay {
 		t.Fatalf("the steps must reach the cap at the third step only: d = %g, %g, %g", warm(0), warm(1), warm(2))
 	}
-	cfg := Defaults()
+	cfg := config.Defaults()
 	cfg.Name = "verify_ema"
-	cfg.Optimizer = OptimizerConfig{Name: "sgd", LR: 0.0625, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1, WeightDecay: 0.01}
+	cfg.Optimizer = config.OptimizerConfig{Name: "sgd", LR: 0.0625, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1, WeightDecay: 0.01}
 	cfg.Optimizer.AccumulateSteps = 1
-	cfg.EMA = EMAConfig{Decay: decay, Warmup: true}
+	cfg.EMA = config.EMAConfig{Decay: decay, Warmup: true}
 	s, step, _ := openRegression(t, cfg)
 	rng := rand.New(rand.NewPCG(13, 14))
 	before := regressionParams(t, s.ctx, "/model")

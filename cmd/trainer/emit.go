@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainer"
@@ -89,13 +90,13 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 }
 
 // emitConfig is the recipe at path, or the defaults for a net name, with the overrides.
-func emitConfig(netOrConfig string, sets []string) (trainer.Config, error) {
+func emitConfig(netOrConfig string, sets []string) (config.Config, error) {
 	if strings.HasSuffix(netOrConfig, ".yaml") || strings.HasSuffix(netOrConfig, ".yml") {
-		return trainer.LoadConfig(netOrConfig, sets)
+		return config.Load(netOrConfig, sets)
 	}
 	f, err := os.CreateTemp("", "emit-*.yaml")
 	if err != nil {
-		return trainer.Config{}, err
+		return config.Config{}, err
 	}
 	defer func() { _ = os.Remove(f.Name()) }()
 	_, err = fmt.Fprintf(f, "name: emit\nnet: {name: %q}\n", netOrConfig)
@@ -103,9 +104,9 @@ func emitConfig(netOrConfig string, sets []string) (trainer.Config, error) {
 		err = cerr
 	}
 	if err != nil {
-		return trainer.Config{}, err
+		return config.Config{}, err
 	}
-	return trainer.LoadConfig(f.Name(), sets)
+	return config.Load(f.Name(), sets)
 }
 
 func humanBytes(n int64) string {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainer"
@@ -113,14 +114,14 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // loadConfig reads CONFIG with its overrides; --backend is one more override.
-func loadConfig(fs *flag.FlagSet, positional []string, sets setFlags, backend string) (trainer.Config, error) {
+func loadConfig(fs *flag.FlagSet, positional []string, sets setFlags, backend string) (config.Config, error) {
 	if len(positional) != 1 {
-		return trainer.Config{}, fmt.Errorf("%s: expected one CONFIG file, got %d arguments", fs.Name(), len(positional))
+		return config.Config{}, fmt.Errorf("%s: expected one CONFIG file, got %d arguments", fs.Name(), len(positional))
 	}
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	return trainer.LoadConfig(positional[0], sets)
+	return config.Load(positional[0], sets)
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {

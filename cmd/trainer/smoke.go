@@ -7,30 +7,31 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/trainer"
 )
 
 // loadRunConfig is loadConfig, or with smoke the recipe under trainer's smoke overrides (a few steps at
 // reduced width and resolution on a generated ImageFolder under run_dir/smoke-data, pure-Go backend),
 // the user's --set and --backend still applying on top. It prints the overrides it applied.
-func loadRunConfig(fs *flag.FlagSet, positional []string, sets setFlags, backend string, smoke bool, stdout io.Writer) (trainer.Config, error) {
+func loadRunConfig(fs *flag.FlagSet, positional []string, sets setFlags, backend string, smoke bool, stdout io.Writer) (config.Config, error) {
 	if !smoke {
 		return loadConfig(fs, positional, sets, backend)
 	}
 	recipe, err := loadConfig(fs, positional, sets, backend)
 	if err != nil {
-		return trainer.Config{}, err
+		return config.Config{}, err
 	}
 	dataDir := filepath.Join(recipe.RunDir, "smoke-data")
 	if err := trainer.WriteSmokeData(dataDir); err != nil {
-		return trainer.Config{}, err
+		return config.Config{}, err
 	}
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	cfg, applied, err := trainer.LoadSmokeConfig(positional[0], sets, dataDir)
+	cfg, applied, err := config.LoadSmoke(positional[0], sets, dataDir)
 	if err != nil {
-		return trainer.Config{}, err
+		return config.Config{}, err
 	}
 	fmt.Fprintf(stdout, "smoke mode: --set %s\n", strings.Join(applied, " --set "))
 	return cfg, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
@@ -55,7 +56,7 @@ func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string,
 		if _, statErr := os.Stat(arg); statErr != nil {
 			return spec, opts, "", fmt.Errorf("%q is neither a registered net nor a config file: %v", arg, err)
 		}
-		cfg, err := trainer.LoadConfig(arg, nil)
+		cfg, err := config.Load(arg, nil)
 		if err != nil {
 			return spec, opts, "", err
 		}

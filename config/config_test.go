@@ -1,12 +1,10 @@
-package trainer
+package config
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/trainer/trainer/graphs"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -20,7 +18,7 @@ func writeConfig(t *testing.T, body string) string {
 
 func TestLoadConfigAppliesFileDefaultsAndOverrides(t *testing.T) {
 	path := writeConfig(t, "epochs: 3\noptimizer:\n  lr: 0.2\nnet:\n  name: mlp\n")
-	cfg, err := LoadConfig(path, []string{"optimizer.lr=0.05", "epochs=2", "optimizer.nesterov=true"})
+	cfg, err := Load(path, []string{"optimizer.lr=0.05", "epochs=2", "optimizer.nesterov=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +63,7 @@ func TestLoadConfigErrorsNameFileKeyAndExpectation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, c.body), c.sets)
+			_, err := Load(writeConfig(t, c.body), c.sets)
 			if err == nil {
 				t.Fatal("accepted a bad config")
 			}
@@ -78,27 +76,8 @@ func TestLoadConfigErrorsNameFileKeyAndExpectation(t *testing.T) {
 	}
 }
 
-func TestNetOptionsResolve(t *testing.T) {
-	n := Defaults().Net
-	opts, err := n.Options(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts.DropoutRate != nil || opts.DropPathRate != nil || opts.Padding != graphs.PadDefault || opts.Seed != 7 {
-		t.Errorf("defaults should leave the net's own choices: %+v", opts)
-	}
-	n.Dropout, n.DropPath, n.Padding, n.GELU = 0, 0.1, "same", "tanh"
-	opts, err = n.Options(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts.Dropout(0.2) != 0 || opts.DropPath(0.2) != 0.1 || opts.Padding != graphs.PadSame || opts.GELU != graphs.GELUTanh {
-		t.Errorf("overrides not applied: %+v", opts)
-	}
-}
-
 func TestLoadConfigMissingFile(t *testing.T) {
-	_, err := LoadConfig(filepath.Join(t.TempDir(), "nope.yaml"), nil)
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), nil)
 	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
 		t.Fatalf("error %v should name the missing file", err)
 	}
@@ -110,36 +89,8 @@ func TestShippedConfigsAreValid(t *testing.T) {
 		t.Fatalf("no configs found: %v", err)
 	}
 	for _, p := range paths {
-		if _, err := LoadConfig(p, nil); err != nil {
+		if _, err := Load(p, nil); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
 }
-
-func TestLearningRateSchedule(t *testing.T) {
-	cfg := Defaults()
-	cfg.Optimizer.LR = 0.1
-	cfg.Schedule = ScheduleConfig{Name: "cosine", WarmupEpochs: 1, MinLR: 0.001}
-	const perEpoch, total = 10, 110
-	if got := LearningRate(cfg, 0, total, perEpoch); !near(got, 0.01) {
-		t.Errorf("first warmup step: %g, want 0.01", got)
-	}
-	if got := LearningRate(cfg, 9, total, perEpoch); !near(got, 0.1) {
-		t.Errorf("last warmup step: %g, want 0.1", got)
-	}
-	if got := LearningRate(cfg, 10, total, perEpoch); !near(got, 0.1) {
-		t.Errorf("cosine start: %g, want 0.1", got)
-	}
-	if got := LearningRate(cfg, 60, total, perEpoch); !near(got, 0.001+0.099*0.5) {
-		t.Errorf("cosine midpoint: %g, want %g", got, 0.001+0.099*0.5)
-	}
-	if got := LearningRate(cfg, total, total, perEpoch); !near(got, 0.001) {
-		t.Errorf("cosine end: %g, want 0.001", got)
-	}
-	cfg.Schedule.Name = "constant"
-	if got := LearningRate(cfg, 50, total, perEpoch); got != 0.1 {
-		t.Errorf("constant: %g", got)
-	}
-}
-
-func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }

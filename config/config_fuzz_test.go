@@ -1,4 +1,4 @@
-package trainer
+package config
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// FuzzLoadConfig feeds arbitrary YAML and --set overrides to the config loader: it must refuse or
+// FuzzLoadConfig feeds arbitrary YAML and --set overrides to Load: it must refuse or
 // return a config that validates and whose run directory stays inside run_dir (no path tricks through
 // the name). `go test` runs the seeds (every shipped config); `-fuzz FuzzLoadConfig` explores.
 func FuzzLoadConfig(f *testing.F) {
@@ -33,12 +33,12 @@ func FuzzLoadConfig(f *testing.F) {
 		if set != "" {
 			sets = []string{set}
 		}
-		cfg, err := LoadConfig(path, sets)
+		cfg, err := Load(path, sets)
 		if err != nil {
 			return
 		}
 		if err := cfg.Validate(); err != nil {
-			t.Fatalf("LoadConfig accepted a config that does not validate: %v", err)
+			t.Fatalf("Load accepted a config that does not validate: %v", err)
 		}
 		rel, err := filepath.Rel(cfg.RunDir, cfg.Dir())
 		if err != nil || rel == "." || strings.HasPrefix(rel, "..") || strings.ContainsRune(rel, filepath.Separator) {

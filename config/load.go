@@ -1,0 +1,182 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads a YAML recipe through viper, applies "key=value" overrides, and returns the
+// validated config; every problem is reported with the file (or --set), the key and what was expected.
+func Load(path string, overrides []string) (Config, error) {
+	v := viper.New()
+	v.SetConfigFile(path)
+	v.SetConfigType("yaml")
+	if err := v.ReadInConfig(); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	fromSet := map[string]bool{}
+	for _, o := range overrides {
+		key, raw, ok := strings.Cut(o, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		if !ok || key == "" {
+			return Config{}, fmt.Errorf("--set %q: expected key=value, e.g. --set optimizer.lr=0.05", o)
+		}
+		var value any
+		if err := yaml.Unmarshal([]byte(raw), &value); err != nil {
+			return Config{}, fmt.Errorf("--set %s: cannot parse value %q: %v", key, raw, err)
+		}
+		v.Set(key, value)
+		fromSet[key] = true
+	}
+	cfg := Defaults()
+	source := func(key string) string {
+		if fromSet[key] {
+			return "--set " + key
+		}
+		return path + ": " + key
+	}
+	if err := decode(reflect.ValueOf(&cfg).Elem(), v.AllSettings(), "", source); err != nil {
+		return Config{}, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// decode copies settings into the struct dst, strictly: unknown keys and wrong types are errors.
+func decode(dst reflect.Value, settings map[string]any, prefix string, source func(string) string) error {
+	fields := map[string]reflect.Value{}
+	var names []string
+	for i := range dst.NumField() {
+		tag := dst.Type().Field(i).Tag.Get("yaml")
+		fields[tag] = dst.Field(i)
+		names = append(names, tag)
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		key := prefix + k
+		field, ok := fields[k]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: unknown key; expected one of: %s", source(key), joinPrefixed(prefix, names)))
+			continue
+		}
+		if err := setField(field, settings[k], key, source); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func joinPrefixed(prefix string, names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return strings.Join(out, ", ")
+}
+
+// setField converts one YAML value into the field's type without guessing: an int field takes only
+// integral numbers, a string field only strings, and so on.
+func setField(field reflect.Value, value any, key string, source func(string) string) error {
+	bad := func(want string) error {
+		return fmt.Errorf("%s: expected %s, got %T %v", source(key), want, value, value)
+	}
+	switch field.Kind() {
+	case reflect.Struct:
+		m, ok := value.(map[string]any)
+		if !ok {
+			return bad("a mapping of keys")
+		}
+		return decode(field, m, key+".", source)
+	case reflect.String:
+		s, ok := value.(string)
+		if field.Type() == reflect.TypeOf(Switch("")) {
+			if b, isBool := value.(bool); isBool {
+				s, ok = fmt.Sprint(b), true // device_normalize: true
+			}
+			if !ok {
+				return bad("auto, true or false")
+			}
+		}
+		if !ok {
+			return bad("a string")
+		}
+		field.SetString(s)
+	case reflect.Bool:
+		b, ok := value.(bool)
+		if !ok {
+			return bad("true or false")
+		}
+		field.SetBool(b)
+	case reflect.Int:
+		switch n := value.(type) {
+		case int:
+			field.SetInt(int64(n))
+		case int64:
+			field.SetInt(n)
+		case float64:
+			if n != float64(int64(n)) {
+				return bad("an integer")
+			}
+			field.SetInt(int64(n))
+		default:
+			return bad("an integer")
+		}
+	case reflect.Float64:
+		switch n := value.(type) {
+		case int:
+			field.SetFloat(float64(n))
+		case int64:
+			field.SetFloat(float64(n))
+		case float64:
+			field.SetFloat(n)
+		default:
+			return bad("a number")
+		}
+	case reflect.Slice:
+		if field.Type().Elem().Kind() != reflect.Float64 {
+			return fmt.Errorf("%s: field type %s not supported by the config decoder", source(key), field.Type())
+		}
+		list, ok := value.([]any)
+		switch value.(type) {
+		case int, int64, float64: // a single number is a list of one (data.mean: 0.1307)
+			list, ok = []any{value}, true
+		}
+		if !ok {
+			return bad("a list of numbers")
+		}
+		out := make([]float64, len(list))
+		for i, item := range list {
+			switch n := item.(type) {
+			case int:
+				out[i] = float64(n)
+			case int64:
+				out[i] = float64(n)
+			case float64:
+				out[i] = n
+			default:
+				return bad("a list of numbers")
+			}
+		}
+		field.Set(reflect.ValueOf(out))
+	default:
+		return fmt.Errorf("%s: field kind %s not supported by the config decoder", source(key), field.Kind())
+	}
+	return nil
+}

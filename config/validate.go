@@ -1,0 +1,320 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/pjrt"
+)
+
+// Every rule a recipe must pass, in one place. Each error reads "key: what was wrong, what was
+// expected"; Load prefixes the file.
+
+// checks collects the errors of a validation, in the order the rules run.
+type checks []error
+
+// check records "key: message" when ok is false.
+func (cs *checks) check(ok bool, key, format string, args ...any) {
+	if !ok {
+		*cs = append(*cs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+}
+
+// oneOf records an error when value is not one of allowed, listing them.
+func (cs *checks) oneOf(value, key string, allowed []string) {
+	cs.check(slices.Contains(allowed, value), key, "got %q, expected one of: %s", value, strings.Join(allowed, ", "))
+}
+
+// orList renders names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Validate checks ranges, names and how keys relate. The pure-Go backend counts as one device;
+// a PJRT backend's devices are checked when it opens (pjrt.CheckDevices).
+func (c Config) Validate() error { return c.ValidateWithDevices(0) }
+
+// ValidateWithDevices is Validate for a backend known to have devices devices, which bounds replicas;
+// 0 takes the count from the backend's name (one for the pure-Go backend, unknown for the others).
+func (c Config) ValidateWithDevices(devices int) error {
+	var cs checks
+	cs.check(c.Name != "" && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
+		"name", "got %q, expected a plain name usable as a directory", c.Name)
+	cs.check(c.Backend != "", "backend", "expected a backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
+	cs.check(c.Seed >= 0, "seed", "got %d, expected >= 0", c.Seed)
+	cs.check(c.Epochs >= 0, "epochs", "got %d, expected >= 0", c.Epochs)
+	cs.check(c.Steps >= 0, "steps", "got %d, expected >= 0 (0: run whole epochs)", c.Steps)
+	cs.check(c.Epochs > 0 || c.Steps > 0, "epochs", "epochs and steps are both 0: nothing to train")
+	cs.check(c.RunDir != "", "run_dir", "expected a directory")
+	c.Net.validate(&cs)
+	cs.oneOf(c.Data.Source, "data.source", DataSources())
+	cs.check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
+	cs.check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
+	c.Data.validate(&cs)
+	c.validateRecipe(&cs)
+	c.validateReplicas(&cs, devices)
+	c.validateRecipeTraps(&cs)
+	cs.check(c.Eval.EveryEpochs >= 0, "eval.every_epochs", "got %d, expected >= 0 (0: only at the end)", c.Eval.EveryEpochs)
+	cs.check(c.Checkpoint.EverySteps >= 0, "checkpoint.every_steps", "got %d, expected >= 0 (0: only at the end)", c.Checkpoint.EverySteps)
+	cs.check(c.Checkpoint.Keep >= 1, "checkpoint.keep", "got %d, expected >= 1", c.Checkpoint.Keep)
+	cs.check(c.Checkpoint.Best == "" || slices.Contains(BestMetrics, c.Checkpoint.Best),
+		"checkpoint.best", "got %q, expected %s", c.Checkpoint.Best, orList(BestMetrics))
+	cs.check(c.Checkpoint.Best != "ema_top1" || c.EMA.Decay > 0, "checkpoint.best", "ema_top1 needs ema.decay > 0")
+	cs.check(c.Log.EverySteps >= 1, "log.every_steps", "got %d, expected >= 1", c.Log.EverySteps)
+	if g := c.Guard.NonFinite; g != "" { // empty: stop
+		cs.oneOf(g, "guard.nonfinite", GuardPolicies)
+	}
+	return errors.Join(cs...)
+}
+
+// validate checks the net section.
+func (n NetConfig) validate(cs *checks) {
+	if _, err := graphs.Get(n.Name); err != nil {
+		*cs = append(*cs, fmt.Errorf("net.name: %v", err))
+	}
+	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
+	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
+	cs.check(n.ImageSize >= 0 && n.ImageSize <= 4096, "net.image_size", "got %d, expected in [0, 4096] (0: the net's default)", n.ImageSize)
+	cs.oneOf(n.Precision, "net.precision", Precisions)
+	cs.check(n.Dropout == -1 || (n.Dropout >= 0 && n.Dropout < 1), "net.dropout", "got %g, expected in [0, 1) or -1 (the net's default)", n.Dropout)
+	cs.check(n.DropPath == -1 || (n.DropPath >= 0 && n.DropPath < 1), "net.drop_path", "got %g, expected in [0, 1) or -1 (the net's default)", n.DropPath)
+	_, padErr := graphs.ParsePadding(n.Padding)
+	cs.check(padErr == nil && n.Padding != "valid", "net.padding", "got %q, expected symmetric or same (empty: the net's default)", n.Padding)
+	_, geluErr := graphs.ParseGELU(n.GELU)
+	cs.check(geluErr == nil, "net.gelu", "got %q, expected erf or tanh (empty: the net's default)", n.GELU)
+	cs.check(n.BNEpsilon >= 0 && n.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", n.BNEpsilon)
+	cs.check(n.BNDecay >= 0 && n.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", n.BNDecay)
+}
+
+// validateRecipe checks the optimizer, schedule, EMA and loss sections.
+func (c Config) validateRecipe(cs *checks) {
+	o := c.Optimizer
+	defs, known := optimizerDefaults[o.Name]
+	cs.check(known, "optimizer.name", "got %q, expected one of: %s", o.Name, strings.Join(Optimizers, ", "))
+	cs.check(o.LR > 0 && o.LR <= 100, "optimizer.lr", "got %g, expected in (0, 100]", o.LR)
+	cs.check(o.LRBaseBatch >= 0, "optimizer.lr_base_batch", "got %d, expected >= 0 (0: optimizer.lr is the peak as given)", o.LRBaseBatch)
+	if known {
+		for _, key := range optimizerHyperparameters {
+			value := *o.hyperparameters()[key]
+			if _, ok := defs[key]; !ok {
+				cs.check(value == -1, "optimizer."+key, "got %g, but optimizer %s has no %s (leave it at -1)", value, o.Name, key)
+				continue
+			}
+			switch key {
+			case "eps":
+				cs.check(value == -1 || (value > 0 && value < 1), "optimizer.eps", "got %g, expected in (0, 1) or -1 (%s's default %g)", value, o.Name, defs[key])
+			default:
+				cs.check(value == -1 || (value >= 0 && value < 1), "optimizer."+key, "got %g, expected in [0, 1) or -1 (%s's default %g)", value, o.Name, defs[key])
+			}
+		}
+		cs.check(!o.Nesterov || o.Name == "sgd", "optimizer.nesterov", "only sgd has a Nesterov form, the optimizer is %s", o.Name)
+		cs.check(!o.Nesterov || o.Resolved().Momentum > 0, "optimizer.nesterov", "Nesterov needs optimizer.momentum > 0")
+		cs.check(!o.LROutside || o.Name == "rmsprop_tf", "optimizer.lr_outside", "only rmsprop_tf has this form, the optimizer is %s", o.Name)
+	}
+	cs.check(o.WeightDecay >= 0 && o.WeightDecay < 1, "optimizer.weight_decay", "got %g, expected in [0, 1)", o.WeightDecay)
+	cs.check(o.ClipGradNorm >= 0, "optimizer.clip_grad_norm", "got %g, expected >= 0 (0: no clipping)", o.ClipGradNorm)
+	cs.check(o.AccumulateSteps >= 1 && o.AccumulateSteps <= 1024, "optimizer.accumulate_steps", "got %d, expected in [1, 1024]", o.AccumulateSteps)
+
+	s := c.Schedule
+	cs.oneOf(s.Name, "schedule.name", Schedules)
+	cs.check(s.WarmupEpochs >= 0, "schedule.warmup_epochs", "got %g, expected >= 0", s.WarmupEpochs)
+	cs.check(s.WarmupSteps >= 0, "schedule.warmup_steps", "got %d, expected >= 0", s.WarmupSteps)
+	cs.check(s.WarmupEpochs == 0 || s.WarmupSteps == 0, "schedule.warmup_steps", "set warmup_steps or warmup_epochs, not both")
+	cs.check(s.WarmupStartLR >= 0 && s.WarmupStartLR <= c.PeakLR(), "schedule.warmup_start_lr", "got %g, expected in [0, peak lr %g]", s.WarmupStartLR, c.PeakLR())
+	cs.check(s.MinLR >= 0 && s.MinLR <= c.PeakLR(), "schedule.min_lr", "got %g, expected in [0, peak lr %g]", s.MinLR, c.PeakLR())
+	cs.check(s.MinLR == 0 || s.Name == "cosine", "schedule.min_lr", "only the cosine schedule has a floor, the schedule is %s", s.Name)
+	decays := s.Name == "step" || s.Name == "multistep" || s.Name == "exponential"
+	if decays {
+		cs.check(s.DecayRate > 0 && s.DecayRate <= 1, "schedule.decay_rate", "got %g, expected in (0, 1] for the %s schedule", s.DecayRate, s.Name)
+	} else {
+		cs.check(s.DecayRate == 0, "schedule.decay_rate", "the %s schedule has no decay rate (leave it at 0)", s.Name)
+	}
+	if s.Name == "step" || s.Name == "exponential" {
+		cs.check(s.DecayEpochs > 0, "schedule.decay_epochs", "got %g, expected > 0 for the %s schedule", s.DecayEpochs, s.Name)
+	} else {
+		cs.check(s.DecayEpochs == 0, "schedule.decay_epochs", "the %s schedule has no decay_epochs (leave it at 0)", s.Name)
+	}
+	cs.check(!s.Staircase || s.Name == "exponential", "schedule.staircase", "only the exponential schedule has a staircase form")
+	if s.Name == "multistep" {
+		ok := len(s.Milestones) > 0
+		for i, m := range s.Milestones {
+			ok = ok && m > 0 && (i == 0 || m > s.Milestones[i-1])
+		}
+		cs.check(ok, "schedule.milestones", "got %v, expected increasing epochs > 0", s.Milestones)
+	} else {
+		cs.check(len(s.Milestones) == 0, "schedule.milestones", "only the multistep schedule has milestones")
+	}
+
+	cs.check(c.EMA.Decay >= 0 && c.EMA.Decay < 1, "ema.decay", "got %g, expected in [0, 1) (0: no EMA)", c.EMA.Decay)
+
+	l := c.Loss
+	cs.oneOf(l.Name, "loss.name", Losses)
+	cs.check(l.LabelSmoothing >= 0 && l.LabelSmoothing < 1, "loss.label_smoothing", "got %g, expected in [0, 1)", l.LabelSmoothing)
+	cs.check(slices.Contains(BCEDivisors, l.BCEDivisor), "loss.bce_divisor", "got %q, expected elements (batch × classes) or batch", l.BCEDivisor)
+	cs.check(l.BCETargetThreshold >= 0 && l.BCETargetThreshold < 1, "loss.bce_target_threshold", "got %g, expected in [0, 1) (0: targets kept soft)", l.BCETargetThreshold)
+	cs.check(l.Name == "bce" || l.BCETargetThreshold == 0, "loss.bce_target_threshold", "applies to loss.name bce only")
+}
+
+// validate checks the data keys beyond the source name and batch sizes.
+func (d DataConfig) validate(cs *checks) {
+	lenOK := func(n int) bool { return n == 0 || n == 1 || n == 3 }
+	cs.check(lenOK(len(d.Mean)) && lenOK(len(d.Std)) && (len(d.Mean) == 0) == (len(d.Std) == 0), "data.mean",
+		"%d means and %d stds, expected 1 or 3 of each (one per channel), or neither (the source's)", len(d.Mean), len(d.Std))
+	for _, s := range d.Std {
+		cs.check(s > 0, "data.std", "got %v, expected every value > 0", d.Std)
+	}
+	cs.check(d.Workers >= 0, "data.workers", "got %d, expected >= 0 (0: one per core)", d.Workers)
+	cs.check(d.Prefetch >= 0, "data.prefetch", "got %d, expected >= 0 (0: 2)", d.Prefetch)
+	cs.check(d.EvalCropPct > 0 && d.EvalCropPct <= 1, "data.eval_crop_pct", "got %g, expected in (0, 1]", d.EvalCropPct)
+	a := d.Augment
+	sc := a.RandomResizedCropScale
+	cs.check(len(sc) == 0 || (len(sc) == 2 && sc[0] > 0 && sc[0] <= sc[1] && sc[1] <= 1), "data.augment.random_resized_crop_scale",
+		"got %v, expected [min, max] with 0 < min <= max <= 1, or empty (off)", sc)
+	r := a.RandomResizedCropRatio
+	cs.check(len(r) == 2 && r[0] > 0 && r[0] <= r[1], "data.augment.random_resized_crop_ratio",
+		"got %v, expected [min, max] with 0 < min <= max", r)
+	_, err := data.ParseInterp(a.Interpolation)
+	cs.check(err == nil, "data.augment.interpolation", "got %q, expected bilinear or bicubic", a.Interpolation)
+	cs.check(a.HFlip >= 0 && a.HFlip <= 1, "data.augment.hflip", "got %g, expected a probability in [0, 1]", a.HFlip)
+	cs.check(a.MixupAlpha >= 0, "data.augment.mixup_alpha", "got %g, expected >= 0 (0: off; timm recipes 0.1-0.8)", a.MixupAlpha)
+	cs.check(a.CutmixAlpha >= 0, "data.augment.cutmix_alpha", "got %g, expected >= 0 (0: off; timm recipes 1.0)", a.CutmixAlpha)
+	cs.check(a.MixupProb >= 0 && a.MixupProb <= 1, "data.augment.mixup_prob", "got %g, expected a probability in [0, 1]", a.MixupProb)
+	cs.check(a.MixupSwitchProb >= 0 && a.MixupSwitchProb <= 1, "data.augment.mixup_switch_prob", "got %g, expected a probability in [0, 1]", a.MixupSwitchProb)
+	cs.check(a.RandomErasing >= 0 && a.RandomErasing <= 1, "data.augment.random_erasing", "got %g, expected a probability in [0, 1] (0: off)", a.RandomErasing)
+	cs.check(slices.Contains(ErasingModes, a.RandomErasingMode),
+		"data.augment.random_erasing_mode", "got %q, expected %s", a.RandomErasingMode, orList(ErasingModes))
+	if a.RandAugment != "" {
+		_, err := data.ParseRandAugment(a.RandAugment)
+		cs.check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
+	}
+	if a.AutoAugment != "" {
+		_, err := data.ParseAutoAugment(a.AutoAugment)
+		cs.check(err == nil, "data.augment.auto_augment", "%v (empty: off)", err)
+		cs.check(a.RandAugment == "", "data.augment.auto_augment", "got %q with rand_augment %q: the two are exclusive, set one", a.AutoAugment, a.RandAugment)
+	}
+	cs.check(a.AutoAugmentInterpolation == "" || slices.Contains(AutoAugmentInterpolations, a.AutoAugmentInterpolation),
+		"data.augment.auto_augment_interpolation", "got %q, expected %s (empty: %s)",
+		a.AutoAugmentInterpolation, orList(AutoAugmentInterpolations), AutoAugmentInterpolations[0])
+	cs.check(slices.Contains(Switches, string(d.DeviceNormalize)), "data.device_normalize",
+		"got %q, expected %s (auto: true on xla backends)", d.DeviceNormalize, orList(Switches))
+	if d.DeviceNormalize == "true" {
+		// The training batches would cross as uint8, which cannot hold what these make.
+		cs.check(a.RandomErasing == 0, "data.device_normalize", "true, but data.augment.random_erasing %g erases in normalised "+
+			"space on the host, which uint8 batches cannot carry: expected auto or false, or random_erasing 0", a.RandomErasing)
+		cs.check(!a.Mixing(), "data.device_normalize", "true, but data.augment.mixup_alpha %g / cutmix_alpha %g blend normalised "+
+			"images on the host, which uint8 batches cannot carry: expected auto or false, or both alphas 0", a.MixupAlpha, a.CutmixAlpha)
+	}
+	cs.check(a.RepeatedAug >= 0 && a.RepeatedAug <= 64, "data.augment.repeated_aug", "got %d, expected 0 to 64 (0 or 1: off; DeiT uses 3)", a.RepeatedAug)
+	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
+	// augmentations need the image sources' transform.
+	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0 || a.RandAugment != "" || a.AutoAugment != ""
+	cs.check(!augmented || !d.idx(), "data.augment", "per-example augmentation (crop, flip, erasing, rand_augment, auto_augment) applies to the image sources, not %s", d.Source)
+}
+
+// idx reports whether the source is one of the idx sources (MNIST's files), stored at one size with
+// no per-example transform.
+func (d DataConfig) idx() bool { return slices.Contains(data.Sources, d.Source) }
+
+// validateReplicas checks the replicas key against the batch and the backend's devices (see
+// ValidateWithDevices).
+func (c Config) validateReplicas(cs *checks, devices int) {
+	r := c.Replicas
+	cs.check(r >= 1 && r <= 4096, "replicas", "got %d, expected in [1, 4096] (1: one device)", r)
+	if r > 1 {
+		cs.check(c.Data.BatchSize%r == 0, "data.batch_size",
+			"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
+		if spec, err := pjrt.ParseConfig(c.Backend); err == nil && spec.Backend == "go" && devices < r {
+			*cs = append(*cs, fmt.Errorf("replicas: got %d, but backend %q (pure Go) has one device: "+
+				"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, c.Backend, r))
+		}
+	}
+}
+
+// validateRecipeTraps refuses recipes that load and run but do not do what they say, the traps the seed
+// project's notes record. validateRecipe already refuses optimizer and schedule keys foreign to the
+// chosen optimizer or schedule; this adds the checks that relate keys across sections.
+//
+// Some traps cannot be written in this config:
+//   - the run length and the schedule length disagreeing: there is one length, `epochs` (or `steps`,
+//     which replaces it), and the loop computes the schedule's total from that same number
+//     (trainer.LearningRate's total), so a cosine always ends where the run ends. What can still
+//     disagree are schedule positions given in epochs (warmup, step decay, milestones):
+//     CheckScheduleLength checks them against the run's optimizer steps once the split is open, as the
+//     epochs of a `steps` run depend on the split's size;
+//   - a global batch not divisible by replicas × accumulation: the global batch is defined as
+//     data.batch_size × optimizer.accumulate_steps (data.batch_size is the micro-batch), so it always
+//     divides by the accumulation; validateReplicas checks it divides by the replicas.
+func (c Config) validateRecipeTraps(cs *checks) {
+	s := c.Schedule
+	if c.Steps > 0 {
+		cs.check(s.WarmupSteps < c.Steps, "schedule.warmup_steps",
+			"%d warmup steps in a run of %d steps (steps): the peak lr would never be reached; expected fewer than steps",
+			s.WarmupSteps, c.Steps)
+	}
+
+	// Settings of one section that only act with another one on: a value other than the default
+	// where it cannot act is a recipe that silently does less than it says.
+	cs.check(s.WarmupStartLR == 0 || s.WarmupEpochs > 0 || s.WarmupSteps > 0, "schedule.warmup_start_lr",
+		"got %g without a warmup (schedule.warmup_epochs or warmup_steps): it has no effect", s.WarmupStartLR)
+	cs.check(c.EMA.Warmup || c.EMA.Decay > 0, "ema.warmup", "false without an EMA (ema.decay 0): it has no effect")
+	cs.check(c.Loss.BCEDivisor == "elements" || c.Loss.Name == "bce", "loss.bce_divisor",
+		"got %q with loss.name %s: only bce has a divisor", c.Loss.BCEDivisor, c.Loss.Name)
+	a := c.Data.Augment
+	def := Defaults().Data.Augment
+	cs.check(len(a.RandomResizedCropScale) > 0 || slices.Equal(a.RandomResizedCropRatio, def.RandomResizedCropRatio),
+		"data.augment.random_resized_crop_ratio", "got %v without random_resized_crop_scale (RandomResizedCrop is off): it has no effect",
+		a.RandomResizedCropRatio)
+	cs.check(a.Mixing() || a.MixupProb == def.MixupProb, "data.augment.mixup_prob",
+		"got %g with mixup_alpha and cutmix_alpha both 0: it has no effect", a.MixupProb)
+	cs.check((a.MixupAlpha > 0 && a.CutmixAlpha > 0) || a.MixupSwitchProb == def.MixupSwitchProb, "data.augment.mixup_switch_prob",
+		"got %g, but it chooses between mixup and cutmix and only one of mixup_alpha, cutmix_alpha is > 0: it has no effect", a.MixupSwitchProb)
+	cs.check(a.RandomErasing > 0 || a.RandomErasingMode == def.RandomErasingMode, "data.augment.random_erasing_mode",
+		"got %q with random_erasing 0: it has no effect", a.RandomErasingMode)
+	if size := c.Data.EvalImageSize; size != 0 {
+		cs.check(size >= 8 && size <= 4096, "data.eval_image_size", "got %d, expected in [8, 4096] (0: the training size)", size)
+		cs.check(!c.Data.idx(), "data.eval_image_size",
+			"got %d with data.source %s: the idx sources are stored at one size", size, c.Data.Source)
+		if spec, err := graphs.Get(c.Net.Name); err == nil {
+			cs.check(!spec.FixedInputSize, "data.eval_image_size",
+				"got %d, but net %s only takes the resolution it is built for (net.image_size)", size, c.Net.Name)
+		}
+	}
+}
+
+// CheckScheduleLength checks the schedule's positions given in epochs against the run's length, known
+// once the training split is open: total optimizer steps, perEpoch optimizer steps per epoch. It
+// refuses a warmup as long as the run, a step or staircase decay period as long as the run (the lr
+// would never decay) and a multistep milestone at or past the end (a schedule written for more epochs
+// than the run has). trainer.Run and trainer.ScheduleLength call it before building anything.
+func (c Config) CheckScheduleLength(total int, perEpoch float64) error {
+	s := c.Schedule
+	epochs := float64(total) / perEpoch
+	length := fmt.Sprintf("the run is %d optimizer steps (%.4g epochs of %.4g steps)", total, epochs, perEpoch)
+	var errs []error
+	if w := s.WarmupLength(perEpoch); w > 0 && w >= total {
+		key := "schedule.warmup_epochs"
+		if s.WarmupSteps > 0 {
+			key = "schedule.warmup_steps"
+		}
+		errs = append(errs, fmt.Errorf("%s: the warmup is %d optimizer steps, %s: the peak lr would never be reached; "+
+			"expected a warmup shorter than the run", key, w, length))
+	}
+	if (s.Name == "step" || (s.Name == "exponential" && s.Staircase)) && s.DecayEpochs >= epochs-1e-9 {
+		errs = append(errs, fmt.Errorf("schedule.decay_epochs: the %s schedule decays every %g epochs, %s: the lr would never decay; "+
+			"expected decay_epochs below the run's epochs", s.Name, s.DecayEpochs, length))
+	}
+	if s.Name == "multistep" && len(s.Milestones) > 0 {
+		if last := slices.Max(s.Milestones); last >= epochs-1e-9 {
+			errs = append(errs, fmt.Errorf("schedule.milestones: a milestone at epoch %g, %s: it would never be reached; "+
+				"expected every milestone below the run's epochs", last, length))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,347 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRecipeTrapsAreRefused: each mutation of a valid recipe is refused with an error naming the key
+// and what was expected; the unmutated recipe passes.
+func TestRecipeTrapsAreRefused(t *testing.T) {
+	base := func() Config {
+		c := Defaults()
+		c.Name = "trap"
+		c.Epochs = 10
+		c.Schedule = ScheduleConfig{Name: "cosine", WarmupEpochs: 2}
+		return c
+	}
+	if err := base().Validate(); err != nil {
+		t.Fatalf("base recipe refused: %v", err)
+	}
+	cases := []struct {
+		name, want string
+		mutate     func(*Config)
+	}{
+		{"warmup steps beyond a steps run", "schedule.warmup_steps: 50 warmup steps in a run of 20 steps",
+			func(c *Config) { c.Steps, c.Schedule.WarmupEpochs, c.Schedule.WarmupSteps = 20, 0, 50 }},
+		{"warmup start without warmup", "schedule.warmup_start_lr: got 0.01 without a warmup",
+			func(c *Config) { c.Schedule.WarmupEpochs, c.Schedule.WarmupStartLR = 0, 0.01 }},
+		{"ema warmup without ema", "ema.warmup: false without an EMA", func(c *Config) { c.EMA.Warmup = false }},
+		{"bce divisor on softmax", `loss.bce_divisor: got "batch" with loss.name softmax_ce`,
+			func(c *Config) { c.Loss.BCEDivisor = "batch" }},
+		{"crop ratio without crop", "data.augment.random_resized_crop_ratio: got [0.5 2] without random_resized_crop_scale",
+			func(c *Config) {
+				c.Data.Source, c.Data.Augment.RandomResizedCropRatio = "imagefolder", []float64{0.5, 2}
+			}},
+		{"mixup prob without mixing", "data.augment.mixup_prob: got 0.5 with mixup_alpha and cutmix_alpha both 0",
+			func(c *Config) { c.Data.Augment.MixupProb = 0.5 }},
+		{"switch prob with mixup only", "data.augment.mixup_switch_prob: got 0.8",
+			func(c *Config) { c.Data.Augment.MixupAlpha, c.Data.Augment.MixupSwitchProb = 0.2, 0.8 }},
+		{"eval size on an idx source", "data.eval_image_size: got 32 with data.source mnist",
+			func(c *Config) { c.Data.EvalImageSize = 32 }},
+		{"eval size on ViT", "data.eval_image_size: got 256, but net vit_tiny only takes",
+			func(c *Config) { c.Data.Source, c.Net.Name, c.Data.EvalImageSize = "imagefolder", "vit_tiny", 256 }},
+		{"erasing mode without erasing", `data.augment.random_erasing_mode: got "const" with random_erasing 0`,
+			func(c *Config) { c.Data.Augment.RandomErasingMode = "const" }},
+		// Already refused by validateRecipe: an optimizer option foreign to the optimizer.
+		{"momentum with adamw", "optimizer.momentum: got 0.9, but optimizer adamw has no momentum",
+			func(c *Config) { c.Optimizer.Name, c.Optimizer.Momentum = "adamw", 0.9 }},
+		{"nesterov with lamb", "optimizer.nesterov: only sgd has a Nesterov form",
+			func(c *Config) { c.Optimizer.Name, c.Optimizer.Nesterov = "lamb", true }},
+		{"rho with sgd", "optimizer.rho: got 0.9, but optimizer sgd has no rho", func(c *Config) { c.Optimizer.Rho = 0.9 }},
+		{"lr_outside with sgd", "optimizer.lr_outside: only rmsprop_tf has this form",
+			func(c *Config) { c.Optimizer.LROutside = true }},
+	}
+	for _, tc := range cases {
+		c := base()
+		tc.mutate(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	// Near misses stay valid: warmup one epoch short of the run; milestones inside it; a steps run's
+	// warmup in epochs is left to CheckScheduleLength.
+	for _, mutate := range []func(*Config){
+		func(c *Config) { c.Schedule.WarmupEpochs = 9.5 },
+		func(c *Config) {
+			c.Schedule = ScheduleConfig{Name: "multistep", DecayRate: 0.1, Milestones: []float64{5, 9}}
+		},
+		func(c *Config) { c.Steps = 3 },
+		func(c *Config) { c.Loss.Name, c.Loss.BCEDivisor = "bce", "batch" },
+	} {
+		c := base()
+		mutate(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("a valid recipe was refused: %v", err)
+		}
+	}
+}
+
+// TestCheckScheduleLength: schedule positions in epochs against the run's length in optimizer steps,
+// here 10 epochs of 30 steps (300 steps), or a 100-step run.
+func TestCheckScheduleLength(t *testing.T) {
+	cases := []struct {
+		name     string
+		schedule ScheduleConfig
+		total    int
+		want     string // "" means valid
+	}{
+		{"warmup in epochs outlasting a steps run", ScheduleConfig{Name: "cosine", WarmupEpochs: 5}, 100,
+			"schedule.warmup_epochs: the warmup is 150 optimizer steps, the run is 100 optimizer steps (3.333 epochs of 30 steps)"},
+		{"warmup as long as the run", ScheduleConfig{Name: "cosine", WarmupEpochs: 10}, 300, "schedule.warmup_epochs: the warmup is 300"},
+		{"warmup steps as long as the run", ScheduleConfig{Name: "cosine", WarmupSteps: 300}, 300, "schedule.warmup_steps: the warmup is 300"},
+		{"warmup one step short", ScheduleConfig{Name: "cosine", WarmupSteps: 299}, 300, ""},
+		{"step decay never reached", ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 30}, 300,
+			"schedule.decay_epochs: the step schedule decays every 30 epochs"},
+		{"step decay at the last epoch", ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 9}, 300, ""},
+		{"staircase never reached", ScheduleConfig{Name: "exponential", DecayRate: 0.97, DecayEpochs: 12, Staircase: true}, 300,
+			"schedule.decay_epochs: the exponential schedule decays every 12 epochs"},
+		{"smooth exponential decays anyway", ScheduleConfig{Name: "exponential", DecayRate: 0.97, DecayEpochs: 12}, 300, ""},
+		{"a 90-epoch multistep in a 10-epoch run", ScheduleConfig{Name: "multistep", DecayRate: 0.1, Milestones: []float64{30, 60}}, 300,
+			"schedule.milestones: a milestone at epoch 60, the run is 300 optimizer steps (10 epochs of 30 steps)"},
+		{"milestones inside the run", ScheduleConfig{Name: "multistep", DecayRate: 0.1, Milestones: []float64{5, 9.5}}, 300, ""},
+		{"no warmup", ScheduleConfig{Name: "constant"}, 1, ""},
+	}
+	for _, tc := range cases {
+		c := Defaults()
+		c.Schedule = tc.schedule
+		err := c.CheckScheduleLength(tc.total, 30)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestReplicasConfig(t *testing.T) {
+	dir := t.TempDir()
+	load := func(yaml string) error {
+		path := filepath.Join(dir, "r.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path, nil)
+		return err
+	}
+	if err := load("backend: xla:cuda\nreplicas: 4\ndata: {batch_size: 256}\n"); err != nil {
+		t.Errorf("4 replicas of batch 256 on xla:cuda: %v", err)
+	}
+	if Defaults().Replicas != 1 {
+		t.Errorf("default replicas %d", Defaults().Replicas)
+	}
+	for yaml, want := range map[string]string{
+		"backend: xla:cuda\nreplicas: 0\n":                          "replicas: got 0",
+		"backend: xla:cuda\nreplicas: 3\ndata: {batch_size: 128}\n": "expected a multiple of 3",
+		"replicas: 2\n":                  "has one device",
+		"backend: go\nreplicas: 2\n":     "has one device",
+		"backend: xla:cuda\nreplicas: x": "expected an integer",
+	} {
+		err := load(yaml)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error with %q", yaml, err, want)
+		}
+	}
+}
+
+func TestGuardConfigValidation(t *testing.T) {
+	cfg := Defaults()
+	cfg.Name = "x"
+	cfg.Guard.NonFinite = "ignore"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `guard.nonfinite: got "ignore"`) {
+		t.Errorf("guard.nonfinite=ignore: %v", err)
+	}
+	if Defaults().Guard.NonFinite != GuardStop {
+		t.Errorf("default guard.nonfinite %q, want stop", Defaults().Guard.NonFinite)
+	}
+}
+
+func TestAugmentKeysValidated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.yaml")
+	os.WriteFile(path, []byte("data:\n  augment:\n    mixup_alpha: 0.8\n    cutmix_alpha: 1.0\n"), 0o644)
+	cfg, err := Load(path, nil)
+	if err != nil {
+		t.Fatalf("mixup on MNIST (a batch operation): %v", err)
+	}
+	if a := cfg.Data.Augment; !a.Mixing() || a.MixupProb != 1 || a.MixupSwitchProb != 0.5 || a.RandomErasingMode != "pixel" {
+		t.Errorf("augment %+v: want mixing with timm's defaults prob 1, switch 0.5, mode pixel", a)
+	}
+	for _, c := range []struct{ set, key string }{
+		{"data.augment.mixup_alpha=-1", "data.augment.mixup_alpha"},
+		{"data.augment.cutmix_alpha=-0.5", "data.augment.cutmix_alpha"},
+		{"data.augment.mixup_prob=1.5", "data.augment.mixup_prob"},
+		{"data.augment.mixup_switch_prob=-0.1", "data.augment.mixup_switch_prob"},
+		{"data.augment.random_erasing=2", "data.augment.random_erasing"},
+		{"data.augment.random_erasing_mode=noise", "data.augment.random_erasing_mode"},
+		{"data.augment.random_erasing=0.25", "per-example augmentation"}, // not on MNIST
+		{"data.augment.rand_augment=rand-m9-x3", "data.augment.rand_augment"},
+		{"data.augment.rand_augment=m9", "rand-m{M}"}, // the message gives the grammar
+		{"data.augment.rand_augment=rand-m9", "per-example augmentation"},
+		{"data.augment.auto_augment=original", "data.augment.auto_augment"}, // timm's policy is not torchvision's
+		{"data.augment.auto_augment=imagenet", "per-example augmentation"},
+		{"data.augment.auto_augment_interpolation=bicubic", "data.augment.auto_augment_interpolation"},
+	} {
+		_, err := Load(path, []string{c.set})
+		if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), path) {
+			t.Errorf("--set %s: %v", c.set, err)
+		}
+	}
+	if _, err := Load(path, []string{"data.augment.auto_augment=imagenet", "data.augment.rand_augment=rand-m9"}); err == nil ||
+		!strings.Contains(err.Error(), "data.augment.auto_augment") || !strings.Contains(err.Error(), "exclusive") {
+		t.Errorf("auto_augment with rand_augment: %v", err)
+	}
+}
+
+func TestOptimizerRefusesForeignOptions(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"optimizer:\n  name: adamw\n  momentum: 0.9\n", "optimizer.momentum: got 0.9, but optimizer adamw has no momentum"},
+		{"optimizer:\n  name: sgd\n  beta2: 0.99\n", "optimizer sgd has no beta2"},
+		{"optimizer:\n  name: lamb\n  rho: 0.9\n", "optimizer lamb has no rho"},
+		{"optimizer:\n  name: rmsprop_tf\n  nesterov: true\n", "only sgd has a Nesterov form"},
+		{"optimizer:\n  name: adamw\n  lr_outside: true\n", "only rmsprop_tf"},
+		{"optimizer:\n  name: adam\n", "sgd, adamw, lamb, rmsprop_tf"},
+		{"optimizer:\n  name: adamw\n  eps: 0\n", "optimizer.eps"},
+		{"optimizer:\n  accumulate_steps: 0\n", "optimizer.accumulate_steps"},
+		{"schedule:\n  name: exponential\n  decay_rate: 0.97\n", "schedule.decay_epochs"},
+		{"schedule:\n  name: cosine\n  decay_rate: 0.5\n", "the cosine schedule has no decay rate"},
+		{"schedule:\n  name: multistep\n  decay_rate: 0.1\n  milestones: [30, 20]\n", "increasing epochs"},
+		{"schedule:\n  name: step\n  decay_rate: 0.1\n  decay_epochs: 30\n  staircase: true\n", "only the exponential schedule"},
+		{"schedule:\n  warmup_steps: 5\n  warmup_epochs: 1\n", "not both"},
+		{"loss:\n  name: focal\n", "softmax_ce, bce"},
+		{"loss:\n  bce_target_threshold: 0.2\n", "bce only"},
+		{"ema:\n  decay: 1\n", "ema.decay"},
+	}
+	for _, c := range cases {
+		_, err := Load(writeConfig(t, c.body), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to mention %q", c.body, err, c.want)
+		}
+	}
+	good := "optimizer:\n  name: rmsprop_tf\n  rho: 0.9\n  momentum: 0.9\n  eps: 0.001\n  lr_outside: true\n" +
+		"schedule:\n  name: multistep\n  decay_rate: 0.1\n  milestones: [30, 60, 80]\nloss:\n  name: bce\n  bce_target_threshold: 0.2\n"
+	cfg, err := Load(writeConfig(t, good), []string{"schedule.milestones=[10, 20]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Schedule.Milestones) != 2 || cfg.Schedule.Milestones[1] != 20 {
+		t.Errorf("milestones %v, want [10 20] from --set", cfg.Schedule.Milestones)
+	}
+}
+
+// device_normalize: true with erasing or mixing is refused by name, with what to do instead; a
+// bad value says which ones are accepted, naming the file and the key; YAML booleans and strings
+// are both accepted, and the resolved config reads back.
+func TestDeviceNormalizeConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*Config)
+		want []string
+	}{
+		{func(c *Config) { c.Data.Augment.RandomErasing = 0.25 },
+			[]string{"data.device_normalize: true, but data.augment.random_erasing 0.25 erases in normalised space", "expected auto or false"}},
+		{func(c *Config) { c.Data.Augment.CutmixAlpha = 1 },
+			[]string{"data.device_normalize: true, but data.augment.mixup_alpha 0 / cutmix_alpha 1 blend", "expected auto or false"}},
+		{func(c *Config) { c.Data.DeviceNormalize = "yes" },
+			[]string{`data.device_normalize: got "yes", expected auto, true or false`}},
+	} {
+		c := Defaults()
+		c.Name, c.Data.Source, c.Data.DeviceNormalize = "x", "imagefolder", "true"
+		tc.set(&c)
+		err := c.Validate()
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("Validate: %v, want %q", err, w)
+			}
+		}
+	}
+	// Under auto the same recipes are valid: training normalises on the host.
+	c := Defaults()
+	c.Name, c.Data.Source, c.Backend = "x", "imagefolder", "xla:cuda"
+	c.Data.Augment.RandomErasing, c.Data.Augment.MixupAlpha = 0.25, 0.2
+	if err := c.Validate(); err != nil {
+		t.Errorf("auto with erasing and mixup: %v", err)
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.yaml")
+	load := func(yaml string, sets ...string) (Config, error) {
+		if err := os.WriteFile(path, []byte("net: {name: linear}\ndata:\n  "+yaml+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Load(path, sets)
+	}
+	for _, tc := range []struct {
+		yaml string
+		sets []string
+		want string
+	}{
+		{"device_normalize: maybe", nil, path + `: data.device_normalize: got "maybe", expected auto, true or false`},
+		{"device_normalize: 1", nil, path + ": data.device_normalize: expected auto, true or false, got int 1"},
+		{"device_normalize: auto", []string{"data.device_normalize=[1]"}, "--set data.device_normalize: expected auto, true or false"},
+	} {
+		if _, err := load(tc.yaml, tc.sets...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want %q", tc.yaml, tc.sets, err, tc.want)
+		}
+	}
+	for yaml, want := range map[string]Switch{"device_normalize: true": "true", `device_normalize: "false"`: "false",
+		"device_normalize: auto": "auto", "workers: 1": "auto"} {
+		cfg, err := load(yaml)
+		if err != nil || cfg.Data.DeviceNormalize != want {
+			t.Errorf("%s: %q, %v; want %q", yaml, cfg.Data.DeviceNormalize, err, want)
+			continue
+		}
+		// The resolved config.yaml of a run reads back (as resume and eval read it).
+		if err := os.WriteFile(path, cfg.YAML(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Load(path, nil)
+		if err != nil || again.Data.DeviceNormalize != want || again.Hash() != cfg.Hash() {
+			t.Errorf("%s: read back as %q (%v)", yaml, again.Data.DeviceNormalize, err)
+		}
+	}
+}
+
+// TestReplicasOnKnownDevices: the pure-Go backend counts as one device unless the caller knows of
+// more (trainer's replica simulation), and the batch must still split evenly.
+func TestReplicasOnKnownDevices(t *testing.T) {
+	c := Defaults()
+	c.Name, c.Replicas, c.Data.BatchSize = "r", 2, 8
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "has one device") {
+		t.Errorf("2 replicas on the go backend: %v", err)
+	}
+	if err := c.ValidateWithDevices(2); err != nil {
+		t.Errorf("2 replicas on 2 known devices: %v", err)
+	}
+	c.Data.BatchSize = 7
+	if err := c.ValidateWithDevices(2); err == nil || !strings.Contains(err.Error(), "expected a multiple of 2") {
+		t.Errorf("batch 7 over 2 replicas: %v", err)
+	}
+}
+
+// TestChoiceListsAgree: every optimizer name has its defaults, and every default names an optimizer.
+func TestChoiceListsAgree(t *testing.T) {
+	if len(optimizerDefaults) != len(Optimizers) {
+		t.Errorf("%d optimizers with defaults, %d names", len(optimizerDefaults), len(Optimizers))
+	}
+	for _, name := range Optimizers {
+		if _, ok := optimizerDefaults[name]; !ok {
+			t.Errorf("optimizer %s has no defaults", name)
+		}
+	}
+	for _, name := range []string{Defaults().Optimizer.Name, Defaults().Schedule.Name, Defaults().Loss.Name,
+		Defaults().Loss.BCEDivisor, Defaults().Checkpoint.Best, Defaults().Guard.NonFinite, Defaults().Net.Precision,
+		Defaults().Data.Augment.RandomErasingMode, string(Defaults().Data.DeviceNormalize), Defaults().Data.Source} {
+		found := false
+		for _, list := range [][]string{Optimizers, Schedules, Losses, BCEDivisors, BestMetrics, GuardPolicies,
+			Precisions, ErasingModes, Switches, DataSources()} {
+			found = found || slices.Contains(list, name)
+		}
+		if !found {
+			t.Errorf("default %q is in no choice list", name)
+		}
+	}
+}
