@@ -13,6 +13,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/pjrt"
@@ -102,7 +103,7 @@ func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
 	if diff := differingTensors(ckOn, ckOff); len(diff) > 0 {
 		t.Errorf("tensors differ between device_normalize true and false: %v", diff)
 	}
-	start, _ := loadBoth(t, filepath.Join(on.Dir, "checkpoints", checkpointName(2)), on.Checkpoint)
+	start, _ := loadBoth(t, filepath.Join(on.Dir, "checkpoints", checkpoint.FileName(2)), on.Checkpoint)
 	if diff := differingTensors(start, ckOn); len(diff) < 20 {
 		t.Fatalf("only %d tensors moved between steps 2 and 4: the comparison would not see a difference", len(diff))
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 )
 
@@ -136,7 +137,7 @@ type hostGuard struct {
 }
 
 // newHostGuard starts the guard of a run, resumed from ckpt when it is not nil.
-func newHostGuard(cfg config.GuardConfig, ckpt *Checkpoint) *hostGuard {
+func newHostGuard(cfg config.GuardConfig, ckpt *checkpoint.Checkpoint) *hostGuard {
 	h := &hostGuard{mode: cfg.NonFinite, lrScale: 1}
 	if h.mode == "" {
 		h.mode = config.GuardStop

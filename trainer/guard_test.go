@@ -11,6 +11,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 )
 
@@ -54,9 +55,9 @@ func recordsOfType(records []map[string]any, typ string) []map[string]any {
 	return out
 }
 
-func loadCkpt(t *testing.T, dir string, step int) *Checkpoint {
+func loadCkpt(t *testing.T, dir string, step int) *checkpoint.Checkpoint {
 	t.Helper()
-	c, err := LoadCheckpoint(filepath.Join(dir, "checkpoints", checkpointName(step)))
+	c, err := checkpoint.Load(filepath.Join(dir, "checkpoints", checkpoint.FileName(step)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func loadCkpt(t *testing.T, dir string, step int) *Checkpoint {
 }
 
 // differingTensors lists the names of tensors that differ between two checkpoints.
-func differingTensors(a, b *Checkpoint) []string {
+func differingTensors(a, b *checkpoint.Checkpoint) []string {
 	var out []string
 	for name, ta := range a.Tensors {
 		if tb, ok := b.Tensors[name]; !ok || !equalBytes(ta, tb) {
@@ -74,7 +75,7 @@ func differingTensors(a, b *Checkpoint) []string {
 	return out
 }
 
-func allFinite(t *testing.T, c *Checkpoint) {
+func allFinite(t *testing.T, c *checkpoint.Checkpoint) {
 	t.Helper()
 	for name, tt := range c.Tensors {
 		if tt.DType().String() != "Float32" {
@@ -100,12 +101,12 @@ func TestGuardStopNamesStepTensorAndCheckpoint(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{"step 7:", "loss NaN", "first non-finite gradient: /model/",
-		filepath.Join(cfg.Dir(), "checkpoints", checkpointName(5)), "guard.nonfinite: stop"} {
+		filepath.Join(cfg.Dir(), "checkpoints", checkpoint.FileName(5)), "guard.nonfinite: stop"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
 	}
-	if paths, _ := ListCheckpoints(filepath.Join(cfg.Dir(), "checkpoints")); len(paths) != 1 {
+	if paths, _ := checkpoint.List(filepath.Join(cfg.Dir(), "checkpoints")); len(paths) != 1 {
 		t.Errorf("checkpoints after the stop: %v, want only step 5's", paths)
 	}
 }
@@ -218,7 +219,7 @@ func TestGuardReduceLRHalvesAndResumes(t *testing.T) {
 	}
 	ckptDir := filepath.Join(b.Dir(), "checkpoints")
 	for _, s := range []int{24, 20} {
-		if err := os.Remove(filepath.Join(ckptDir, checkpointName(s))); err != nil {
+		if err := os.Remove(filepath.Join(ckptDir, checkpoint.FileName(s))); err != nil {
 			t.Fatal(err)
 		}
 	}

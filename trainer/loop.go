@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
@@ -284,8 +285,8 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 	ckptDir := filepath.Join(dir, "checkpoints")
 	res.Dir = dir
 	startStep := 0
-	var resumed *Checkpoint      // the checkpoint continued from, if any
-	var accepted []config.Change // config changes on resume, all on the allow-list (config.Resumable)
+	var resumed *checkpoint.Checkpoint // the checkpoint continued from, if any
+	var accepted []config.Change       // config changes on resume, all on the allow-list (config.Resumable)
 	switch {
 	case opts.ResumeFrom != "" || opts.Resume:
 		ckpt, err := s.resumePoint(ckptDir, opts.ResumeFrom)
@@ -302,7 +303,7 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 			fmt.Fprintf(out, "config change accepted on resume: %s\n", c)
 		}
 	default:
-		if paths, _ := ListCheckpoints(ckptDir); len(paths) > 0 {
+		if paths, _ := checkpoint.List(ckptDir); len(paths) > 0 {
 			return res, fmt.Errorf("run directory %s already holds checkpoints: pass --resume to continue it, "+
 				"or choose another run name (--set name=...), or delete the directory", dir)
 		}
@@ -351,7 +352,7 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 	optStep := startStep // optimizer steps done
 
 	save := func(at int) (string, error) {
-		path, err := SaveCheckpoint(ckptDir, s.ctx, CheckpointHeader{
+		path, err := checkpoint.Save(ckptDir, s.ctx, checkpoint.Header{
 			TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name,
 			Step: at, Epoch: at * k / microPerEpoch, Config: string(cfg.YAML()), LRScale: guard.lrScale,
 		}, cfg.Checkpoint.Keep)
@@ -363,8 +364,8 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 	// keepBest rewrites checkpoints/best.tckpt when the chosen metric improves; a resumed run starts
 	// from the score in the existing file.
 	bestMetric, bestScore := cfg.BestMetric(), math.Inf(-1)
-	bestPath := filepath.Join(ckptDir, BestCheckpointName)
-	if prev, err := LoadCheckpoint(bestPath); err == nil && prev.Header.Metric == bestMetric {
+	bestPath := filepath.Join(ckptDir, checkpoint.BestName)
+	if prev, err := checkpoint.Load(bestPath); err == nil && prev.Header.Metric == bestMetric {
 		bestScore = prev.Header.Score
 	}
 	keepBest := func(record map[string]any) error {
@@ -374,7 +375,7 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 		}
 		bestScore = score
 		fmt.Fprintf(out, "new best %s %.4f at step %d: %s\n", bestMetric, score, optStep, bestPath)
-		return SaveCheckpointFile(bestPath, s.ctx, CheckpointHeader{
+		return checkpoint.SaveFile(bestPath, s.ctx, checkpoint.Header{
 			TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name,
 			Step: optStep, Epoch: optStep * k / microPerEpoch, Metric: bestMetric, Score: score,
 			Config: string(cfg.YAML()), LRScale: guard.lrScale,
@@ -554,14 +555,14 @@ func stopRequested(stop <-chan struct{}) bool {
 }
 
 // resumePoint loads the checkpoint to continue from and checks it belongs to this net.
-func (s *session) resumePoint(ckptDir, from string) (*Checkpoint, error) {
-	var ckpt *Checkpoint
+func (s *session) resumePoint(ckptDir, from string) (*checkpoint.Checkpoint, error) {
+	var ckpt *checkpoint.Checkpoint
 	var err error
 	if from != "" {
-		ckpt, err = LoadCheckpoint(from)
+		ckpt, err = checkpoint.Load(from)
 	} else {
 		var ok bool
-		ckpt, ok, err = LatestCheckpoint(ckptDir)
+		ckpt, ok, err = checkpoint.Latest(ckptDir)
 		if err == nil && !ok {
 			return nil, fmt.Errorf("--resume: no checkpoint in %s", ckptDir)
 		}
@@ -576,7 +577,7 @@ func (s *session) resumePoint(ckptDir, from string) (*Checkpoint, error) {
 }
 
 // load makes the checkpoint the source of every variable the graphs ask for.
-func (s *session) load(ckpt *Checkpoint) {
+func (s *session) load(ckpt *checkpoint.Checkpoint) {
 	s.ctx.SetLoader(ckpt)
 	s.loaded = true
 	s.emaFresh = true
@@ -622,7 +623,7 @@ func Evaluate(cfg config.Config, checkpointPath string, ema bool) (EvalResult, e
 }
 
 // emaLoader serves a checkpoint's EMA shadow in place of each model variable that has one.
-type emaLoader struct{ *Checkpoint }
+type emaLoader struct{ *checkpoint.Checkpoint }
 
 // LoadVariable implements context.Loader.
 func (l emaLoader) LoadVariable(ctx *context.Context, scope, name string) (*tensors.Tensor, bool) {

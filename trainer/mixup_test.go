@@ -9,6 +9,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 )
 
@@ -125,9 +126,9 @@ func TestMixupRunResumesExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckA, errA := LoadCheckpoint(resA.Checkpoint)
-	ckB, errB := LoadCheckpoint(resB.Checkpoint)
-	ckC, errC := LoadCheckpoint(resC.Checkpoint)
+	ckA, errA := checkpoint.Load(resA.Checkpoint)
+	ckB, errB := checkpoint.Load(resB.Checkpoint)
+	ckC, errC := checkpoint.Load(resC.Checkpoint)
 	if errA != nil || errB != nil || errC != nil {
 		t.Fatal(errA, errB, errC)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 )
@@ -21,7 +22,7 @@ import (
 // checkpointConfig returns the config of the run that wrote ckpt: the one in its header, else the run
 // directory's config.yaml if its hash is the checkpoint's. ok is false when neither is available.
 // Keys the stored config lacks (added to the trainer since) take their defaults.
-func checkpointConfig(ckpt *Checkpoint) (cfg config.Config, source string, ok bool, err error) {
+func checkpointConfig(ckpt *checkpoint.Checkpoint) (cfg config.Config, source string, ok bool, err error) {
 	text, source := []byte(ckpt.Header.Config), ckpt.Path
 	if len(text) == 0 {
 		source = filepath.Join(filepath.Dir(filepath.Dir(ckpt.Path)), "config.yaml")
@@ -42,7 +43,7 @@ func checkpointConfig(ckpt *Checkpoint) (cfg config.Config, source string, ok bo
 
 // resumeConfig compares the config that wrote ckpt with the session's and returns the accepted
 // changes, or an error listing every change that is not on the allow-list (config.Resumable).
-func (s *session) resumeConfig(ckpt *Checkpoint) ([]config.Change, error) {
+func (s *session) resumeConfig(ckpt *checkpoint.Checkpoint) ([]config.Change, error) {
 	old, source, ok, err := checkpointConfig(ckpt)
 	if err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func (s *session) resumeConfig(ckpt *Checkpoint) ([]config.Change, error) {
 }
 
 // resumeRecord is the metrics.jsonl record of a resume.
-func resumeRecord(ckpt *Checkpoint, changes []config.Change, dropped int) map[string]any {
+func resumeRecord(ckpt *checkpoint.Checkpoint, changes []config.Change, dropped int) map[string]any {
 	changed := map[string]any{}
 	for _, c := range changes {
 		changed[c.Key] = map[string]any{"from": c.From, "to": c.To}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 )
 
@@ -19,7 +20,7 @@ func rerunFrom(t *testing.T, cfg config.Config, last int) Result {
 	if _, err := Run(cfg, RunOptions{Out: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(cfg.Dir(), "checkpoints", checkpointName(last))); err != nil {
+	if err := os.Remove(filepath.Join(cfg.Dir(), "checkpoints", checkpoint.FileName(last))); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Run(cfg, RunOptions{Out: io.Discard, Resume: true})
@@ -30,13 +31,13 @@ func rerunFrom(t *testing.T, cfg config.Config, last int) Result {
 }
 
 // loadBoth loads two checkpoints, failing the test if either does not load.
-func loadBoth(t *testing.T, a, b string) (*Checkpoint, *Checkpoint) {
+func loadBoth(t *testing.T, a, b string) (*checkpoint.Checkpoint, *checkpoint.Checkpoint) {
 	t.Helper()
-	ckA, err := LoadCheckpoint(a)
+	ckA, err := checkpoint.Load(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckB, err := LoadCheckpoint(b)
+	ckB, err := checkpoint.Load(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 )
 
@@ -80,7 +81,7 @@ func TestResumeAcceptsAllowedChangesAndLogsThem(t *testing.T) {
 		t.Errorf("resume record %v; want step 10 and changed {steps 10->14, log.every_steps, checkpoint.keep}", resumes[0])
 	}
 	// The new checkpoints carry the new config, so a further resume compares against it.
-	last, err := LoadCheckpoint(res.Checkpoint)
+	last, err := checkpoint.Load(res.Checkpoint)
 	if err != nil || last.Header.Config != string(longer.YAML()) {
 		t.Errorf("checkpoint config %v: want the resumed run's", err)
 	}
@@ -104,7 +105,7 @@ func TestResumeTruncatesMetricsLog(t *testing.T) {
 	logPath := filepath.Join(cut.Dir(), "metrics.jsonl")
 	// Crash after step 24's records but before its checkpoint (and step 20's), mid-write of a line.
 	for _, s := range []int{24, 20} {
-		if err := os.Remove(filepath.Join(ckptDir, checkpointName(s))); err != nil {
+		if err := os.Remove(filepath.Join(ckptDir, checkpoint.FileName(s))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +118,7 @@ func TestResumeTruncatesMetricsLog(t *testing.T) {
 	if _, err := Run(cut, RunOptions{Out: io.Discard, Resume: true}); err != nil { // from 15
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(ckptDir, checkpointName(24))); err != nil {
+	if err := os.Remove(filepath.Join(ckptDir, checkpoint.FileName(24))); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Run(cut, RunOptions{Out: io.Discard, Resume: true}) // from 20
@@ -160,8 +161,8 @@ func TestCheckpointConfigFallsBackToRunConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), cfg.YAML(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ckpt := &Checkpoint{Path: filepath.Join(dir, "checkpoints", checkpointName(10)),
-		Header: CheckpointHeader{Step: 10, ConfigHash: cfg.Hash()}}
+	ckpt := &checkpoint.Checkpoint{Path: filepath.Join(dir, "checkpoints", checkpoint.FileName(10)),
+		Header: checkpoint.Header{Step: 10, ConfigHash: cfg.Hash()}}
 	got, source, ok, err := checkpointConfig(ckpt)
 	if err != nil || !ok || source != filepath.Join(dir, "config.yaml") || string(got.YAML()) != string(cfg.YAML()) {
 		t.Fatalf("config from config.yaml: ok %v, source %q, err %v", ok, source, err)

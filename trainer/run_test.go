@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 )
 
@@ -68,7 +69,7 @@ func TestRunLearnsAndResumesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ckptDir := filepath.Join(b.Dir(), "checkpoints")
-	if err := os.Remove(filepath.Join(ckptDir, checkpointName(24))); err != nil {
+	if err := os.Remove(filepath.Join(ckptDir, checkpoint.FileName(24))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Run(b, RunOptions{Out: io.Discard}); err == nil || !strings.Contains(err.Error(), "--resume") {
@@ -128,15 +129,15 @@ func TestBestCheckpointKeepsTheBestEval(t *testing.T) {
 		t.Fatal(err)
 	}
 	ckptDir := filepath.Join(res.Dir, "checkpoints")
-	best, err := LoadCheckpoint(filepath.Join(ckptDir, BestCheckpointName))
+	best, err := checkpoint.Load(filepath.Join(ckptDir, checkpoint.BestName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if best.Header.Metric != "top1" || best.Header.Score != res.Eval.Top1 || best.Header.Step != res.Step {
 		t.Errorf("best checkpoint header %+v; want metric top1, score %g, step %d", best.Header, res.Eval.Top1, res.Step)
 	}
-	latest, ok, err := LatestCheckpoint(ckptDir)
-	if err != nil || !ok || filepath.Base(latest.Path) == BestCheckpointName {
+	latest, ok, err := checkpoint.Latest(ckptDir)
+	if err != nil || !ok || filepath.Base(latest.Path) == checkpoint.BestName {
 		t.Errorf("latest checkpoint %v (%v, %v): want a ckpt-* file", latest, ok, err)
 	}
 	bad := cfg
@@ -168,7 +169,7 @@ func TestEvaluateEMAShadowsOfACheckpoint(t *testing.T) {
 		t.Errorf("eval of the checkpoint: live %+v (run %+v), EMA %+v (run %+v); want each equal to the run's and different from each other",
 			live, res.Eval, ema, res.EMAEval)
 	}
-	best, err := LoadCheckpoint(filepath.Join(res.Dir, "checkpoints", BestCheckpointName))
+	best, err := checkpoint.Load(filepath.Join(res.Dir, "checkpoints", checkpoint.BestName))
 	if err != nil || best.Header.Metric != "ema_top1" || best.Header.Score != res.EMAEval.Top1 {
 		t.Errorf("best checkpoint %+v, %v: want metric ema_top1 scored %g", best, err, res.EMAEval.Top1)
 	}
@@ -201,7 +202,7 @@ func TestStopCheckpointsAndResumes(t *testing.T) {
 	if !res.Interrupted || res.Step != 1 || !strings.Contains(out.String(), "--resume") {
 		t.Fatalf("stopped run: interrupted %v at step %d, output %q; want step 1 and how to resume", res.Interrupted, res.Step, out.String())
 	}
-	ckpt, err := LoadCheckpoint(res.Checkpoint)
+	ckpt, err := checkpoint.Load(res.Checkpoint)
 	if err != nil || ckpt.Header.Step != 1 {
 		t.Fatalf("stop checkpoint %v: %v", res.Checkpoint, err)
 	}
@@ -209,8 +210,8 @@ func TestStopCheckpointsAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, errA := LoadCheckpoint(resWhole.Checkpoint)
-	b, errB := LoadCheckpoint(resumed.Checkpoint)
+	a, errA := checkpoint.Load(resWhole.Checkpoint)
+	b, errB := checkpoint.Load(resumed.Checkpoint)
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 )
 
@@ -58,7 +59,7 @@ func TestEveryConfigRunsInSmokeMode(t *testing.T) {
 			if math.IsNaN(res.Eval.Loss) || res.Eval.Loss <= 0 {
 				t.Errorf("eval loss %v, want a positive number", res.Eval.Loss)
 			}
-			mid := filepath.Join(cfg.Dir(), "checkpoints", checkpointName(config.SmokeCheckpointStep))
+			mid := filepath.Join(cfg.Dir(), "checkpoints", checkpoint.FileName(config.SmokeCheckpointStep))
 			if _, err := os.Stat(mid); err != nil {
 				t.Fatalf("no checkpoint at step %d: %v", config.SmokeCheckpointStep, err)
 			}

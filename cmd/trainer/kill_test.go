@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/checkpoint"
 )
 
 // The test binary doubles as the trainer: with TRAINER_TEST_AS_MAIN=1 it runs main's command line
@@ -54,7 +54,7 @@ func TestKilledProcessResumes(t *testing.T) {
 	ckptDir := filepath.Join(dir, "runs", "killed", "checkpoints")
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if paths, _ := trainer.ListCheckpoints(ckptDir); len(paths) >= 2 {
+		if paths, _ := checkpoint.List(ckptDir); len(paths) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -78,8 +78,8 @@ func TestKilledProcessResumes(t *testing.T) {
 	if b, err := trainerCmd("run", whole, "--no-progress").CombinedOutput(); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, b)
 	}
-	a, errA := trainer.LoadCheckpoint(filepath.Join(dir, "runs", "killed", "checkpoints", "ckpt-000001000.tckpt"))
-	b, errB := trainer.LoadCheckpoint(filepath.Join(dir, "runs", "whole", "checkpoints", "ckpt-000001000.tckpt"))
+	a, errA := checkpoint.Load(filepath.Join(dir, "runs", "killed", "checkpoints", "ckpt-000001000.tckpt"))
+	b, errB := checkpoint.Load(filepath.Join(dir, "runs", "whole", "checkpoints", "ckpt-000001000.tckpt"))
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
@@ -105,8 +106,8 @@ func template(spec graphs.Spec, opts graphs.Options) ([]weights.Variable, error)
 }
 
 // checkpointVariables loads a checkpoint of spec and returns its model variables (template paths only).
-func checkpointVariables(path string, spec graphs.Spec, vars []weights.Variable) (*trainer.Checkpoint, map[string]*tensors.Tensor, error) {
-	ckpt, err := trainer.LoadCheckpoint(path)
+func checkpointVariables(path string, spec graphs.Spec, vars []weights.Variable) (*checkpoint.Checkpoint, map[string]*tensors.Tensor, error) {
+	ckpt, err := checkpoint.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,8 +184,8 @@ func cmdImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	header := trainer.CheckpointHeader{TrainerVersion: trainer.Version, ConfigHash: configHash, Net: spec.Name}
-	if err := trainer.SaveCheckpointFile(*out, ctx, header); err != nil {
+	header := checkpoint.Header{TrainerVersion: trainer.Version, ConfigHash: configHash, Net: spec.Name}
+	if err := checkpoint.SaveFile(*out, ctx, header); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d variables of %s from %s (step 0: `trainer eval` scores it, `trainer run --resume-from` fine-tunes it)\n",

@@ -1,4 +1,4 @@
-package trainer
+package checkpoint
 
 import (
 	"os"
@@ -23,11 +23,11 @@ func contextWithVariables(t *testing.T) *context.Context {
 func TestCheckpointRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	ctx := contextWithVariables(t)
-	path, err := SaveCheckpoint(dir, ctx, CheckpointHeader{Net: "linear", Step: 42, Epoch: 1, ConfigHash: "abc"}, 3)
+	path, err := Save(dir, ctx, Header{Net: "linear", Step: 42, Epoch: 1, ConfigHash: "abc"}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckpt, err := LoadCheckpoint(path)
+	ckpt, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 func TestCheckpointRefusesDamagedFiles(t *testing.T) {
 	dir := t.TempDir()
-	path, err := SaveCheckpoint(dir, contextWithVariables(t), CheckpointHeader{Net: "linear", Step: 1}, 3)
+	path, err := Save(dir, contextWithVariables(t), Header{Net: "linear", Step: 1}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestCheckpointRefusesDamagedFiles(t *testing.T) {
 			if err := os.WriteFile(bad, body, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadCheckpoint(bad)
+			_, err := Load(bad)
 			if err == nil {
 				t.Fatal("loaded a damaged checkpoint")
 			}
@@ -97,18 +97,18 @@ func TestCheckpointKeepsNewestN(t *testing.T) {
 	dir := t.TempDir()
 	ctx := contextWithVariables(t)
 	for step := 1; step <= 5; step++ {
-		if _, err := SaveCheckpoint(dir, ctx, CheckpointHeader{Net: "linear", Step: step * 100}, 2); err != nil {
+		if _, err := Save(dir, ctx, Header{Net: "linear", Step: step * 100}, 2); err != nil {
 			t.Fatal(err)
 		}
 	}
-	paths, err := ListCheckpoints(dir)
+	paths, err := List(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(paths) != 2 || !strings.HasSuffix(paths[0], checkpointName(400)) || !strings.HasSuffix(paths[1], checkpointName(500)) {
+	if len(paths) != 2 || !strings.HasSuffix(paths[0], FileName(400)) || !strings.HasSuffix(paths[1], FileName(500)) {
 		t.Fatalf("kept %v, want the checkpoints of steps 400 and 500", paths)
 	}
-	ckpt, ok, err := LatestCheckpoint(dir)
+	ckpt, ok, err := Latest(dir)
 	if err != nil || !ok || ckpt.Header.Step != 500 {
 		t.Fatalf("latest = %v, %v, %v", ckpt, ok, err)
 	}

@@ -1,4 +1,4 @@
-package trainer
+package checkpoint
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // and the fuzzer reach the checks behind the checksum.
 func frameCheckpoint(version uint32, header, payload []byte) []byte {
 	var b bytes.Buffer
-	b.WriteString(checkpointMagic)
+	b.WriteString(magic)
 	_ = binary.Write(&b, binary.LittleEndian, version)
 	_ = binary.Write(&b, binary.LittleEndian, uint32(len(header)))
 	b.Write(header)
@@ -41,7 +41,7 @@ func validCheckpointBytes(t testing.TB) []byte {
 	ctx.In("model").In("fc").VariableWithValue("weight", [][]float32{{1, 2}, {3, 4}})
 	ctx.In("model").In("fc").VariableWithValue("bias", []float32{0.5, -0.5})
 	ctx.InAbsPath("/optimizer/model/fc/weight").VariableWithValue("m", [][]float64{{0, 1}, {2, 3}})
-	file, err := encodeCheckpoint(ctx, CheckpointHeader{Net: "linear", Step: 3, ConfigHash: "h", Config: "seed: 1\n"})
+	file, err := encode(ctx, Header{Net: "linear", Step: 3, ConfigHash: "h", Config: "seed: 1\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestCheckpointOtherVersionsRefused(t *testing.T) {
 	for _, v := range []uint32{0, 2} {
 		for _, fixCRC := range []bool{true, false} {
 			data := append([]byte{}, good...)
-			binary.LittleEndian.PutUint32(data[len(checkpointMagic):], v)
+			binary.LittleEndian.PutUint32(data[len(magic):], v)
 			if fixCRC {
 				data = withCRC(data)
 			}
@@ -63,7 +63,7 @@ func TestCheckpointOtherVersionsRefused(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadCheckpoint(path)
+			_, err := Load(path)
 			want := map[uint32]string{0: "format version 0, expected 1", 2: "format version 2, expected 1: written by a newer trainer"}[v]
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("version %d (valid CRC %v): %v; want %q and the path", v, fixCRC, err, want)
@@ -89,16 +89,16 @@ func TestCheckpointRefusesInconsistentHeaders(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := parseCheckpoint("x.tckpt", frameCheckpoint(checkpointVersion, []byte(c.header), payload))
+			_, err := parse("x.tckpt", frameCheckpoint(formatVersion, []byte(c.header), payload))
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "x.tckpt") {
 				t.Errorf("%v; want %q", err, c.want)
 			}
 		})
 	}
 	// The header length field pointing past the file.
-	data := frameCheckpoint(checkpointVersion, []byte(`{}`), nil)
-	binary.LittleEndian.PutUint32(data[len(checkpointMagic)+4:], 1<<31)
-	if _, err := parseCheckpoint("x", withCRC(data)); err == nil || !strings.Contains(err.Error(), "header length") {
+	data := frameCheckpoint(formatVersion, []byte(`{}`), nil)
+	binary.LittleEndian.PutUint32(data[len(magic)+4:], 1<<31)
+	if _, err := parse("x", withCRC(data)); err == nil || !strings.Contains(err.Error(), "header length") {
 		t.Errorf("header length past the end: %v", err)
 	}
 }
@@ -110,16 +110,16 @@ func TestCheckpointRefusesInconsistentHeaders(t *testing.T) {
 func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 	dir := t.TempDir()
 	ctx := contextWithVariables(t)
-	first, err := SaveCheckpoint(dir, ctx, CheckpointHeader{Net: "linear", Step: 1}, 1)
+	first, err := Save(dir, ctx, Header{Net: "linear", Step: 1}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(first)
-	blocked := filepath.Join(dir, checkpointName(2))
+	blocked := filepath.Join(dir, FileName(2))
 	if err := os.MkdirAll(filepath.Join(blocked, "occupied"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = SaveCheckpoint(dir, ctx, CheckpointHeader{Net: "linear", Step: 2}, 1)
+	_, err = Save(dir, ctx, Header{Net: "linear", Step: 2}, 1)
 	if err == nil || !strings.Contains(err.Error(), blocked) || !strings.Contains(err.Error(), "previous checkpoints kept") {
 		t.Fatalf("write over a directory: %v; want an error naming %s", err, blocked)
 	}
@@ -127,7 +127,7 @@ func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 	if err != nil || !bytes.Equal(before, after) {
 		t.Fatalf("the previous checkpoint changed or vanished: %v", err)
 	}
-	if ckpt, ok, err := LatestCheckpoint(dir); err != nil || !ok || ckpt.Path != first {
+	if ckpt, ok, err := Latest(dir); err != nil || !ok || ckpt.Path != first {
 		t.Errorf("latest checkpoint after the failure: %v, %v, %v; want %s", ckpt, ok, err, first)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -142,17 +142,17 @@ func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := SaveCheckpoint(file, ctx, CheckpointHeader{Step: 1}, 1); err == nil || !strings.Contains(err.Error(), file) {
+	if _, err := Save(file, ctx, Header{Step: 1}, 1); err == nil || !strings.Contains(err.Error(), file) {
 		t.Errorf("checkpoint directory is a file: %v", err)
 	}
-	if err := SaveCheckpointFile(filepath.Join(file, "best.tckpt"), ctx, CheckpointHeader{}); err == nil ||
+	if err := SaveFile(filepath.Join(file, "best.tckpt"), ctx, Header{}); err == nil ||
 		!strings.Contains(err.Error(), file) {
 		t.Errorf("best checkpoint under a file: %v", err)
 	}
 	// A read-only directory (only meaningful when not root, who may write anyway).
 	if os.Geteuid() != 0 {
 		ro := t.TempDir()
-		prev, err := SaveCheckpoint(ro, ctx, CheckpointHeader{Step: 1}, 3)
+		prev, err := Save(ro, ctx, Header{Step: 1}, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,11 +160,11 @@ func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
-		if _, err := SaveCheckpoint(ro, ctx, CheckpointHeader{Step: 2}, 3); err == nil ||
-			!strings.Contains(err.Error(), filepath.Join(ro, checkpointName(2))) {
+		if _, err := Save(ro, ctx, Header{Step: 2}, 3); err == nil ||
+			!strings.Contains(err.Error(), filepath.Join(ro, FileName(2))) {
 			t.Errorf("read-only directory: %v", err)
 		}
-		if _, err := LoadCheckpoint(prev); err != nil {
+		if _, err := Load(prev); err != nil {
 			t.Errorf("previous checkpoint after a failed write: %v", err)
 		}
 	}
@@ -178,7 +178,7 @@ func FuzzParseCheckpoint(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)-7])
 	f.Add(good[:20])
-	f.Add([]byte(checkpointMagic))
+	f.Add([]byte(magic))
 	f.Add(frameCheckpoint(1, []byte(`{"tensors":[{"name":"a","dtype":"Float32","shape":[-3],"offset":0,"bytes":-12}]}`), nil))
 	f.Add(frameCheckpoint(1, []byte(`{"tensors":[{"name":"a","dtype":"Float64","shape":[],"offset":0,"bytes":8}]}`), make([]byte, 8)))
 	f.Add(frameCheckpoint(1, []byte(`{"tensors":[{"name":"a","dtype":"Bool","shape":[3,0],"offset":9,"bytes":0}]}`), make([]byte, 9)))
@@ -186,7 +186,7 @@ func FuzzParseCheckpoint(f *testing.F) {
 	f.Add(frameCheckpoint(1, []byte(`null`), nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, withCRC(data)} {
-			ckpt, err := parseCheckpoint("fuzz.tckpt", in)
+			ckpt, err := parse("fuzz.tckpt", in)
 			if err != nil {
 				if !strings.Contains(err.Error(), "fuzz.tckpt") {
 					t.Fatalf("error %q does not name the file", err)

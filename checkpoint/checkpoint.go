@@ -1,4 +1,6 @@
-package trainer
+// Package checkpoint is the trainer's checkpoint file format: a headered, checksummed file of every
+// variable of a GoMLX context, written atomically, listed, pruned and loaded back (docs/checkpoints.md).
+package checkpoint
 
 import (
 	"bytes"
@@ -27,15 +29,15 @@ import (
 //
 // The CRC covers every byte before it, so a truncated or altered file is refused as a whole.
 const (
-	checkpointMagic   = "TRNCKPT\x00"
-	checkpointVersion = 1
-	checkpointExt     = ".tckpt"
+	magic         = "TRNCKPT\x00"
+	formatVersion = 1
+	ext           = ".tckpt"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// CheckpointHeader describes a checkpoint: where the run was and what tensors follow.
-type CheckpointHeader struct {
+// Header describes a checkpoint: where the run was and what tensors follow.
+type Header struct {
 	TrainerVersion string `json:"trainer_version"`
 	ConfigHash     string `json:"config_hash"`
 	Net            string `json:"net"`
@@ -65,38 +67,38 @@ type TensorRecord struct {
 // Checkpoint is a loaded checkpoint: its header and its tensors by name.
 type Checkpoint struct {
 	Path    string
-	Header  CheckpointHeader
+	Header  Header
 	Tensors map[string]*tensors.Tensor
 }
 
-// checkpointName is the file name of the checkpoint at a step; names sort by step.
-func checkpointName(step int) string { return fmt.Sprintf("ckpt-%09d%s", step, checkpointExt) }
+// FileName is the file name of the checkpoint at a step; names sort by step.
+func FileName(step int) string { return fmt.Sprintf("ckpt-%09d%s", step, ext) }
 
-// SaveCheckpoint writes every variable of ctx to dir atomically (temp file, fsync, rename, fsync of
-// the directory) and then deletes all but the newest keep checkpoints.
-func SaveCheckpoint(dir string, ctx *context.Context, header CheckpointHeader, keep int) (string, error) {
+// Save writes every variable of ctx to dir as the checkpoint of header.Step, atomically (temp file,
+// fsync, rename, fsync of the directory), and then deletes all but the newest keep checkpoints.
+func Save(dir string, ctx *context.Context, header Header, keep int) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint directory %s: %w", dir, err)
 	}
-	file, err := encodeCheckpoint(ctx, header)
+	file, err := encode(ctx, header)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, checkpointName(header.Step))
+	path := filepath.Join(dir, FileName(header.Step))
 	if err := atomicfile.Write(path, file); err != nil {
 		// Nothing was renamed into place and nothing pruned: the previous checkpoints are intact.
 		return "", fmt.Errorf("checkpoint %s not written (previous checkpoints kept): %w", path, err)
 	}
-	return path, pruneCheckpoints(dir, keep)
+	return path, prune(dir, keep)
 }
 
-// SaveCheckpointFile writes every variable of ctx as a checkpoint at exactly path, atomically, for
+// SaveFile writes every variable of ctx as a checkpoint at exactly path, atomically, for
 // checkpoints made outside a run (`trainer import`); it never prunes the files beside it.
-func SaveCheckpointFile(path string, ctx *context.Context, header CheckpointHeader) error {
+func SaveFile(path string, ctx *context.Context, header Header) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	file, err := encodeCheckpoint(ctx, header)
+	file, err := encode(ctx, header)
 	if err != nil {
 		return err
 	}
@@ -106,8 +108,8 @@ func SaveCheckpointFile(path string, ctx *context.Context, header CheckpointHead
 	return nil
 }
 
-// encodeCheckpoint lays out the checkpoint file: magic, version, header, payload, CRC-32C.
-func encodeCheckpoint(ctx *context.Context, header CheckpointHeader) ([]byte, error) {
+// encode lays out the checkpoint file: magic, version, header, payload, CRC-32C.
+func encode(ctx *context.Context, header Header) ([]byte, error) {
 	var payload bytes.Buffer
 	header.Tensors = nil
 	var errs []error
@@ -134,8 +136,8 @@ func encodeCheckpoint(ctx *context.Context, header CheckpointHeader) ([]byte, er
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	var file bytes.Buffer
-	file.WriteString(checkpointMagic)
-	_ = binary.Write(&file, binary.LittleEndian, uint32(checkpointVersion))
+	file.WriteString(magic)
+	_ = binary.Write(&file, binary.LittleEndian, uint32(formatVersion))
 	_ = binary.Write(&file, binary.LittleEndian, uint32(len(headerJSON)))
 	file.Write(headerJSON)
 	file.Write(payload.Bytes())
@@ -143,12 +145,12 @@ func encodeCheckpoint(ctx *context.Context, header CheckpointHeader) ([]byte, er
 	return file.Bytes(), nil
 }
 
-// BestCheckpointName is the file, beside the periodic checkpoints, that holds the best-scoring state;
+// BestName is the file, beside the periodic checkpoints, that holds the best-scoring state;
 // --resume never picks it (it is not a ckpt-* file) and pruning never deletes it.
-const BestCheckpointName = "best" + checkpointExt
+const BestName = "best" + ext
 
-// ListCheckpoints returns the periodic checkpoint files in dir (ckpt-*), oldest first.
-func ListCheckpoints(dir string) ([]string, error) {
+// List returns the periodic checkpoint files in dir (ckpt-*), oldest first.
+func List(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -158,7 +160,7 @@ func ListCheckpoints(dir string) ([]string, error) {
 	}
 	var paths []string
 	for _, e := range entries {
-		if !e.IsDir() && strings.HasPrefix(e.Name(), "ckpt-") && strings.HasSuffix(e.Name(), checkpointExt) {
+		if !e.IsDir() && strings.HasPrefix(e.Name(), "ckpt-") && strings.HasSuffix(e.Name(), ext) {
 			paths = append(paths, filepath.Join(dir, e.Name()))
 		}
 	}
@@ -166,8 +168,8 @@ func ListCheckpoints(dir string) ([]string, error) {
 	return paths, nil
 }
 
-func pruneCheckpoints(dir string, keep int) error {
-	paths, err := ListCheckpoints(dir)
+func prune(dir string, keep int) error {
+	paths, err := List(dir)
 	if err != nil {
 		return err
 	}
@@ -180,45 +182,45 @@ func pruneCheckpoints(dir string, keep int) error {
 	return nil
 }
 
-// LoadCheckpoint reads and verifies a checkpoint file; any mismatch is an error naming the file and
+// Load reads and verifies a checkpoint file; any mismatch is an error naming the file and
 // what was expected.
-func LoadCheckpoint(path string) (*Checkpoint, error) {
+func Load(path string) (*Checkpoint, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	return parseCheckpoint(path, data)
+	return parse(path, data)
 }
 
 // maxTensorRank bounds the rank a checkpoint may declare (GoMLX tensors are far below it).
 const maxTensorRank = 16
 
-// parseCheckpoint verifies and decodes a checkpoint file's bytes; path only names it in errors. It
+// parse verifies and decodes a checkpoint file's bytes; path only names it in errors. It
 // checks, in order: size, magic, version (before the checksum, so a file of another version is named
 // as such even if its layout differs), CRC-32C, header, and that every tensor fits the payload.
-func parseCheckpoint(path string, data []byte) (*Checkpoint, error) {
+func parse(path string, data []byte) (*Checkpoint, error) {
 	fail := func(format string, args ...any) (*Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %s: %s", path, fmt.Sprintf(format, args...))
 	}
-	const fixed = len(checkpointMagic) + 8
+	const fixed = len(magic) + 8
 	if len(data) < fixed+4 {
 		return fail("truncated: %d bytes, expected at least %d", len(data), fixed+4)
 	}
-	if string(data[:len(checkpointMagic)]) != checkpointMagic {
-		return fail("not a trainer checkpoint (magic %q, expected %q)", data[:len(checkpointMagic)], checkpointMagic)
+	if string(data[:len(magic)]) != magic {
+		return fail("not a trainer checkpoint (magic %q, expected %q)", data[:len(magic)], magic)
 	}
-	switch version := binary.LittleEndian.Uint32(data[len(checkpointMagic):]); {
-	case version > checkpointVersion:
+	switch version := binary.LittleEndian.Uint32(data[len(magic):]); {
+	case version > formatVersion:
 		return fail("format version %d, expected %d: written by a newer trainer; load it with that trainer "+
-			"(or `trainer export` it to safetensors there)", version, checkpointVersion)
-	case version < checkpointVersion:
-		return fail("format version %d, expected %d: not a format any trainer release wrote", version, checkpointVersion)
+			"(or `trainer export` it to safetensors there)", version, formatVersion)
+	case version < formatVersion:
+		return fail("format version %d, expected %d: not a format any trainer release wrote", version, formatVersion)
 	}
 	body, stored := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if sum := crc32.Checksum(body, crcTable); sum != stored {
 		return fail("checksum mismatch (stored %08x, computed %08x): the file is truncated or corrupt", stored, sum)
 	}
-	headerLen := uint64(binary.LittleEndian.Uint32(data[len(checkpointMagic)+4:]))
+	headerLen := uint64(binary.LittleEndian.Uint32(data[len(magic)+4:]))
 	if uint64(fixed)+headerLen > uint64(len(body)) {
 		return fail("header length %d exceeds the file (%d bytes)", headerLen, len(data))
 	}
@@ -266,13 +268,13 @@ func parseCheckpoint(path string, data []byte) (*Checkpoint, error) {
 	return ckpt, nil
 }
 
-// LatestCheckpoint loads the newest checkpoint in dir; ok is false when there is none.
-func LatestCheckpoint(dir string) (ckpt *Checkpoint, ok bool, err error) {
-	paths, err := ListCheckpoints(dir)
+// Latest loads the newest checkpoint in dir; ok is false when there is none.
+func Latest(dir string) (ckpt *Checkpoint, ok bool, err error) {
+	paths, err := List(dir)
 	if err != nil || len(paths) == 0 {
 		return nil, false, err
 	}
-	ckpt, err = LoadCheckpoint(paths[len(paths)-1])
+	ckpt, err = Load(paths[len(paths)-1])
 	return ckpt, err == nil, err
 }
 
