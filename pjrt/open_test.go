@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -56,9 +57,18 @@ func TestOpenGo(t *testing.T) {
 		if b.String() != "go" {
 			t.Errorf("Open(%q).String() = %q", config, b.String())
 		}
-		got := runGraph(t, b, func(in []*Node) []*Node { return []*Node{AddScalar(MulScalar(in[0], 2), 1)} },
-			tt{dims: []int{3}, data: []float64{1, 2, 3}})[0]
-		assertClose(t, "2x+1", got, tt{dims: []int{3}, data: []float64{3, 5, 7}}, 0)
+		exec, err := NewExec(b, func(x *Node) *Node { return AddScalar(MulScalar(x, 2), 1) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := exec.Exec([]float64{1, 2, 3})
+		if err != nil {
+			t.Fatalf("%+v", err)
+		}
+		if got := tensors.MustCopyFlatData[float64](outs[0]); !slices.Equal(outs[0].Shape().Dimensions, []int{3}) || !slices.Equal(got, []float64{3, 5, 7}) {
+			t.Errorf("Open(%q): 2x+1 of [1 2 3] = %v %v, want [3 5 7]", config, outs[0].Shape(), got)
+		}
+		exec.Finalize()
 		b.Finalize()
 	}
 	if _, err := Open("bogus"); err == nil || !strings.Contains(err.Error(), "accepted backends") {

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -135,7 +136,7 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 	perStep := map[Switch]int64{}
 	perEval := map[Switch]int64{}
 	for _, dn := range []Switch{"true", "false"} {
-		backend, err := pjrt.NewGoBackend("")
+		backend, err := gobackend.New("")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 // NormalizePixels is a lookup of the loader's own table: every byte value of every channel gives
 // the host's float, for 1 and 3 channels.
 func TestNormalizePixelsIsTheLoadersTable(t *testing.T) {
-	backend, err := pjrt.NewGoBackend("")
+	backend, err := gobackend.New("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"math"
@@ -120,13 +120,13 @@ func assertClose(t *testing.T, what string, got, want tt, tol float64) {
 	}
 }
 
-var testBackend = func() func(t *testing.T) *GoBackend {
-	var b *GoBackend
-	return func(t *testing.T) *GoBackend {
+var testBackend = func() func(t *testing.T) *Backend {
+	var b *Backend
+	return func(t *testing.T) *Backend {
 		t.Helper()
 		if b == nil {
 			var err error
-			b, err = newGoBackend("")
+			b, err = newBackend("")
 			if err != nil {
 				t.Fatal(err)
 			}

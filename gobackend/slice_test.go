@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"fmt"
@@ -71,9 +71,9 @@ func TestFastTransposeMatchesSimplego(t *testing.T) {
 
 // simplegoOps is the Go backend with simplego's own DotGeneral, Slice and Transpose: the reference the
 // fast kernels are compared with.
-func simplegoOps(t *testing.T) *GoBackend {
+func simplegoOps(t *testing.T) *Backend {
 	t.Helper()
-	slow, err := newGoBackend("simplego_dot")
+	slow, err := newBackend("simplego_dot")
 	if err != nil {
 		t.Fatal(err)
 	}

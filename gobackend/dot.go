@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"reflect"
@@ -14,11 +14,11 @@ import (
 // simplego executes each node with a function from its nodeExecutors table, which has no exported
 // setter. The fast executors (the float32 and float64 DotGeneral kernels of gemm.go, the copies, the
 // element-wise row loops) replace table entries through a linkname; each only acts for the simplego instances
-// inside a GoBackend that asked for it (any other simplego backend in the process, and every dtype an
+// inside a Backend that asked for it (any other simplego backend in the process, and every dtype an
 // executor doesn't handle, still runs simplego's own), and reads the node's parameters by field name,
 // falling back to simplego's executor if GoMLX changes them. Two empty slots of the table receive the
-// wrapper's own node types: fused convolutions (gobackend_conv_exec.go) and fused element-wise chains
-// (gobackend_fuse.go). TestFastDotHookInstalled, TestFastElementwiseHooksInstalled,
+// wrapper's own node types: fused convolutions (conv_exec.go) and fused element-wise chains
+// (fuse.go). TestFastDotHookInstalled, TestFastElementwiseHooksInstalled,
 // TestFusedConvHookInstalled and TestFusionHookInstalled fail if any of this can no longer be reached.
 
 type sgNodeExecutor = func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error)
@@ -50,7 +50,7 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 
 // enableFastOps routes sg's float32 and float64 DotGenerals to the packed GEMM, its Slices, Transposes
 // and row Gathers to run and tile copies, and its hot element-wise ops to the row loops of
-// gobackend_elementwise.go; it installs the fused nodes' executors once.
+// elementwise.go; it installs the fused nodes' executors once.
 func enableFastOps(sg *simplego.Backend) {
 	installFastOps.Do(func() {
 		for op, exec := range fastExecutors() {
@@ -74,7 +74,7 @@ func enableFastOps(sg *simplego.Backend) {
 	fastOpsOwners.Store(sg, struct{}{})
 }
 
-// disableFastOps forgets sg (called when its GoBackend is finalized).
+// disableFastOps forgets sg (called when its Backend is finalized).
 func disableFastOps(sg *simplego.Backend) { fastOpsOwners.Delete(sg) }
 
 func ownsFastOps(sg *simplego.Backend) bool {

@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"fmt"
@@ -190,7 +190,7 @@ func TestGemmKernelsAndSplits64(t *testing.T) {
 // reference and simplego's own kernel (float64: to a few roundings of the products' sums).
 func TestFastDotGeneralMatchesSimplego(t *testing.T) {
 	fast := testBackend(t)
-	slow, err := newGoBackend("simplego_dot")
+	slow, err := newBackend("simplego_dot")
 	if err != nil {
 		t.Fatal(err)
 	}

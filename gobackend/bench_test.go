@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 // MNIST-CNN convolutions, forward + gradient (batch 128, 28x28x1 -> conv3x3 32 -> ReLU -> conv3x3 64,
 // float32, loss Σy², gradients wrt both kernels), on the 2-core development machine:
@@ -15,7 +15,7 @@ package pjrt
 // Sequential op execution costs 10-35% here: the input- and kernel-gradient convs of conv2 are
 // independent and overlap in parallel mode; only DotGeneral is multi-threaded within an op.
 //
-// Rerun: go test ./pjrt/ -run XXX -bench MNISTConvs -benchtime 3x
+// Rerun: go test ./gobackend/ -run XXX -bench MNISTConvs -benchtime 3x
 //
 // Those numbers predate the packed GEMM (gemm.go), which now runs every float32 DotGeneral: auto with
 // ops_sequential then took 0.70 s (one run, machine shared). With the fused GEMM convolution
@@ -65,7 +65,7 @@ func BenchmarkMNISTConvs(b *testing.B) {
 		{"native/ops_parallel", "ops_parallel", convNative},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			backend, err := newGoBackend(tc.config)
+			backend, err := newBackend(tc.config)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func BenchmarkMNISTConvs(b *testing.B) {
 }
 
 // Matrix products of the MNIST-CNN step, float32 and float64: the packed GEMM (gemm.go, the default)
-// against simplego's DotGeneral kernel ("simplego_dot"). Rerun: go test ./pjrt/ -run XXX -bench Gemm -benchtime 5x
+// against simplego's DotGeneral kernel ("simplego_dot"). Rerun: go test ./gobackend/ -run XXX -bench Gemm -benchtime 5x
 func BenchmarkGemm(b *testing.B) {
 	for _, tc := range []struct {
 		name             string
@@ -116,7 +116,7 @@ func BenchmarkGemm(b *testing.B) {
 		} {
 			config, f64 := dc.config, strings.HasSuffix(dc.name, "float64")
 			b.Run(tc.name+"/"+dc.name, func(b *testing.B) {
-				backend, err := newGoBackend(config)
+				backend, err := newBackend(config)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -161,7 +161,7 @@ func BenchmarkGemm(b *testing.B) {
 
 // ResNet-50 (batch 8, 64 px) convolutions, forward + both gradients (loss Σy²), float32: the fused
 // GEMM convolution (auto) against the im2col/col2im compositions around the packed GEMM.
-// Rerun: go test ./pjrt/ -run XXX -bench ResNetConvs -benchtime 10x
+// Rerun: go test ./gobackend/ -run XXX -bench ResNetConvs -benchtime 10x
 func BenchmarkResNetConvs(b *testing.B) {
 	for _, tc := range []struct {
 		name        string
@@ -224,7 +224,7 @@ func BenchmarkResNetConvs(b *testing.B) {
 				name = tc.name + "/im2col"
 			}
 			b.Run(name, func(b *testing.B) {
-				backend, err := newGoBackend("")
+				backend, err := newBackend("")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -256,7 +256,7 @@ func BenchmarkResNetConvs(b *testing.B) {
 
 // A BatchNorm + ReLU block with its gradients on ResNet-50 layer-1 activations ([8, 16, 16, 256],
 // float32), written with plain ops as graphs/norm.go does: element-wise chains fused at compile time
-// against the same executors unfused. Rerun: go test ./pjrt/ -run XXX -bench BatchNormBlock -benchtime 20x
+// against the same executors unfused. Rerun: go test ./gobackend/ -run XXX -bench BatchNormBlock -benchtime 20x
 func BenchmarkBatchNormBlock(b *testing.B) {
 	dims := []int{8, 16, 16, 256}
 	ch := dims[3]
@@ -278,7 +278,7 @@ func BenchmarkBatchNormBlock(b *testing.B) {
 			name = config
 		}
 		b.Run(name, func(b *testing.B) {
-			backend, err := newGoBackend(config)
+			backend, err := newBackend(config)
 			if err != nil {
 				b.Fatal(err)
 			}

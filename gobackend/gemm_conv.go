@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 // B is the kernel addressed through offset tables. Each output row lands at its place in the output
 // layout through the GEMM's row offsets. No patches, slices, concatenations, pads or transposes are
 // materialised; any axes layout works as long as the output's channels axis is its last (contiguous)
-// one. Channel and batch groups and input dilations are left to the compositions in gobackend_conv.go.
+// one. Channel and batch groups and input dilations are left to the compositions in conv.go.
 
 // convGemmSpec holds the ConvGeneral parameters the fused path uses (every one filled in), and the
 // spatial axes along which the kernel is read reversed (a flip folded in by the fusion pass).

@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"github.com/gomlx/gomlx/backends/simplego"

@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 // Dispatch of the element-wise row loops to the AVX2 kernels (rows_amd64.s) where the CPU has them;
 // the kernels do whole groups of 8 values and these functions the tail, so every value gets the same

@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"fmt"
@@ -38,12 +38,12 @@ func TestGoBackendIdentity(t *testing.T) {
 		{"parallelism=2", "parallelism=2,ops_sequential"},
 		{"ops_parallel", "ops_parallel"},
 	} {
-		if got := normalizeGoConfig(tc.in); got != tc.want {
-			t.Errorf("normalizeGoConfig(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := normalizeConfig(tc.in); got != tc.want {
+			t.Errorf("normalizeConfig(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if _, err := NewGoBackend("no_such_option"); err == nil {
-		t.Errorf("NewGoBackend accepted an unknown simplego option")
+	if _, err := New("no_such_option"); err == nil {
+		t.Errorf("New accepted an unknown simplego option")
 	}
 }
 

@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"os"
@@ -19,10 +19,10 @@ func init() {
 	_ = os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 }
 
-// DefaultGoConfig is the simplego configuration used when none is given. simplego's default (parallel op
+// DefaultConfig is the simplego configuration used when none is given. simplego's default (parallel op
 // execution when a single computation runs) can deadlock when several DotGenerals wait in its workers pool;
 // sequential op execution avoids it (DotGeneral itself still uses every core).
-const DefaultGoConfig = "ops_sequential"
+const DefaultConfig = "ops_sequential"
 
 // addedOps are the ops the wrapper adds to simplego (ConvGeneral is overridden, not added).
 var addedOps = []backends.OpType{
@@ -35,35 +35,35 @@ var addedOps = []backends.OpType{
 	backends.OpTypeBatchNormGradient,
 }
 
-// GoBackend is GoMLX's pure-Go backend (simplego, name "go") completed with the ops its gradients need:
+// Backend is GoMLX's pure-Go backend (simplego, name "go") completed with the ops its gradients need:
 // Pad, Reverse, SelectAndScatterMax/Min and the three BatchNorm ops, composed from ops simplego supports.
 // It also replaces slow simplego ops: float32 ConvGeneral (a single-threaded loop) by a fused GEMM
 // convolution (gemm_conv.go; other convolutions by im2col or col2im around one DotGeneral), ReduceWindow
 // (pooling) by strided Slices, and, in simplego's executor table, float32 DotGeneral, Slice, Transpose,
 // Gather and the hot element-wise ops by multi-core kernels; Compile fuses element-wise chains
-// (gobackend_fuse.go). Everything else (buffers, execution) is simplego's.
-type GoBackend struct {
+// (fuse.go). Everything else (buffers, execution) is simplego's.
+type Backend struct {
 	*simplego.Backend
 	config       string
 	capabilities backends.Capabilities
 	convMode     convMode
-	fastDot      bool // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (gobackend_slice.go).
-	noFuse       bool // Element-wise chains are not fused at compile time (gobackend_fuse.go).
+	fastDot      bool // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (slice.go).
+	noFuse       bool // Element-wise chains are not fused at compile time (fuse.go).
 }
 
-var _ backends.Backend = (*GoBackend)(nil)
+var _ backends.Backend = (*Backend)(nil)
 
-// NewGoBackend returns the completed pure-Go backend. simplegoConfig is simplego's comma-separated option
+// New returns the completed pure-Go backend. simplegoConfig is simplego's comma-separated option
 // list (e.g. "parallelism=2,ops_sequential"); when it names neither "ops_sequential" nor "ops_parallel",
-// "ops_sequential" is added (see DefaultGoConfig). Two options are the wrapper's own, for comparisons:
+// "ops_sequential" is added (see DefaultConfig). Two options are the wrapper's own, for comparisons:
 // "simplego_dot" keeps all of simplego's own executors (no packed GEMM, fused convolution, copies,
 // row loops or fusion), and "nofuse" keeps the fast executors but doesn't fuse element-wise chains.
-func NewGoBackend(simplegoConfig string) (backends.Backend, error) {
-	return newGoBackend(simplegoConfig)
+func New(simplegoConfig string) (backends.Backend, error) {
+	return newBackend(simplegoConfig)
 }
 
-func newGoBackend(simplegoConfig string) (*GoBackend, error) {
-	config := normalizeGoConfig(simplegoConfig)
+func newBackend(simplegoConfig string) (*Backend, error) {
+	config := normalizeConfig(simplegoConfig)
 	config, simplegoDot := takeOption(config, "simplego_dot")
 	config, noFuse := takeOption(config, "nofuse")
 	inner, err := simplego.New(config)
@@ -78,7 +78,7 @@ func newGoBackend(simplegoConfig string) (*GoBackend, error) {
 	for _, op := range addedOps {
 		caps.Operations[op] = true
 	}
-	b := &GoBackend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot, noFuse: noFuse || simplegoDot}
+	b := &Backend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot, noFuse: noFuse || simplegoDot}
 	if b.fastDot {
 		enableFastOps(sg)
 	} else {
@@ -108,7 +108,7 @@ func takeOption(config, option string) (string, bool) {
 }
 
 // Finalize releases simplego's resources and unhooks the backend from the packed GEMM.
-func (b *GoBackend) Finalize() {
+func (b *Backend) Finalize() {
 	if opStatsEnabled() {
 		printOpStats(os.Stderr)
 	}
@@ -116,8 +116,8 @@ func (b *GoBackend) Finalize() {
 	b.Backend.Finalize()
 }
 
-// normalizeGoConfig adds DefaultGoConfig unless the config already chooses an op-execution mode.
-func normalizeGoConfig(config string) string {
+// normalizeConfig adds DefaultConfig unless the config already chooses an op-execution mode.
+func normalizeConfig(config string) string {
 	var parts []string
 	hasMode := false
 	for _, p := range strings.Split(config, ",") {
@@ -131,19 +131,19 @@ func normalizeGoConfig(config string) string {
 		parts = append(parts, p)
 	}
 	if !hasMode {
-		parts = append(parts, DefaultGoConfig)
+		parts = append(parts, DefaultConfig)
 	}
 	return strings.Join(parts, ",")
 }
 
 // Config returns the simplego configuration the backend was created with.
-func (b *GoBackend) Config() string { return b.config }
+func (b *Backend) Config() string { return b.config }
 
 // String returns "go", the name to select this backend with.
-func (b *GoBackend) String() string { return simplego.BackendName }
+func (b *Backend) String() string { return simplego.BackendName }
 
 // Description is simplego's description plus what the wrapper adds.
-func (b *GoBackend) Description() string {
+func (b *Backend) Description() string {
 	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm; im2col/col2im ConvGeneral, sliced ReduceWindow"
 	if b.fastDot {
 		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + gemmKernelName() +
@@ -156,10 +156,10 @@ func (b *GoBackend) Description() string {
 }
 
 // Capabilities reports simplego's capabilities plus the ops the wrapper adds.
-func (b *GoBackend) Capabilities() backends.Capabilities { return b.capabilities }
+func (b *Backend) Capabilities() backends.Capabilities { return b.capabilities }
 
 // Builder returns a builder that embeds simplego's and overrides the added ops and ConvGeneral.
-func (b *GoBackend) Builder(name string) backends.Builder {
+func (b *Backend) Builder(name string) backends.Builder {
 	return &goBuilder{Builder: b.Backend.Builder(name), convMode: b.convMode, fusedConv: b.fastDot, fuse: b.fastDot && !b.noFuse}
 }
 
@@ -168,7 +168,7 @@ type goBuilder struct {
 	backends.Builder
 	convMode  convMode
 	fusedConv bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (gemm_conv.go).
-	fuse      bool // Compile fuses element-wise chains (gobackend_fuse.go).
+	fuse      bool // Compile fuses element-wise chains (fuse.go).
 }
 
 // composer builds ops on the inner builder and keeps the first error, so compositions read as formulas and

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package pjrt
+package gobackend
 
 // Off amd64 the portable Go micro-kernel is used.
 const hasAVX2FMA, hasAVX512 = false, false

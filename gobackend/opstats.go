@@ -1,4 +1,4 @@
-package pjrt
+package gobackend
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 
 // Op statistics of the pure-Go backend, for finding where a step's time goes op by op (pprof shows
 // functions, not which graph op or shape called them). With TRAINER_GO_OPSTATS=1 in the environment
-// every simplego executor is wrapped with a timer, and the GoBackend prints a table on Finalize
+// every simplego executor is wrapped with a timer, and the Backend prints a table on Finalize
 // (time, calls and the top shapes per op type) to stderr. Off by default: it costs a map lookup per op.
 
 const opStatsEnv = "TRAINER_GO_OPSTATS"
