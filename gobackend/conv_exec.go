@@ -11,15 +11,10 @@ import (
 )
 
 // Fused convolutions are nodes of their own: goBuilder.ConvGeneral builds simplego's ConvGeneral node
-// (for its shape checks) and turns it into a fusedConvOpType node whose data is a *convGemmSpec, run by
-// execFusedConv as packed GEMMs reading the input windows while packing (gemm_conv.go). Reverse is the
-// op type: simplego never builds it (the wrapper composes Reverse), and its executor slot is empty.
-// Being the wrapper's own node, the spec can hold what simplego's ConvGeneral node can't: a kernel flip
-// folded in at compile time (foldKernelFlips).
-const fusedConvOpType = backends.OpTypeReverse
-
-// fusedConvInstalled: execFusedConv is in simplego's table (set once by enableFastOps).
-var fusedConvInstalled bool
+// (for its shape checks) and turns it into a fusedConvOpType node (simplego_internals.go) whose data is
+// a *convGemmSpec, run by execFusedConv as packed GEMMs reading the input windows while packing
+// (gemm_conv.go). Being the backend's own node, the spec can hold what simplego's ConvGeneral node
+// can't: a kernel flip folded in at compile time (foldKernelFlips).
 
 // fusedConvRuns counts the convolutions the fused GEMM ran (the tests check the routing with it).
 var fusedConvRuns atomic.Int64
@@ -125,7 +120,7 @@ func flipOf(k *simplego.Node) (x *simplego.Node, axis int, ok bool) {
 	if nodeOpType(k) != backends.OpTypeConcatenate {
 		return nil, 0, false
 	}
-	axis, isInt := nodeDataOf(k).(int)
+	axis, isInt := concatenateAxis(k)
 	parts := nodeInputsOf(k)
 	if !isInt || len(parts) < 2 {
 		return nil, 0, false
@@ -144,9 +139,9 @@ func flipOf(k *simplego.Node) (x *simplego.Node, axis int, ok bool) {
 		if axis < 0 || axis >= len(dims) || dims[axis] != len(parts) {
 			return nil, 0, false
 		}
-		v, ok := nodeData(s)
-		var starts, limits, strides []int
-		if !ok || !intsField(v, "starts", &starts) || !intsField(v, "limits", &limits) || !intsField(v, "strides", &strides) || len(starts) != len(dims) {
+		p, ok := readSliceParams(s)
+		starts, limits, strides := p.starts, p.limits, p.strides
+		if !ok || len(starts) != len(dims) {
 			return nil, 0, false
 		}
 		for a := range dims {

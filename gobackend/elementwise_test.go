@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
@@ -317,43 +315,6 @@ func TestFastLogisticMatchesSimplego(t *testing.T) {
 		for i := range want {
 			assertSameBits(t, fmt.Sprintf("%d/%s/%v/out%d", trial, dtype, dims, i), got[i], want[i])
 		}
-	}
-}
-
-// The element-wise executors are in simplego's table, and the node fields they read (shape, op
-// type, parameters) are where they expect.
-func TestFastElementwiseHooksInstalled(t *testing.T) {
-	testBackend(t)
-	if !nodeFieldsOK {
-		t.Fatal("simplego.Node no longer has the shape/data/opType fields the fast executors read")
-	}
-	for op := range fastExecutors() {
-		if sgExecutors[op] == nil {
-			t.Errorf("%s: simplego's executor was not saved", op)
-			continue
-		}
-		if reflect.ValueOf(sgNodeExecutors[op]).Pointer() == reflect.ValueOf(sgExecutors[op]).Pointer() {
-			t.Errorf("%s: simplego's table still holds its own executor", op)
-		}
-	}
-	builder := testBackend(t).Builder("fields").(*goBuilder).Builder
-	x, err := builder.Parameter("x", mustShapeF32(2, 3, 4), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := builder.ReduceSum(x, 0, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := sum.(*simplego.Node)
-	if got := nodeShape(node); !got.Equal(mustShapeF32(3)) {
-		t.Errorf("nodeShape = %s, want (Float32)[3]", got)
-	}
-	if got := nodeOpType(node); got != backends.OpTypeReduceSum {
-		t.Errorf("nodeOpType = %s, want ReduceSum", got)
-	}
-	if got, ok := nodeDataOf(node).([]int); !ok || fmt.Sprint(got) != "[0 2]" {
-		t.Errorf("nodeDataOf = %v, want the reduced axes [0 2]", nodeDataOf(node))
 	}
 }
 

@@ -1,11 +1,9 @@
 package gobackend
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -26,15 +24,9 @@ import (
 // Every fused op computes what simplego's computes, value by value, in the same float32 arithmetic and
 // (for ReduceSum) the same order of additions, so results are bit-identical (the tests compare).
 //
-// The fused node reuses an op type simplego never builds (fusedOpType) whose executor slot is empty in
-// simplego's table; if a GoMLX upgrade gives that op an executor, or the node fields this needs can't
-// be found, fusion is off (TestFusionHookInstalled says so).
-
-// fusedOpType carries fused nodes: SelectAndScatterSum is neither built by simplego nor by the wrapper.
-const fusedOpType = backends.OpTypeSelectAndScatterSum
-
-// fusionInstalled: execFused is in simplego's table (set once by enableFastOps).
-var fusionInstalled bool
+// The fused node reuses an op type simplego never builds (fusedOpType, simplego_internals.go) whose
+// executor slot is empty in simplego's table; if a GoMLX upgrade gives that op an executor, or the node
+// fields this needs can't be found, fusion is off (TestSimplegoInternals says so).
 
 // fusedNodesBuilt counts the fused nodes made (the tests check that fusion happens with it).
 var fusedNodesBuilt atomic.Int64
@@ -56,36 +48,10 @@ func (b *goBuilder) Compile(outputs []backends.Op, shardings []*backends.Shardin
 // fusedChunk is the number of values a fused chain evaluates at a time (its temporaries stay in L1).
 const fusedChunk = 512
 
-var nodeInputsOff, builderNodesOff, fuseFieldsOK = func() (inOff, nodesOff uintptr, ok bool) {
-	nodeSlice := reflect.TypeOf([]*simplego.Node(nil))
-	in, ok1 := reflect.TypeOf(simplego.Node{}).FieldByName("inputs")
-	nodes, ok2 := reflect.TypeOf(simplego.Builder{}).FieldByName("nodes")
-	return in.Offset, nodes.Offset, nodeFieldsOK && ok1 && ok2 && in.Type == nodeSlice && nodes.Type == nodeSlice
-}()
-
-func nodeInputsOf(n *simplego.Node) []*simplego.Node {
-	return *(*[]*simplego.Node)(unsafe.Add(unsafe.Pointer(n), nodeInputsOff))
-}
-
-func builderNodesOf(b *simplego.Builder) []*simplego.Node {
-	return *(*[]*simplego.Node)(unsafe.Add(unsafe.Pointer(b), builderNodesOff))
-}
-
 // setFusedNode turns n into a fused node with the given inputs and program (its shape is kept).
 func setFusedNode(n *simplego.Node, inputs []*simplego.Node, prog *fusedProgram) {
 	setNodeOpData(n, fusedOpType, prog)
 	setNodeInputs(n, inputs)
-}
-
-// setNodeOpData sets a node's op type and data (callers check nodeFieldsOK first).
-func setNodeOpData(n *simplego.Node, op backends.OpType, data any) {
-	*(*backends.OpType)(unsafe.Add(unsafe.Pointer(n), nodeOpTypeOff)) = op
-	*(*any)(unsafe.Add(unsafe.Pointer(n), nodeDataOff)) = data
-}
-
-// setNodeInputs sets a node's inputs (callers check fuseFieldsOK first).
-func setNodeInputs(n *simplego.Node, inputs []*simplego.Node) {
-	*(*[]*simplego.Node)(unsafe.Add(unsafe.Pointer(n), nodeInputsOff)) = inputs
 }
 
 // fuseKind is what a fused instruction computes: a binOp, or one of these.

@@ -3,7 +3,6 @@ package gobackend
 import (
 	"fmt"
 	"math/rand"
-	"reflect"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -81,15 +80,4 @@ func specialFreeTT(rng *rand.Rand, dims ...int) tt {
 		}
 	}
 	return t
-}
-
-// The fused op type's executor slot is ours, and the node fields fusion rewrites are where it expects.
-func TestFusionHookInstalled(t *testing.T) {
-	testBackend(t)
-	if !fuseFieldsOK || !fusionInstalled {
-		t.Fatalf("fusion is off: node fields found %v, executor installed %v", fuseFieldsOK, fusionInstalled)
-	}
-	if reflect.ValueOf(sgNodeExecutors[fusedOpType]).Pointer() != reflect.ValueOf(execFused).Pointer() {
-		t.Fatal("simplego's table does not point at execFused")
-	}
 }

@@ -15,17 +15,15 @@ func execFastGather(backend *simplego.Backend, node *simplego.Node, inputs []*si
 	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 2 {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	v, ok := nodeData(node)
-	var offsetAxes, collapsed, startMap, sliceSizes []int
-	if !ok || !intsField(v, "offsetOutputAxes", &offsetAxes) || !intsField(v, "collapsedSlicesAxes", &collapsed) ||
-		!intsField(v, "startIndexMap", &startMap) || !intsField(v, "sliceSizes", &sliceSizes) {
+	p, ok := readGatherParams(node)
+	if !ok {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	ivAxis := unexportedField(v, "indexVectorAxis")
+	offsetAxes, collapsed, startMap, sliceSizes := p.offsetOutputAxes, p.collapsedSlicesAxes, p.startIndexMap, p.sliceSizes
 	opShape, err1 := backend.BufferShape(inputs[0])
 	idxShape, err2 := backend.BufferShape(inputs[1])
 	outShape := nodeShape(node)
-	if !ivAxis.IsValid() || err1 != nil || err2 != nil || idxShape.Rank() == 0 || int(ivAxis.Int()) != idxShape.Rank()-1 {
+	if err1 != nil || err2 != nil || idxShape.Rank() == 0 || p.indexVectorAxis != idxShape.Rank()-1 {
 		return orig(backend, node, inputs, inputsOwned)
 	}
 	// Leading axes indexed and collapsed, the rest taken whole and placed after the batch axes.

@@ -3,7 +3,6 @@ package gobackend
 import (
 	"fmt"
 	"math/rand"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -154,38 +153,6 @@ func specOf(cc convCase) convGemmSpec {
 		spec.paddings = make([][2]int, S)
 	}
 	return spec
-}
-
-// A float32 convolution the fused GEMM handles becomes a node of its own, with its parameters, run by
-// execFusedConv from simplego's table.
-func TestFusedConvHookInstalled(t *testing.T) {
-	if !fusedConvInstalled {
-		t.Fatal("execFusedConv is not installed (simplego's executor slot for the fused op type is taken, or Node's fields moved)")
-	}
-	if reflect.ValueOf(sgNodeExecutors[fusedConvOpType]).Pointer() != reflect.ValueOf(execFusedConv).Pointer() {
-		t.Fatal("simplego's table does not point at execFusedConv")
-	}
-	builder := testBackend(t).Builder("conv-node")
-	x, err := builder.Parameter("x", mustShapeF32(2, 5, 5, 3), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := builder.Parameter("k", mustShapeF32(3, 3, 3, 4), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := builder.ConvGeneral(x, k, channelsLast(2), []int{2, 1}, [][2]int{{1, 0}, {0, 1}}, nil, []int{1, 2}, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := conv.(*simplego.Node)
-	spec, ok := nodeDataOf(n).(*convGemmSpec)
-	if nodeOpType(n) != fusedConvOpType || !ok {
-		t.Fatalf("ConvGeneral built a %s node with %T, want a fused convolution", nodeOpType(n), nodeDataOf(n))
-	}
-	if got := fmt.Sprint(spec.strides, spec.paddings, spec.kernelDilations, spec.inputDilations, spec.flip); got != "[2 1] [[1 0] [0 1]] [1 2] [1 1] [false false]" {
-		t.Fatalf("spec = %s", got)
-	}
 }
 
 // A kernel flipped by unit slices and a concatenation per axis (graphs/vjp_conv.go's flipSpatial) is

@@ -12,11 +12,11 @@ func execFastSlice(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 	if !ownsFastOps(backend) || len(inputs) != 1 {
 		return sgSlice(backend, node, inputs, inputsOwned)
 	}
-	v, ok := nodeData(node)
-	var starts, limits, strides []int
-	if !ok || !intsField(v, "starts", &starts) || !intsField(v, "limits", &limits) || !intsField(v, "strides", &strides) {
+	p, ok := readSliceParams(node)
+	if !ok {
 		return sgSlice(backend, node, inputs, inputsOwned)
 	}
+	starts, limits, strides := p.starts, p.limits, p.strides
 	inShape, err := backend.BufferShape(inputs[0])
 	if err != nil || len(starts) != inShape.Rank() || len(limits) != inShape.Rank() || len(strides) != inShape.Rank() {
 		return sgSlice(backend, node, inputs, inputsOwned)

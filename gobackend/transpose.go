@@ -1,8 +1,6 @@
 package gobackend
 
 import (
-	"reflect"
-
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
@@ -15,11 +13,7 @@ func execFastTranspose(backend *simplego.Backend, node *simplego.Node, inputs []
 	if !ownsFastOps(backend) || len(inputs) != 1 {
 		return sgTranspose(backend, node, inputs, inputsOwned)
 	}
-	data := unexportedField(reflect.ValueOf(node).Elem(), "data")
-	if !data.IsValid() || data.Kind() != reflect.Interface || data.IsNil() {
-		return sgTranspose(backend, node, inputs, inputsOwned)
-	}
-	perm, ok := data.Interface().([]int)
+	perm, ok := nodeInts(node)
 	inShape, err := backend.BufferShape(inputs[0])
 	if !ok || err != nil || len(perm) != inShape.Rank() {
 		return sgTranspose(backend, node, inputs, inputsOwned)
