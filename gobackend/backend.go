@@ -12,13 +12,6 @@ import (
 	"github.com/pkg/errors"
 )
 
-func init() {
-	// Never let GoMLX try to download PJRT plugins: these machines are offline, and a silent download is
-	// not what a user asking for "xla:cpu" expects. (The xla backend reads this variable in its own init,
-	// which may run before ours: open_xla.go also disables auto-install explicitly.)
-	_ = os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
-}
-
 // DefaultConfig is the simplego configuration used when none is given. simplego's default (parallel op
 // execution when a single computation runs) can deadlock when several DotGenerals wait in its workers pool;
 // sequential op execution avoids it (DotGeneral itself still uses every core).

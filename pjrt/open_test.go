@@ -95,6 +95,18 @@ func xlaErrorMustMention(t *testing.T, config string, err error, want ...string)
 	}
 }
 
+// GoMLX's xla.New searches for (and, with auto-install on, downloads) a plugin given by name: openXLA
+// refuses anything but an absolute path, so only a plugin Open found and checked is ever loaded.
+func TestOpenXLAOnlyByPath(t *testing.T) {
+	_, err := openXLA("cpu", Spec{Backend: "xla", Platform: "cpu"})
+	if err == nil {
+		t.Fatal(`openXLA("cpu") accepted a plugin name`)
+	}
+	if xlaAvailable && !strings.Contains(err.Error(), "absolute path") {
+		t.Errorf(`openXLA("cpu"): %v, want the absolute-path error`, err)
+	}
+}
+
 func TestOpenXLAWithoutPlugin(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(PluginPathEnv, dir)
