@@ -42,15 +42,18 @@ type Backend struct {
 	convMode     convMode
 	fastDot      bool // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (slice.go).
 	noFuse       bool // Element-wise chains are not fused at compile time (fuse.go).
+	strictConv   bool // A failed im2col/col2im composition is an error, not simplego's ConvGeneral (conv.go).
 }
 
 var _ backends.Backend = (*Backend)(nil)
 
 // New returns the completed pure-Go backend. simplegoConfig is simplego's comma-separated option
 // list (e.g. "parallelism=2,ops_sequential"); when it names neither "ops_sequential" nor "ops_parallel",
-// "ops_sequential" is added (see DefaultConfig). Two options are the wrapper's own, for comparisons:
+// "ops_sequential" is added (see DefaultConfig). Three options are the wrapper's own. For comparisons,
 // "simplego_dot" keeps all of simplego's own executors (no packed GEMM, fused convolution, copies,
 // row loops or fusion), and "nofuse" keeps the fast executors but doesn't fuse element-wise chains.
+// For checking the convolution compositions, "strict_conv" makes a failed im2col or col2im composition
+// an error instead of a silent fallback to simplego's native ConvGeneral (the tests use it).
 func New(simplegoConfig string) (backends.Backend, error) {
 	return newBackend(simplegoConfig)
 }
@@ -59,6 +62,7 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	config := normalizeConfig(simplegoConfig)
 	config, simplegoDot := takeOption(config, "simplego_dot")
 	config, noFuse := takeOption(config, "nofuse")
+	config, strictConv := takeOption(config, "strict_conv")
 	inner, err := simplego.New(config)
 	if err != nil {
 		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
@@ -71,7 +75,7 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	for _, op := range addedOps {
 		caps.Operations[op] = true
 	}
-	b := &Backend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot, noFuse: noFuse || simplegoDot}
+	b := &Backend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot, noFuse: noFuse || simplegoDot, strictConv: strictConv}
 	if b.fastDot {
 		enableFastOps(sg)
 	} else {
@@ -79,6 +83,9 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	}
 	if noFuse && !simplegoDot {
 		b.config += ",nofuse"
+	}
+	if strictConv {
+		b.config += ",strict_conv"
 	}
 	if opStatsEnabled() {
 		installOpStats() // After the fast ops, so it times them.
@@ -153,15 +160,17 @@ func (b *Backend) Capabilities() backends.Capabilities { return b.capabilities }
 
 // Builder returns a builder that embeds simplego's and overrides the added ops and ConvGeneral.
 func (b *Backend) Builder(name string) backends.Builder {
-	return &goBuilder{Builder: b.Backend.Builder(name), convMode: b.convMode, fusedConv: b.fastDot, fuse: b.fastDot && !b.noFuse}
+	return &goBuilder{Builder: b.Backend.Builder(name), convMode: b.convMode, fusedConv: b.fastDot, fuse: b.fastDot && !b.noFuse,
+		strictConv: b.strictConv}
 }
 
 // goBuilder embeds simplego's builder; every op it composes is built with that inner builder.
 type goBuilder struct {
 	backends.Builder
-	convMode  convMode
-	fusedConv bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (gemm_conv.go).
-	fuse      bool // Compile fuses element-wise chains (fuse.go).
+	convMode   convMode
+	fusedConv  bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (gemm_conv.go).
+	fuse       bool // Compile fuses element-wise chains (fuse.go).
+	strictConv bool // A failed im2col/col2im composition is an error (see New).
 }
 
 // composer builds ops on the inner builder and keeps the first error, so compositions read as formulas and

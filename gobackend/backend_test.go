@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -41,6 +42,9 @@ func TestGoBackendIdentity(t *testing.T) {
 		if got := normalizeConfig(tc.in); got != tc.want {
 			t.Errorf("normalizeConfig(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+	if !b.strictConv || !strings.HasSuffix(b.Config(), ",strict_conv") {
+		t.Errorf("the tests' backend is not strict about convolution compositions: config %q", b.Config())
 	}
 	if _, err := New("no_such_option"); err == nil {
 		t.Errorf("New accepted an unknown simplego option")

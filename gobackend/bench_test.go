@@ -65,7 +65,7 @@ func BenchmarkMNISTConvs(b *testing.B) {
 		{"native/ops_parallel", "ops_parallel", convNative},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			backend, err := newBackend(tc.config)
+			backend, err := newBackend(tc.config + ",strict_conv")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func BenchmarkResNetConvs(b *testing.B) {
 				name = tc.name + "/im2col"
 			}
 			b.Run(name, func(b *testing.B) {
-				backend, err := newBackend("")
+				backend, err := newBackend("strict_conv")
 				if err != nil {
 					b.Fatal(err)
 				}

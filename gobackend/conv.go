@@ -25,10 +25,6 @@ const (
 	convCol2im // Falls back to im2col where col2im doesn't apply (grouped convolutions).
 )
 
-// strictConv makes an im2col composition error an error instead of a fallback to the native ConvGeneral
-// (tests set it, so a broken composition can't hide behind the fallback).
-var strictConv = false
-
 // convParams holds ConvGeneral's parameters with every optional one filled in, and derived sizes.
 type convParams struct {
 	axes                               backends.ConvolveAxesConfig
@@ -113,7 +109,7 @@ func (b *goBuilder) ConvGeneral(input, kernel backends.Op, axes backends.Convolv
 		out, err = b.im2colConv(input, kernel, p)
 	}
 	if err != nil {
-		if strictConv {
+		if b.strictConv {
 			return nil, err
 		}
 		return native()

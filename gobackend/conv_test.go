@@ -135,14 +135,14 @@ func runConv(t *testing.T, b backends.Backend, cc convCase, x, k tt) tt {
 
 func TestConvForward(t *testing.T) {
 	b := testBackend(t)
-	native := &Backend{Backend: b.Backend, convMode: convNative}
+	native := &Backend{Backend: b.Backend, convMode: convNative, strictConv: true}
 	rng := rand.New(rand.NewSource(11))
 	for _, cc := range convCases() {
 		t.Run(cc.name, func(t *testing.T) {
 			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
 			want := refConv(x, k, cc)
 			for _, mode := range []convMode{convAuto, convIm2col, convCol2im} {
-				mb := &Backend{Backend: b.Backend, convMode: mode}
+				mb := &Backend{Backend: b.Backend, convMode: mode, strictConv: true}
 				assertClose(t, fmt.Sprintf("ConvGeneral mode %d", mode), runConv(t, mb, cc, x, k), want, 1e-12)
 			}
 			if cc.batchGroups > 1 {
@@ -194,7 +194,7 @@ func TestConvGradients(t *testing.T) {
 				if tc.skipShortMode && testing.Short() {
 					t.Skip("short mode")
 				}
-				mb := &Backend{Backend: b.Backend, convMode: mode}
+				mb := &Backend{Backend: b.Backend, convMode: mode, strictConv: true}
 				checkGradient(t, mb, func(in []*Node) *Node { return tc.conv(in[0], in[1]) }, []tt{x, k}, 0, 1)
 			})
 		}
@@ -205,7 +205,7 @@ func TestConvGradients(t *testing.T) {
 func TestConvFloat32MatchesNative(t *testing.T) {
 	b := testBackend(t)
 	// simplego's own ConvGeneral: float32 ConvGeneral nodes on a fast-ops backend run the fused GEMM.
-	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative}
+	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true}
 	rng := rand.New(rand.NewSource(13))
 	x, k := randTT(rng, 4, 12, 12, 3), randTT(rng, 3, 3, 3, 8)
 	fn := func(in []*Node) []*Node {

@@ -43,13 +43,13 @@ func fusedConvCases() []convCase {
 // cases it applies to (no groups, output channels last) must have run through it, and the others
 // through the compositions.
 func TestFusedConvMatchesReference(t *testing.T) {
-	b := testBackend(t)
+	b := countCompiledOps(testBackend(t))
 	rng := rand.New(rand.NewSource(61))
 	for _, cc := range fusedConvCases() {
 		t.Run(cc.name, func(t *testing.T) {
 			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
 			want := refConv(x, k, cc)
-			before := fusedConvRuns.Load()
+			before := b.count(fusedConvOpType)
 			got := runOps(t, b, func(bb backends.Builder, p []backends.Op) ([]backends.Op, error) {
 				x32, err := bb.ConvertDType(p[0], dtypes.Float32)
 				if err != nil {
@@ -67,7 +67,7 @@ func TestFusedConvMatchesReference(t *testing.T) {
 				return []backends.Op{o}, err
 			}, x, k)[0]
 			assertClose(t, "float32 conv", got, want, 2e-6*float64(prod(cc.kDims)))
-			fused := fusedConvRuns.Load() > before
+			fused := b.count(fusedConvOpType) > before
 			applies := max(cc.groups, 1) == 1 && max(cc.batchGroups, 1) == 1 && cc.axes.OutputChannels == len(cc.inDims)-1
 			if fused != applies {
 				t.Fatalf("ran through the fused GEMM: %v, expected %v", fused, applies)
@@ -79,8 +79,8 @@ func TestFusedConvMatchesReference(t *testing.T) {
 // The fused convolution in float64 (no dtype conversions around it) matches the float64 definition to
 // a few roundings on the cases it applies to, and simplego's own float64 ConvGeneral.
 func TestFusedConvFloat64(t *testing.T) {
-	b := testBackend(t)
-	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative}
+	b := countCompiledOps(testBackend(t))
+	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true}
 	rng := rand.New(rand.NewSource(62))
 	for _, cc := range fusedConvCases() {
 		if max(cc.groups, 1) != 1 || max(cc.batchGroups, 1) != 1 || cc.axes.OutputChannels != len(cc.inDims)-1 {
@@ -89,9 +89,9 @@ func TestFusedConvFloat64(t *testing.T) {
 		t.Run(cc.name, func(t *testing.T) {
 			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
 			want := refConv(x, k, cc)
-			before := fusedConvRuns.Load()
+			before := b.count(fusedConvOpType)
 			got := runConv(t, b, cc, x, k)
-			if fusedConvRuns.Load() == before {
+			if b.count(fusedConvOpType) == before {
 				t.Fatal("the float64 convolution did not run through the fused GEMM")
 			}
 			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(prod(cc.kDims)))

@@ -190,7 +190,7 @@ func TestGemmKernelsAndSplits64(t *testing.T) {
 // reference and simplego's own kernel (float64: to a few roundings of the products' sums).
 func TestFastDotGeneralMatchesSimplego(t *testing.T) {
 	fast := testBackend(t)
-	slow, err := newBackend("simplego_dot")
+	slow, err := newBackend("simplego_dot,strict_conv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestFastTransposeMatchesSimplego(t *testing.T) {
 // fast kernels are compared with.
 func simplegoOps(t *testing.T) *Backend {
 	t.Helper()
-	slow, err := newBackend("simplego_dot")
+	slow, err := newBackend("simplego_dot,strict_conv")
 	if err != nil {
 		t.Fatal(err)
 	}

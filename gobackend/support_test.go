@@ -3,24 +3,21 @@ package gobackend
 import (
 	"math"
 	"math/rand"
-	"os"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/pkg/errors"
 )
 
 // Test support: a small float64 tensor type with plain-loop references, a harness that runs ops on the
 // backend API directly, and a gradient checker against central finite differences.
-
-func TestMain(m *testing.M) {
-	strictConv = true // A broken im2col composition must fail the tests, not fall back to the native conv.
-	os.Exit(m.Run())
-}
 
 // tt is a float64 tensor for references.
 type tt struct {
@@ -126,7 +123,8 @@ var testBackend = func() func(t *testing.T) *Backend {
 		t.Helper()
 		if b == nil {
 			var err error
-			b, err = newBackend("")
+			// strict_conv: a broken im2col composition must fail the tests, not fall back to the native conv.
+			b, err = newBackend("strict_conv")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,6 +132,54 @@ var testBackend = func() func(t *testing.T) *Backend {
 		return b
 	}
 }()
+
+// compiledOps wraps a backend and counts, in every graph compiled on it, the nodes of each op type left
+// after Compile's rewrites: the tests see with it that convolutions became fused convolutions and that
+// element-wise chains were fused, without the backend keeping counters for them.
+type compiledOps struct {
+	backends.Backend
+	mu     sync.Mutex
+	counts map[backends.OpType]int
+}
+
+func countCompiledOps(b backends.Backend) *compiledOps {
+	return &compiledOps{Backend: b, counts: map[backends.OpType]int{}}
+}
+
+// Builder wraps the backend's builder so that its Compile is seen.
+func (c *compiledOps) Builder(name string) backends.Builder {
+	return &countingBuilder{Builder: c.Backend.Builder(name), ops: c}
+}
+
+// count is the number of op's nodes in the graphs compiled so far.
+func (c *compiledOps) count(op backends.OpType) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[op]
+}
+
+type countingBuilder struct {
+	backends.Builder
+	ops *compiledOps
+}
+
+// Compile compiles, then counts the nodes of the graph as Compile left them.
+func (b *countingBuilder) Compile(outputs []backends.Op, shardings []*backends.ShardingSpec) (backends.Executable, error) {
+	exec, err := b.Builder.Compile(outputs, shardings)
+	if err != nil {
+		return nil, err
+	}
+	sb, ok := b.Builder.(*goBuilder).Builder.(*simplego.Builder)
+	if !ok || !fuseFieldsOK {
+		return nil, errors.New("countingBuilder: not a pure-Go backend's builder, or simplego's node fields moved")
+	}
+	b.ops.mu.Lock()
+	defer b.ops.mu.Unlock()
+	for _, n := range builderNodesOf(sb) {
+		b.ops.counts[nodeOpType(n)]++
+	}
+	return exec, nil
+}
 
 // runOps builds ops with the backend's builder directly (the graph package not involved), runs them on
 // float64 inputs and returns the float64 outputs.
