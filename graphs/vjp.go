@@ -1,34 +1,29 @@
 package graphs
 
 import (
-	"reflect"
 	"sort"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
+// GoMLX v0.26 registers no gradient for Rsqrt, which the norms use: d rsqrt(x) = −½·rsqrt(x)³.
+func rsqrtVJP(node *Node, v []*Node, _ shapes.Shape) []*Node {
+	y := node
+	return []*Node{Mul(v[0], MulScalar(Mul(Square(y), y), -0.5))}
+}
+
 // GoMLX v0.26's Dot and DotGeneral gradients multiply the cotangent by the broadcast other operand
 // (a batch×M×N×K tensor) and then reduce it; on the pure-Go backend that made the MNIST-CNN step ~10x
-// slower. These replacements express each gradient as one DotGeneral plus a transpose.
-var (
-	stockDotVJP        = VJPRegistration[NodeTypeDot]
-	stockDotGeneralVJP = VJPRegistration[NodeTypeDotGeneral]
-)
+// slower. These replacements (registered in gomlx_internals.go) express each gradient as one
+// DotGeneral plus a transpose, and use stock, GoMLX's own, where they don't apply.
 
-func init() {
-	// GoMLX v0.26 registers no gradient for Rsqrt, which the norms use: d rsqrt(x) = −½·rsqrt(x)³.
-	if VJPRegistration[NodeTypeRsqrt] == nil {
-		VJPRegistration[NodeTypeRsqrt] = func(node *Node, v []*Node, _ shapes.Shape) []*Node {
-			y := node
-			return []*Node{Mul(v[0], MulScalar(Mul(Square(y), y), -0.5))}
-		}
-	}
-	stockDot := stockDotVJP
-	VJPRegistration[NodeTypeDot] = func(node *Node, v []*Node, out shapes.Shape) []*Node {
+// dotVJP is Dot's gradient for two matrices.
+func dotVJP(stock VJP) VJP {
+	return func(node *Node, v []*Node, out shapes.Shape) []*Node {
 		lhs, rhs := node.Inputs()[0], node.Inputs()[1]
 		if lhs.Rank() != 2 || rhs.Rank() != 2 {
-			return stockDot(node, v, out)
+			return stock(node, v, out)
 		}
 		// out[i,k] = Σj a[i,j] b[j,k]:  da = v·bᵀ, db = aᵀ·v.
 		return []*Node{
@@ -36,11 +31,14 @@ func init() {
 			DotGeneral(lhs, []int{0}, nil, v[0], []int{0}, nil),
 		}
 	}
-	stockDotGeneral := stockDotGeneralVJP
-	VJPRegistration[NodeTypeDotGeneral] = func(node *Node, v []*Node, out shapes.Shape) []*Node {
+}
+
+// dotGeneralVJP is DotGeneral's gradient.
+func dotGeneralVJP(stock VJP) VJP {
+	return func(node *Node, v []*Node, out shapes.Shape) []*Node {
 		axes, ok := dotGeneralAxes(node)
 		if !ok {
-			return stockDotGeneral(node, v, out)
+			return stock(node, v, out)
 		}
 		return dotGeneralGradients(node.Inputs()[0], node.Inputs()[1], axes, v[0])
 	}
@@ -49,39 +47,6 @@ func init() {
 // dotAxes are the axis roles of one DotGeneral.
 type dotAxes struct {
 	lhsContracting, lhsBatch, rhsContracting, rhsBatch []int
-}
-
-// dotGeneralAxes reads the contracting and batch axes of a DotGeneral node. GoMLX keeps them in an
-// unexported struct, so they are read by reflection; ok is false if that layout ever changes, and the
-// stock gradient is used instead (tests compare both).
-func dotGeneralAxes(node *Node) (axes dotAxes, ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	inputs := reflect.ValueOf(node).Elem().FieldByName("inputs")
-	if !inputs.IsValid() || inputs.IsNil() {
-		return axes, false
-	}
-	params := inputs.Elem().Elem()
-	read := func(field string) ([]int, bool) {
-		f := params.FieldByName(field)
-		if !f.IsValid() || f.Kind() != reflect.Slice {
-			return nil, false
-		}
-		ints := make([]int, f.Len())
-		for i := range ints {
-			ints[i] = int(f.Index(i).Int())
-		}
-		return ints, true
-	}
-	var ok1, ok2, ok3, ok4 bool
-	axes.lhsContracting, ok1 = read("lhsContractingAxes")
-	axes.lhsBatch, ok2 = read("lhsBatchAxes")
-	axes.rhsContracting, ok3 = read("rhsContractingAxes")
-	axes.rhsBatch, ok4 = read("rhsBatchAxes")
-	return axes, ok1 && ok2 && ok3 && ok4
 }
 
 // crossAxes lists, in order, the axes of a rank-r operand that are neither contracted nor batch.

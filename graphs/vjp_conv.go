@@ -17,12 +17,10 @@ import (
 //	dx = conv(v dilated by the strides, kernel flipped with in/out swapped per group)
 //	dw = conv(x with batch and channels exchanged, v as the kernel), batch-grouped for G > 1
 //
-// Other layouts, input dilations and padding beyond the kernel fall back to the stock gradient.
-var stockConvVJP = VJPRegistration[NodeTypeConvGeneral]
-
-func init() {
-	stock := stockConvVJP
-	VJPRegistration[NodeTypeConvGeneral] = func(node *Node, v []*Node, out shapes.Shape) []*Node {
+// Other layouts, input dilations and padding beyond the kernel fall back to stock, GoMLX's own gradient.
+// It is registered in gomlx_internals.go.
+func convGeneralVJP(stock VJP) VJP {
+	return func(node *Node, v []*Node, out shapes.Shape) []*Node {
 		p, ok := readConvParams(node)
 		if !ok || !p.standard() {
 			return stock(node, v, out)
@@ -62,57 +60,6 @@ func (p convParams) standard() bool {
 		}
 	}
 	return true
-}
-
-// readConvParams reads the unexported attributes of a ConvGeneral node by reflection; ok is false if
-// GoMLX's layout ever changes (then the stock gradient is used; the tests compare against both).
-func readConvParams(node *Node) (p convParams, ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	params := reflect.ValueOf(node).Elem().FieldByName("inputs").Elem().Elem()
-	ints := func(field string) []int {
-		f := params.FieldByName(field)
-		out := make([]int, f.Len())
-		for i := range out {
-			out[i] = int(f.Index(i).Int())
-		}
-		return out
-	}
-	p.axes = reflectCopy[backends.ConvolveAxesConfig](params.FieldByName("axes"))
-	p.strides = fill(ints("strides"), 2)
-	p.inputDilations = fill(ints("inputDilations"), 2)
-	p.dilations = fill(ints("kernelDilations"), 2)
-	pads := params.FieldByName("paddings")
-	p.paddings = make([][2]int, 2)
-	for i := 0; i < pads.Len() && i < 2; i++ {
-		p.paddings[i] = [2]int{int(pads.Index(i).Index(0).Int()), int(pads.Index(i).Index(1).Int())}
-	}
-	p.groups = max(int(params.FieldByName("channelGroupCount").Int()), 1)
-	p.batchGroups = max(int(params.FieldByName("batchGroupCount").Int()), 1)
-	return p, true
-}
-
-// reflectCopy copies an unexported struct field of exported type T.
-func reflectCopy[T any](v reflect.Value) T {
-	var out T
-	dst := reflect.ValueOf(&out).Elem()
-	for i := range dst.NumField() {
-		f := v.Field(i)
-		switch f.Kind() {
-		case reflect.Int:
-			dst.Field(i).SetInt(f.Int())
-		case reflect.Slice:
-			s := make([]int, f.Len())
-			for j := range s {
-				s[j] = int(f.Index(j).Int())
-			}
-			dst.Field(i).Set(reflect.ValueOf(s))
-		}
-	}
-	return out
 }
 
 // fill returns values, or n ones when values is empty.

@@ -6,6 +6,25 @@ import (
 	"strings"
 )
 
+// setCUDAEnv sets, just before the plugin at pluginPath is loaded, the two variables go-xla v0.1.4
+// reads when it loads a CUDA plugin; it has no option for either, only the environment. A value the
+// user set is kept.
+//
+// GOPJRT_CUDA_CHECKS=0 for a JAX wheel's plugin: go-xla's check looks for GoMLX's install layout and,
+// for a wheel, only prints a page of wrong advice (docs/distributed.md says what a wheel needs).
+// XLA_FLAGS gains --xla_gpu_cuda_data_dir where go-xla would otherwise set a wrong one (cudaDataDirFlags).
+func setCUDAEnv(pluginPath string) error {
+	if strings.Contains(pluginPath, string(os.PathSeparator)+"jax_plugins"+string(os.PathSeparator)) && os.Getenv("GOPJRT_CUDA_CHECKS") == "" {
+		if err := os.Setenv("GOPJRT_CUDA_CHECKS", "0"); err != nil {
+			return err
+		}
+	}
+	if flags, changed := cudaDataDirFlags(pluginPath, os.Getenv("XLA_FLAGS")); changed {
+		return os.Setenv("XLA_FLAGS", flags)
+	}
+	return nil
+}
+
 // cudaDataDirFlags returns the XLA_FLAGS value to use for the CUDA plugin at pluginPath, and whether it
 // differs from xlaFlags. go-xla v0.1.4, on loading a CUDA plugin that has a nvidia/ folder two levels
 // up (GoMLX's install layout), sets --xla_gpu_cuda_data_dir to a path hard-coded from its author's

@@ -3,11 +3,8 @@
 package pjrt
 
 import (
-	"reflect"
 	"sync"
-	"unsafe"
 
-	"github.com/gomlx/go-xla/pkg/stablehlo"
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/xla"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -18,14 +15,10 @@ import (
 // StableHLO builder exactly as for a real PJRT device, and Compile hands back the module text instead of
 // compiling it.
 //
-// How: xla.Backend keeps its plugin and client in unexported fields and refuses to build while the plugin
-// is nil, and nothing in GoMLX v0.26 exposes the builder's text (only a klog line at -v=2). So the backend
-// is made with zero-valued *pjrt.Plugin and *pjrt.Client (never called: the stand-in overrides every
-// method that would reach them), and each xla.Builder is wrapped so that Compile, after xla's own
-// Compile has finished the module and failed at the missing client ("misconfigured CompileConfig"),
-// reads the module text from the builder's *stablehlo.Builder. This touches field names of xla.Backend
-// and xla.Builder (plugin, client, numDevices, builder): TestEmitBackend fails loudly if a GoMLX upgrade
-// renames them.
+// How: the backend is GoMLX's xla.Backend with stand-ins for its plugin and client (xla_internals.go),
+// never called: EmitBackend overrides every method that would reach them. Each xla.Builder is wrapped so
+// that Compile, after xla's own Compile has finished the module and failed at the missing client
+// ("misconfigured CompileConfig"), reads the module text out of the builder.
 
 // EmitAvailable says whether this build can emit StableHLO (the xla backend needs cgo to be linked,
 // even though emitting loads no plugin).
@@ -49,26 +42,8 @@ func NewEmitBackend(numDevices int) (*EmitBackend, error) {
 	if numDevices < 1 {
 		return nil, errors.Errorf("emit backend: %d devices, want >= 1", numDevices)
 	}
-	inner := &xla.Backend{}
-	v := reflect.ValueOf(inner).Elem()
-	set := func(name string, value func(t reflect.Type) reflect.Value) error {
-		f := v.FieldByName(name)
-		if !f.IsValid() {
-			return errors.Errorf("emit backend: GoMLX's xla.Backend has no field %q any more (GoMLX upgraded?)", name)
-		}
-		reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(value(f.Type()))
-		return nil
-	}
-	zeroPointer := func(t reflect.Type) reflect.Value { return reflect.New(t.Elem()) }
-	for _, name := range []string{"plugin", "client"} {
-		if err := set(name, zeroPointer); err != nil {
-			return nil, err
-		}
-	}
-	if err := set("numDevices", func(reflect.Type) reflect.Value { return reflect.ValueOf(numDevices) }); err != nil {
-		return nil, err
-	}
-	if err := set("pluginName", func(reflect.Type) reflect.Value { return reflect.ValueOf("emit") }); err != nil {
+	inner, err := newStandInXLABackend(numDevices)
+	if err != nil {
 		return nil, err
 	}
 	return &EmitBackend{Backend: inner, numDevices: numDevices}, nil
@@ -159,43 +134,6 @@ func (eb *emitBuilder) Compile(outputs []backends.Op, shardings []*backends.Shar
 	eb.backend.modules = append(eb.backend.modules, Module{Name: eb.Name(), Text: text})
 	eb.backend.mu.Unlock()
 	return nil, ErrEmitted
-}
-
-// moduleText reads the StableHLO text out of an xla.Builder whose main function has been returned.
-func moduleText(b backends.Builder) (string, error) {
-	sb, err := field[*stablehlo.Builder](b, "builder")
-	if err != nil {
-		return "", err
-	}
-	if sb == nil {
-		return "", errors.New("emit backend: the StableHLO builder is gone")
-	}
-	main, err := field[*stablehlo.Function](b, "fn")
-	if err != nil {
-		return "", err
-	}
-	if main == nil || !main.Returned {
-		return "", errors.New("emit backend: xla's Compile stopped before the module was finished")
-	}
-	program, err := sb.Build()
-	if err != nil {
-		return "", errors.WithMessage(err, "emit backend: building the StableHLO module")
-	}
-	return string(program), nil
-}
-
-// field reads the unexported field name of type T from the struct *b points to.
-func field[T any](b any, name string) (T, error) {
-	var zero T
-	v := reflect.ValueOf(b)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return zero, errors.Errorf("emit backend: builder is a %T, not GoMLX's *xla.Builder", b)
-	}
-	f := v.Elem().FieldByName(name)
-	if !f.IsValid() || f.Type() != reflect.TypeOf(zero) {
-		return zero, errors.Errorf("emit backend: %T has no field %s %T any more (GoMLX upgraded?)", b, name, zero)
-	}
-	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(T), nil
 }
 
 // emitBuffer is a placeholder for an argument: the graph needs only its shape.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/pkg/errors"
+	"github.com/trainer/trainer/gobackend"
 )
 
 // AcceptedForms lists the backend configurations Open accepts, for help texts and errors.
@@ -96,7 +97,7 @@ func open(config string) (backends.Backend, openResult, error) {
 		return nil, r, err
 	}
 	if spec.Backend == "go" {
-		b, err := NewGoBackend(spec.GoConfig)
+		b, err := gobackend.New(spec.GoConfig)
 		return b, r, err
 	}
 	// Search even without cgo, so that `trainer devices` still lists what it found.

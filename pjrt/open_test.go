@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -56,9 +57,18 @@ func TestOpenGo(t *testing.T) {
 		if b.String() != "go" {
 			t.Errorf("Open(%q).String() = %q", config, b.String())
 		}
-		got := runGraph(t, b, func(in []*Node) []*Node { return []*Node{AddScalar(MulScalar(in[0], 2), 1)} },
-			tt{dims: []int{3}, data: []float64{1, 2, 3}})[0]
-		assertClose(t, "2x+1", got, tt{dims: []int{3}, data: []float64{3, 5, 7}}, 0)
+		exec, err := NewExec(b, func(x *Node) *Node { return AddScalar(MulScalar(x, 2), 1) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := exec.Exec([]float64{1, 2, 3})
+		if err != nil {
+			t.Fatalf("%+v", err)
+		}
+		if got := tensors.MustCopyFlatData[float64](outs[0]); !slices.Equal(outs[0].Shape().Dimensions, []int{3}) || !slices.Equal(got, []float64{3, 5, 7}) {
+			t.Errorf("Open(%q): 2x+1 of [1 2 3] = %v %v, want [3 5 7]", config, outs[0].Shape(), got)
+		}
+		exec.Finalize()
 		b.Finalize()
 	}
 	if _, err := Open("bogus"); err == nil || !strings.Contains(err.Error(), "accepted backends") {
@@ -82,6 +92,18 @@ func xlaErrorMustMention(t *testing.T, config string, err error, want ...string)
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("Open(%q): error doesn't mention %q:\n%v", config, w, err)
 		}
+	}
+}
+
+// GoMLX's xla.New searches for (and, with auto-install on, downloads) a plugin given by name: openXLA
+// refuses anything but an absolute path, so only a plugin Open found and checked is ever loaded.
+func TestOpenXLAOnlyByPath(t *testing.T) {
+	_, err := openXLA("cpu", Spec{Backend: "xla", Platform: "cpu"})
+	if err == nil {
+		t.Fatal(`openXLA("cpu") accepted a plugin name`)
+	}
+	if xlaAvailable && !strings.Contains(err.Error(), "absolute path") {
+		t.Errorf(`openXLA("cpu"): %v, want the absolute-path error`, err)
 	}
 }
 

@@ -4,42 +4,40 @@ package pjrt
 
 import (
 	"fmt"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/xla"
+	"github.com/pkg/errors"
 )
 
 // xlaAvailable: the xla backend is compiled in (it needs cgo).
 const xlaAvailable = true
 
-func init() {
-	// The xla package reads GOMLX_NO_AUTO_INSTALL in its own init, possibly before ours sets it.
-	xla.EnableAutoInstall(false)
-}
+// noAutoInstall switches GoMLX's plugin auto-install off, once, before the first xla backend opens.
+var noAutoInstall sync.Once
 
 // openXLA opens GoMLX's xla backend on the plugin at pluginPath (absolute, already checked), so go-xla
-// never runs its own plugin search.
+// never runs its own plugin search and GoMLX never downloads a plugin: xla.New auto-installs only for a
+// plugin given by name (and only while auto-install is on, which it is by default unless
+// GOMLX_NO_AUTO_INSTALL was set when the program started). A download is not what a user asking for
+// "xla:cpu" expects, and these machines are offline.
 func openXLA(pluginPath string, spec Spec) (b backends.Backend, err error) {
+	if !filepath.IsAbs(pluginPath) {
+		return nil, errors.Errorf("PJRT plugin %q: an absolute path is required (a name would let GoMLX search and download)", pluginPath)
+	}
+	noAutoInstall.Do(func() { xla.EnableAutoInstall(false) })
 	options := slices.Clone(spec.Options)
 	// GoMLX shares host and device buffers when the plugin is *named* "cpu"; loaded by path it isn't.
 	if name := pluginName(pluginPath); name != "" && platformMatches("cpu", name) &&
 		!slices.Contains(options, "noshared_buffers") && !slices.Contains(options, "shared_buffers") {
 		options = append(options, "shared_buffers")
 	}
-	if strings.Contains(pluginPath, string(os.PathSeparator)+"jax_plugins"+string(os.PathSeparator)) && os.Getenv("GOPJRT_CUDA_CHECKS") == "" {
-		// go-xla's check looks for GoMLX's install layout, and for a JAX wheel only prints a page of
-		// wrong advice (docs/distributed.md says what a wheel needs).
-		if err := os.Setenv("GOPJRT_CUDA_CHECKS", "0"); err != nil {
-			return nil, err
-		}
-	}
-	if flags, changed := cudaDataDirFlags(pluginPath, os.Getenv("XLA_FLAGS")); changed {
-		if err := os.Setenv("XLA_FLAGS", flags); err != nil {
-			return nil, err
-		}
+	if err := setCUDAEnv(pluginPath); err != nil {
+		return nil, err
 	}
 	config := strings.Join(append([]string{pluginPath}, options...), ",")
 	defer func() {

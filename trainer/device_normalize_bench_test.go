@@ -10,7 +10,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
-	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/gobackend"
 )
 
 // BenchmarkDeviceNormalize measures what data.device_normalize changes per batch on the pure-Go
@@ -21,7 +21,7 @@ import (
 //
 //	go test ./trainer -run XXX -bench DeviceNormalize -benchtime 20x
 func BenchmarkDeviceNormalize(b *testing.B) {
-	backend, err := pjrt.NewGoBackend("")
+	backend, err := gobackend.New("")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -137,7 +138,7 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 	perStep := map[config.Switch]int64{}
 	perEval := map[config.Switch]int64{}
 	for _, dn := range []config.Switch{"true", "false"} {
-		backend, err := pjrt.NewGoBackend("")
+		backend, err := gobackend.New("")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +214,7 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 // NormalizePixels is a lookup of the loader's own table: every byte value of every channel gives
 // the host's float, for 1 and 3 channels.
 func TestNormalizePixelsIsTheLoadersTable(t *testing.T) {
-	backend, err := pjrt.NewGoBackend("")
+	backend, err := gobackend.New("")
 	if err != nil {
 		t.Fatal(err)
 	}

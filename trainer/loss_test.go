@@ -10,13 +10,13 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/verify/reference"
 )
 
 // lossBackend is the completed pure-Go backend, shared by the loss and optimizer-law tests.
 var lossBackend = sync.OnceValue(func() backends.Backend {
-	b, err := pjrt.NewGoBackend("")
+	b, err := gobackend.New("")
 	if err != nil {
 		panic(err)
 	}

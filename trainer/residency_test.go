@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -15,7 +16,7 @@ import (
 // and a few metric bytes come out, while parameters, optimizer slots and EMA shadows (here ~30× the
 // batch) never cross. The seed project halved its throughput when this silently broke.
 func TestStepKeepsStateResident(t *testing.T) {
-	backend, err := pjrt.NewGoBackend("")
+	backend, err := gobackend.New("")
 	if err != nil {
 		t.Fatal(err)
 	}

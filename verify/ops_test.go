@@ -12,13 +12,13 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/verify/reference"
 )
 
 var testBackend = sync.OnceValue(func() backends.Backend {
-	b, err := pjrt.NewGoBackend("")
+	b, err := gobackend.New("")
 	if err != nil {
 		panic(err)
 	}

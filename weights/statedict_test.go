@@ -15,12 +15,12 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 )
 
 var testBackend = sync.OnceValue(func() backends.Backend {
-	b, err := pjrt.NewGoBackend("")
+	b, err := gobackend.New("")
 	if err != nil {
 		panic(err)
 	}

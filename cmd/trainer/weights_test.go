@@ -16,8 +16,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/weights"
 )
 
@@ -40,7 +40,7 @@ func tinyWeights(t *testing.T, dir string) string {
 	t.Helper()
 	spec, _ := graphs.Get("mnist_cnn")
 	opts := graphs.Options{Width: 0.25, Seed: 3}
-	backend, err := pjrt.NewGoBackend("")
+	backend, err := gobackend.New("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestPredictEndToEnd(t *testing.T) {
 	// no crop for a grey net), evaluated directly.
 	spec, _ := graphs.Get("mnist_cnn")
 	opts := graphs.Options{Width: 0.25}
-	backend, _ := pjrt.NewGoBackend("")
+	backend, _ := gobackend.New("")
 	ctx := context.New()
 	if _, err := weights.Load(ctx, backend, spec, opts, w); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,153 @@
+package gobackend
+
+import (
+	"slices"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/pkg/errors"
+)
+
+// Fused convolutions are nodes of their own: goBuilder.ConvGeneral builds simplego's ConvGeneral node
+// (for its shape checks) and turns it into a fusedConvOpType node (simplego_internals.go) whose data is
+// a *convGemmSpec, run by execFusedConv as packed GEMMs reading the input windows while packing
+// (gemm_conv.go). Being the backend's own node, the spec can hold what simplego's ConvGeneral node
+// can't: a kernel flip folded in at compile time (foldKernelFlips).
+
+// newFusedConv turns simplego's ConvGeneral node into a fused convolution node.
+func newFusedConv(node backends.Op, p *convParams) (backends.Op, error) {
+	n, ok := node.(*simplego.Node)
+	if !ok || !nodeFieldsOK {
+		return nil, errors.Errorf("fused convolution: unexpected node %T", node)
+	}
+	spec := &convGemmSpec{axes: p.axes.Clone(), strides: slices.Clone(p.strides), kernelDilations: slices.Clone(p.kernelDilations),
+		inputDilations: slices.Clone(p.inputDilations), paddings: slices.Clone(p.paddings), flip: make([]bool, p.spatialRank)}
+	setNodeOpData(n, fusedConvOpType, spec)
+	return n, nil
+}
+
+// execFusedConv runs a fused convolution node.
+func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, _ []bool) (*simplego.Buffer, error) {
+	spec, ok := nodeDataOf(node).(*convGemmSpec)
+	if !ok || len(inputs) != 2 {
+		return nil, errors.Errorf("fused convolution node without its parameters")
+	}
+	inShape, err1 := backend.BufferShape(inputs[0])
+	kShape, err2 := backend.BufferShape(inputs[1])
+	inFlat, err3 := backend.BufferData(inputs[0])
+	kFlat, err4 := backend.BufferData(inputs[1])
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	outShape := nodeShape(node)
+	output := backend.NewBuffer(outShape)
+	outFlat, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case inShape.DType == dtypes.Float32 && kShape.DType == dtypes.Float32:
+		ok = runConvGemms(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float32))
+	case inShape.DType == dtypes.Float64 && kShape.DType == dtypes.Float64:
+		ok = runConvGemms(inFlat.([]float64), inShape.Dimensions, kFlat.([]float64), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float64))
+	default:
+		return nil, errors.Errorf("fused convolution of %s by %s: float32 or float64 only", inShape, kShape)
+	}
+	if !ok {
+		return nil, errors.Errorf("fused convolution of %s by %s into %s: layout not handled", inShape, kShape, outShape)
+	}
+	return output, nil
+}
+
+// runConvGemms computes the fused convolution into out; false if the layout is not handled.
+func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, spec convGemmSpec, out []T) bool {
+	probs, ok := newConvGemms(input, inDims, kernel, kDims, outDims, spec)
+	if !ok {
+		return false
+	}
+	clear(out)
+	for _, p := range probs {
+		p.run(out)
+	}
+	return true
+}
+
+// foldKernelFlips rewrites, in the graph being compiled, each fused convolution whose kernel is a
+// spatial flip built from unit slices and a concatenation (graphs/vjp_conv.go's flipSpatial, once per
+// flipped axis) to read the unflipped kernel reversed instead: the slices and concatenations are then
+// unused, and simplego skips them.
+func foldKernelFlips(nodes []*simplego.Node) {
+	for _, n := range nodes {
+		if nodeOpType(n) != fusedConvOpType {
+			continue
+		}
+		spec, ok := nodeDataOf(n).(*convGemmSpec)
+		inputs := nodeInputsOf(n)
+		if !ok || len(inputs) != 2 {
+			continue
+		}
+		kernel := inputs[1]
+		folded := false
+		for {
+			src, axis, ok := flipOf(kernel)
+			if !ok {
+				break
+			}
+			i := slices.Index(spec.axes.KernelSpatial, axis)
+			if i < 0 {
+				break
+			}
+			spec.flip[i] = !spec.flip[i]
+			kernel, folded = src, true
+		}
+		if folded {
+			setNodeInputs(n, []*simplego.Node{inputs[0], kernel})
+		}
+	}
+}
+
+// flipOf recognises k = Concatenate(axis, Slice(x, [n-1, n)), ..., Slice(x, [0, 1))) along axis, the
+// other axes whole: k is x reversed along axis.
+func flipOf(k *simplego.Node) (x *simplego.Node, axis int, ok bool) {
+	if nodeOpType(k) != backends.OpTypeConcatenate {
+		return nil, 0, false
+	}
+	axis, isInt := concatenateAxis(k)
+	parts := nodeInputsOf(k)
+	if !isInt || len(parts) < 2 {
+		return nil, 0, false
+	}
+	for i, s := range parts {
+		if nodeOpType(s) != backends.OpTypeSlice || len(nodeInputsOf(s)) != 1 {
+			return nil, 0, false
+		}
+		src := nodeInputsOf(s)[0]
+		if i == 0 {
+			x = src
+		} else if src != x {
+			return nil, 0, false
+		}
+		dims := nodeShape(x).Dimensions
+		if axis < 0 || axis >= len(dims) || dims[axis] != len(parts) {
+			return nil, 0, false
+		}
+		p, ok := readSliceParams(s)
+		starts, limits, strides := p.starts, p.limits, p.strides
+		if !ok || len(starts) != len(dims) {
+			return nil, 0, false
+		}
+		for a := range dims {
+			want0, want1 := 0, dims[a]
+			if a == axis {
+				want0, want1 = len(parts)-1-i, len(parts)-i
+			}
+			if starts[a] != want0 || limits[a] != want1 || strides[a] != 1 {
+				return nil, 0, false
+			}
+		}
+	}
+	return x, axis, true
+}

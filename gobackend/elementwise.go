@@ -1,0 +1,948 @@
+package gobackend
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// Element-wise executors for the hot ops of a training step. simplego runs every element-wise op on one
+// core, and any broadcast (BatchNorm's per-channel scale and shift, a bias) through an iterator that
+// steps a multi-index per element. These executors merge the axes into as few strided loops as the
+// layouts allow, so the inner loop runs over a whole row (a channel vector, or the whole tensor when
+// the shapes are equal) with each operand either contiguous or held constant, and split the rows over
+// the cores. The arithmetic is simplego's, value by value in the same order (ReduceSum adds each
+// output's terms in the same sequence), so results are bit-identical; the tests check it.
+
+// addElementwiseExecutors registers the element-wise executors.
+func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
+	for op, code := range map[backends.OpType]binOp{
+		backends.OpTypeAdd: binAdd, backends.OpTypeSub: binSub, backends.OpTypeMul: binMul,
+		backends.OpTypeDiv: binDiv, backends.OpTypeMax: binMax, backends.OpTypeMin: binMin,
+	} {
+		m[op] = fastBinaryExecutor(op, code)
+	}
+	m[backends.OpTypeBroadcastInDim] = execFastBroadcastInDim
+	m[backends.OpTypeWhere] = execFastWhere
+	m[backends.OpTypeReduceSum] = execFastReduceSum
+	m[backends.OpTypeGreaterThan] = execFastGreaterThan
+	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic)
+}
+
+// sgLogistic is simplego's logistic, value for value (computed in float64 for both dtypes).
+func sgLogistic(x float64) float64 {
+	if x >= 0 {
+		return 1.0 / (1.0 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1.0 + e)
+}
+
+// fastUnaryExecutor returns the executor of a float32 or float64 unary op computed by fn in float64
+// (as simplego does), split over the cores; other dtypes go to simplego's.
+func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64) sgNodeExecutor {
+	return func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+		orig := sgExecutors[opType]
+		if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		outShape := nodeShape(node)
+		inShape, err := backend.BufferShape(inputs[0])
+		dt := outShape.DType
+		if err != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || !inShape.Equal(outShape) {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		inAny, err := backend.BufferData(inputs[0])
+		if err != nil {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		output := inputs[0] // Like simplego, write over an input this op is the last user of.
+		if inputsOwned[0] {
+			inputs[0] = nil
+		} else {
+			output = backend.NewBuffer(outShape)
+		}
+		outAny, err := backend.BufferData(output)
+		if err != nil {
+			return nil, err
+		}
+		if dt == dtypes.Float64 {
+			unaryRows(outAny.([]float64), inAny.([]float64), fn)
+		} else {
+			unaryRows(outAny.([]float32), inAny.([]float32), fn)
+		}
+		return output, nil
+	}
+}
+
+// unaryRows computes out[i] = T(fn(float64(in[i]))), split over the cores.
+func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64) {
+	body := func(lo, hi int) {
+		for i, v := range in[lo:hi] {
+			out[lo+i] = T(fn(float64(v)))
+		}
+	}
+	n := len(out)
+	threads := runtime.GOMAXPROCS(0)
+	chunks := min(n/(elementwiseGrain/8), 4*threads) // fn costs tens of cycles: a smaller grain.
+	if threads == 1 || chunks <= 1 {
+		body(0, n)
+		return
+	}
+	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
+}
+
+// elementwiseGrain is the fewest elements worth handing to another core.
+const elementwiseGrain = 1 << 14
+
+// stridedLoop walks an iteration space whose axes have been merged where every operand's layout
+// allows: operand o's element at index (i_0, ..., i_last) is at Σ i_a·strides[o][a]. The last axis is
+// the row a kernel runs over.
+type stridedLoop struct {
+	dims    []int
+	strides [][]int
+}
+
+// newStridedLoop drops the axes of size 1 and merges adjacent axes that are contiguous for every
+// operand (stride[a] == stride[a+1]·dims[a+1], which includes two broadcast axes).
+func newStridedLoop(dims []int, strides ...[]int) stridedLoop {
+	l := stridedLoop{strides: make([][]int, len(strides))}
+	for a, d := range dims {
+		if d == 1 {
+			continue
+		}
+		if n := len(l.dims); n > 0 {
+			merge := true
+			for o := range strides {
+				if l.strides[o][n-1] != strides[o][a]*d {
+					merge = false
+					break
+				}
+			}
+			if merge {
+				l.dims[n-1] *= d
+				for o := range strides {
+					l.strides[o][n-1] = strides[o][a]
+				}
+				continue
+			}
+		}
+		l.dims = append(l.dims, d)
+		for o := range strides {
+			l.strides[o] = append(l.strides[o], strides[o][a])
+		}
+	}
+	if len(l.dims) == 0 { // One element.
+		l.dims = []int{1}
+		for o := range strides {
+			l.strides[o] = []int{0}
+		}
+	}
+	return l
+}
+
+// rowStride is operand o's stride along the row.
+func (l *stridedLoop) rowStride(o int) int { return l.strides[o][len(l.dims)-1] }
+
+// run calls row for every row of the space with axis restricted to [lo, hi), in row-major order,
+// with each operand's offset at the row's start and the row's length.
+func (l *stridedLoop) run(axis, lo, hi int, row func(off []int, n int)) {
+	if lo >= hi {
+		return
+	}
+	last := len(l.dims) - 1
+	begin := make([]int, len(l.dims))
+	end := make([]int, len(l.dims))
+	copy(end, l.dims)
+	begin[axis], end[axis] = lo, hi
+	off := make([]int, len(l.strides))
+	for o := range off {
+		for a, b := range begin {
+			off[o] += b * l.strides[o][a]
+		}
+	}
+	n := end[last] - begin[last]
+	idx := make([]int, last)
+	copy(idx, begin)
+	for {
+		row(off, n)
+		a := last - 1
+		for ; a >= 0; a-- {
+			idx[a]++
+			for o := range off {
+				off[o] += l.strides[o][a]
+			}
+			if idx[a] < end[a] {
+				break
+			}
+			for o := range off {
+				off[o] -= (idx[a] - begin[a]) * l.strides[o][a]
+			}
+			idx[a] = begin[a]
+		}
+		if a < 0 {
+			return
+		}
+	}
+}
+
+// runParallel runs the loop with axis split into chunks of at least elementwiseGrain elements, taken
+// dynamically by up to GOMAXPROCS goroutines (the caller's included).
+func (l *stridedLoop) runParallel(axis int, row func(off []int, n int)) {
+	l.runChunks(axis, func(lo, hi int) { l.run(axis, lo, hi, row) })
+}
+
+// runChunks splits axis into chunks of at least elementwiseGrain elements and runs chunk(lo, hi) for
+// each, on up to GOMAXPROCS goroutines (the caller's included) taking chunks dynamically.
+func (l *stridedLoop) runChunks(axis int, chunk func(lo, hi int)) {
+	total := prod(l.dims)
+	n := l.dims[axis]
+	perUnit := max(total/n, 1)
+	grainUnits := max((elementwiseGrain+perUnit-1)/perUnit, 1)
+	threads := runtime.GOMAXPROCS(0)
+	chunks := min(n/grainUnits, 4*threads)
+	if threads == 1 || chunks <= 1 {
+		chunk(0, n)
+		return
+	}
+	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), chunk)
+}
+
+// parallelChunks runs fn over the chunks [bounds[t], bounds[t+1]) on workers goroutines, the caller's
+// among them, each taking the next chunk when done with one.
+func parallelChunks(bounds []int, workers int, fn func(lo, hi int)) {
+	chunks := len(bounds) - 1
+	var next atomic.Int64
+	work := func() {
+		for t := int(next.Add(1) - 1); t < chunks; t = int(next.Add(1) - 1) {
+			fn(bounds[t], bounds[t+1])
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+}
+
+// splitAxisElementwise picks the axis to split an element-wise loop on: the outermost when it has
+// enough indices to share out, else the largest.
+func (l *stridedLoop) splitAxisElementwise() int {
+	if l.dims[0] >= 8 {
+		return 0
+	}
+	best := 0
+	for a, d := range l.dims {
+		if d > l.dims[best] {
+			best = a
+		}
+	}
+	return best
+}
+
+// broadcastStrides returns in's element strides along out's axes for an implicitly broadcast operand of
+// a binary op: 0 on the axes where in has size 1 (or everywhere for a one-element operand); ok is false
+// for layouts simplego's binary ops don't broadcast.
+func broadcastStrides(in, out shapes.Shape) ([]int, bool) {
+	strides := make([]int, out.Rank())
+	if in.Size() == 1 {
+		return strides, true
+	}
+	if in.Rank() != out.Rank() {
+		return nil, false
+	}
+	rm := rowMajorStrides(in.Dimensions)
+	for a, d := range in.Dimensions {
+		switch d {
+		case out.Dimensions[a]:
+			strides[a] = rm[a]
+		case 1:
+		default:
+			return nil, false
+		}
+	}
+	return strides, true
+}
+
+type binOp int
+
+const (
+	binAdd binOp = iota
+	binSub
+	binMul
+	binDiv
+	binMax
+	binMin
+)
+
+// fastBinaryExecutor returns the executor of a float32 or float64 binary op; other dtypes go to simplego's.
+func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
+	return func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+		orig := sgExecutors[opType]
+		if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 2 {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		outShape := nodeShape(node)
+		lhsShape, err1 := backend.BufferShape(inputs[0])
+		rhsShape, err2 := backend.BufferShape(inputs[1])
+		dt := outShape.DType
+		if err1 != nil || err2 != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || lhsShape.DType != dt || rhsShape.DType != dt {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		sa, ok1 := broadcastStrides(lhsShape, outShape)
+		sb, ok2 := broadcastStrides(rhsShape, outShape)
+		if !ok1 || !ok2 || outShape.Size() == 0 {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		loop := newStridedLoop(outShape.Dimensions, rowMajorStrides(outShape.Dimensions), sa, sb)
+		ra, rb := loop.rowStride(1), loop.rowStride(2)
+		if loop.rowStride(0) != 1 && prod(loop.dims) != 1 || ra > 1 || rb > 1 {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		lhsAny, err1 := backend.BufferData(inputs[0])
+		rhsAny, err2 := backend.BufferData(inputs[1])
+		if err1 != nil || err2 != nil {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		// Like simplego, write over an input this op is the last user of.
+		var output *simplego.Buffer
+		switch {
+		case inputsOwned[1] && rhsShape.Equal(outShape):
+			output, inputs[1] = inputs[1], nil
+		case inputsOwned[0] && lhsShape.Equal(outShape):
+			output, inputs[0] = inputs[0], nil
+		default:
+			output = backend.NewBuffer(outShape)
+		}
+		outAny, err := backend.BufferData(output)
+		if err != nil {
+			return nil, err
+		}
+		if dt == dtypes.Float64 {
+			binaryRows(&loop, op, outAny.([]float64), lhsAny.([]float64), rhsAny.([]float64), ra, rb)
+		} else {
+			binaryRows(&loop, op, outAny.([]float32), lhsAny.([]float32), rhsAny.([]float32), ra, rb)
+		}
+		return output, nil
+	}
+}
+
+// binaryRows runs binaryRow over the loop's rows, split over the cores.
+func binaryRows[T gemmFloat](loop *stridedLoop, op binOp, out, lhs, rhs []T, ra, rb int) {
+	if d := loop.dims; len(d) == 2 && d[1] < 64 && ra == 1 && rb == 1 {
+		// Short rows with one operand repeated on every row (a per-channel factor, as in the depthwise
+		// convolution's products): whole blocks of rows per call instead of one call per row.
+		n, so, sa, sb := d[1], loop.strides[0][0], loop.strides[1][0], loop.strides[2][0]
+		if so == n && ((sa == n && sb == 0) || (sa == 0 && sb == n)) {
+			loop.runChunks(0, func(lo, hi int) {
+				if sa == 0 {
+					binaryRowBlock(op, out[lo*n:hi*n], rhs[lo*n:hi*n], lhs[:n], n, true)
+				} else {
+					binaryRowBlock(op, out[lo*n:hi*n], lhs[lo*n:hi*n], rhs[:n], n, false)
+				}
+			})
+			return
+		}
+	}
+	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
+		binaryRow(op, out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
+	})
+}
+
+// binaryRowBlock computes the rows of out (n values each) as x's row op r (swapped: r op x's row),
+// with the same IEEE operations as binaryRow.
+func binaryRowBlock[T gemmFloat](op binOp, out, x, r []T, n int, swapped bool) {
+	r = r[:n]
+	for i := 0; i+n <= len(out); i += n {
+		o, v := out[i:i+n:i+n], x[i:i+n:i+n]
+		switch {
+		case op == binAdd && !swapped:
+			for j, c := range r {
+				o[j] = v[j] + c
+			}
+		case op == binAdd:
+			for j, c := range r {
+				o[j] = c + v[j]
+			}
+		case op == binSub && !swapped:
+			for j, c := range r {
+				o[j] = v[j] - c
+			}
+		case op == binSub:
+			for j, c := range r {
+				o[j] = c - v[j]
+			}
+		case op == binMul && !swapped:
+			for j, c := range r {
+				o[j] = v[j] * c
+			}
+		case op == binMul:
+			for j, c := range r {
+				o[j] = c * v[j]
+			}
+		case op == binDiv && !swapped:
+			for j, c := range r {
+				o[j] = v[j] / c
+			}
+		case op == binDiv:
+			for j, c := range r {
+				o[j] = c / v[j]
+			}
+		case op == binMax && !swapped:
+			for j, c := range r {
+				o[j] = max(v[j], c)
+			}
+		case op == binMax:
+			for j, c := range r {
+				o[j] = max(c, v[j])
+			}
+		case op == binMin && !swapped:
+			for j, c := range r {
+				o[j] = min(v[j], c)
+			}
+		default:
+			for j, c := range r {
+				o[j] = min(c, v[j])
+			}
+		}
+	}
+}
+
+// binaryRow computes out[i] = a[i·sa] op b[i·sb] with sa, sb ∈ {0, 1}, Go's float32 or float64
+// arithmetic and max/min as simplego does (the AVX2 kernels for float32).
+func binaryRow[T gemmFloat](op binOp, out, a, b []T, sa, sb int) {
+	done := 0
+	if !isFloat64[T]() {
+		done = binaryRowVec(op, asFloat32(out), asFloat32(a), asFloat32(b), sa, sb)
+	}
+	if done > 0 {
+		out = out[done:]
+		if sa == 1 {
+			a = a[done:]
+		}
+		if sb == 1 {
+			b = b[done:]
+		}
+	}
+	n := len(out)
+	if sa == 1 {
+		a = a[:n]
+	}
+	if sb == 1 {
+		b = b[:n]
+	}
+	switch op {
+	case binAdd:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] + b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] + c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c + b[i]
+			}
+		default:
+			fillRow(out, a[0]+b[0])
+		}
+	case binSub:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] - b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] - c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c - b[i]
+			}
+		default:
+			fillRow(out, a[0]-b[0])
+		}
+	case binMul:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] * b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] * c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c * b[i]
+			}
+		default:
+			fillRow(out, a[0]*b[0])
+		}
+	case binDiv:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] / b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] / c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c / b[i]
+			}
+		default:
+			fillRow(out, a[0]/b[0])
+		}
+	case binMax:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = max(a[i], b[i])
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = max(a[i], c)
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = max(c, b[i])
+			}
+		default:
+			fillRow(out, max(a[0], b[0]))
+		}
+	case binMin:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = min(a[i], b[i])
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = min(a[i], c)
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = min(c, b[i])
+			}
+		default:
+			fillRow(out, min(a[0], b[0]))
+		}
+	}
+}
+
+func fillRow[T any](out []T, v T) {
+	if zeroBits(v) {
+		clear(out) // memclr
+		return
+	}
+	for i := range out {
+		out[i] = v
+	}
+}
+
+// zeroBits reports whether v's representation is all zero bits (+0, not -0).
+func zeroBits[T any](v T) bool {
+	switch x := any(v).(type) {
+	case float32:
+		return math.Float32bits(x) == 0
+	case float64:
+		return math.Float64bits(x) == 0
+	case int32:
+		return x == 0
+	case int64:
+		return x == 0
+	case bool:
+		return !x
+	}
+	return false
+}
+
+// execFastBroadcastInDim copies or repeats rows instead of simplego's per-element iterator.
+func execFastBroadcastInDim(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeBroadcastInDim]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	outShape := nodeShape(node)
+	axes, ok := nodeDataOf(node).([]int)
+	inShape, err := backend.BufferShape(inputs[0])
+	if !ok || err != nil || len(axes) != inShape.Rank() || inShape.DType != outShape.DType || outShape.Size() == 0 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inStrides := make([]int, outShape.Rank())
+	if inShape.Size() > 1 {
+		rm := rowMajorStrides(inShape.Dimensions)
+		for i, a := range axes {
+			if a < 0 || a >= outShape.Rank() {
+				return orig(backend, node, inputs, inputsOwned)
+			}
+			switch inShape.Dimensions[i] {
+			case outShape.Dimensions[a]:
+				inStrides[a] = rm[i]
+			case 1:
+			default:
+				return orig(backend, node, inputs, inputsOwned)
+			}
+		}
+	}
+	loop := newStridedLoop(outShape.Dimensions, rowMajorStrides(outShape.Dimensions), inStrides)
+	inFlat, output, outFlat, err := newCopyOutput(backend, inputs[0], outShape)
+	if err != nil {
+		return nil, err
+	}
+	switch in := inFlat.(type) {
+	case []float32:
+		broadcastRows(&loop, outFlat.([]float32), in)
+	case []float64:
+		broadcastRows(&loop, outFlat.([]float64), in)
+	case []int32:
+		broadcastRows(&loop, outFlat.([]int32), in)
+	case []int64:
+		broadcastRows(&loop, outFlat.([]int64), in)
+	case []bool:
+		broadcastRows(&loop, outFlat.([]bool), in)
+	default:
+		backend.BufferFinalize(output) //nolint:errcheck // Returned to the pool; simplego handles the dtype.
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	return output, nil
+}
+
+// broadcastRows fills each output row from the input: a copy, a repeated value, or a strided read.
+func broadcastRows[T any](loop *stridedLoop, out, in []T) {
+	s := loop.rowStride(1)
+	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
+		dst := out[off[0] : off[0]+n]
+		switch s {
+		case 0:
+			fillRow(dst, in[off[1]])
+		case 1:
+			copy(dst, in[off[1]:off[1]+n])
+		default:
+			for i := range dst {
+				dst[i] = in[off[1]+i*s]
+			}
+		}
+	})
+}
+
+// execFastWhere selects element by element like simplego (condition scalar or shaped like the output;
+// each value scalar or shaped like the output), on every core.
+func execFastWhere(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeWhere]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 3 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	outShape := nodeShape(node)
+	var shp [3]shapes.Shape
+	for i := range shp {
+		var err error
+		if shp[i], err = backend.BufferShape(inputs[i]); err != nil {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+	}
+	if shp[0].IsScalar() || outShape.Size() < elementwiseGrain || !shp[0].Equal(shapes.Make(dtypes.Bool, outShape.Dimensions...)) {
+		return orig(backend, node, inputs, inputsOwned) // Small or whole-tensor selections: simplego's is fine.
+	}
+	for _, s := range shp[1:] {
+		if !s.IsScalar() && !s.Equal(outShape) {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+	}
+	var flats [3]any
+	for i := range flats {
+		var err error
+		if flats[i], err = backend.BufferData(inputs[i]); err != nil {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+	}
+	var output *simplego.Buffer
+	switch {
+	case inputsOwned[1] && shp[1].Equal(outShape):
+		output, inputs[1] = inputs[1], nil
+	case inputsOwned[2] && shp[2].Equal(outShape):
+		output, inputs[2] = inputs[2], nil
+	default:
+		output = backend.NewBuffer(outShape)
+	}
+	outFlat, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	cond := flats[0].([]bool)
+	switch out := outFlat.(type) {
+	case []float32:
+		whereRows(cond, flats[1].([]float32), flats[2].([]float32), out)
+	case []float64:
+		whereRows(cond, flats[1].([]float64), flats[2].([]float64), out)
+	case []int32:
+		whereRows(cond, flats[1].([]int32), flats[2].([]int32), out)
+	case []int64:
+		whereRows(cond, flats[1].([]int64), flats[2].([]int64), out)
+	default:
+		// Not reached for the dtypes simplego's Where handles generically; put the inputs back first.
+		if inputs[1] == nil {
+			inputs[1] = output
+		} else if inputs[2] == nil {
+			inputs[2] = output
+		} else {
+			backend.BufferFinalize(output) //nolint:errcheck // Returned to the pool.
+		}
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	return output, nil
+}
+
+// whereRows: out[i] = cond[i] ? t[i] : f[i], with t or f of length 1 for a scalar.
+func whereRows[T any](cond []bool, t, f, out []T) {
+	n := len(out)
+	threads := runtime.GOMAXPROCS(0)
+	chunks := min(n/elementwiseGrain, 4*threads)
+	body := func(lo, hi int) {
+		c, o := cond[lo:hi], out[lo:hi]
+		if o32, ok := any(o).([]float32); ok { // The AVX2 kernels where the CPU has them.
+			t32, f32 := any(t).([]float32), any(f).([]float32)
+			st, sf := 0, 0
+			if len(t) == n {
+				t32, st = t32[lo:hi], 1
+			}
+			if len(f) == n {
+				f32, sf = f32[lo:hi], 1
+			}
+			whereRow(o32, c, t32, f32, 1, st, sf)
+			return
+		}
+		switch {
+		case len(t) == n && len(f) == n:
+			tt, ff := t[lo:hi], f[lo:hi]
+			for i, ci := range c {
+				if ci {
+					o[i] = tt[i]
+				} else {
+					o[i] = ff[i]
+				}
+			}
+		case len(t) == n:
+			tt, fv := t[lo:hi], f[0]
+			for i, ci := range c {
+				if ci {
+					o[i] = tt[i]
+				} else {
+					o[i] = fv
+				}
+			}
+		case len(f) == n:
+			tv, ff := t[0], f[lo:hi]
+			for i, ci := range c {
+				if ci {
+					o[i] = tv
+				} else {
+					o[i] = ff[i]
+				}
+			}
+		default:
+			tv, fv := t[0], f[0]
+			for i, ci := range c {
+				if ci {
+					o[i] = tv
+				} else {
+					o[i] = fv
+				}
+			}
+		}
+	}
+	if threads == 1 || chunks <= 1 {
+		body(0, n)
+		return
+	}
+	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
+}
+
+// execFastReduceSum sums float32 or float64 rows: each output's terms are added in simplego's order
+// (row-major over the reduced axes, starting from 0), and the work is split over kept axes only, so every
+// output is summed by one goroutine and the result is bit-identical.
+func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeReduceSum]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 || nodeOpType(node) != backends.OpTypeReduceSum {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	outShape := nodeShape(node)
+	axes, ok := nodeDataOf(node).([]int)
+	inShape, err := backend.BufferShape(inputs[0])
+	dt := inShape.DType
+	if !ok || len(axes) == 0 || err != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || outShape.DType != dt || inShape.Size() == 0 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	reduced := make([]bool, inShape.Rank())
+	for _, a := range axes {
+		if a < 0 || a >= inShape.Rank() {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		reduced[a] = true
+	}
+	outStrides := make([]int, inShape.Rank())
+	stride := 1
+	for a := inShape.Rank() - 1; a >= 0; a-- {
+		if !reduced[a] {
+			outStrides[a] = stride
+			stride *= inShape.Dimensions[a]
+		}
+	}
+	if stride != outShape.Size() {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	loop := newStridedLoop(inShape.Dimensions, outStrides, rowMajorStrides(inShape.Dimensions))
+	so := loop.rowStride(0)
+	if loop.rowStride(1) != 1 && prod(loop.dims) != 1 || so > 1 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inAny, err := backend.BufferData(inputs[0])
+	if err != nil {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	if dt == dtypes.Float64 {
+		reduceSumRows(&loop, outAny.([]float64), inAny.([]float64))
+	} else {
+		reduceSumRows(&loop, outAny.([]float32), inAny.([]float32))
+	}
+	return output, nil
+}
+
+// reduceSumRows computes the ReduceSum laid out by loop (operand 0 the output, 1 the input).
+func reduceSumRows[T gemmFloat](loop *stridedLoop, out, in []T) {
+	so := loop.rowStride(0)
+	clear(out)
+	if last := len(loop.dims) - 1; last >= 1 && loop.strides[0][last] == 1 && loop.strides[0][last-1] == 0 && loop.strides[1][last-1] == loop.dims[last] {
+		// Rows of kept values summed over the axis before (per-channel sums of NHWC): whole blocks
+		// of rows per pass, the columns split over the cores.
+		sumRowBlocks(loop, out, in)
+		return
+	}
+	row := func(off []int, n int) {
+		x := in[off[1] : off[1]+n]
+		if so == 0 {
+			acc := out[off[0]]
+			for _, v := range x {
+				acc += v
+			}
+			out[off[0]] = acc
+			return
+		}
+		accumulateRow(out[off[0]:off[0]+n], x)
+	}
+	// Split on the largest kept axis.
+	split := -1
+	for a, d := range loop.dims {
+		if loop.strides[0][a] != 0 && (split < 0 || d > loop.dims[split]) {
+			split = a
+		}
+	}
+	if split < 0 {
+		loop.run(0, 0, loop.dims[0], row)
+	} else {
+		loop.runParallel(split, row)
+	}
+}
+
+// execFastGreaterThan compares float32 rows (ReLU's gradient mask) with the AVX2 kernels where the CPU
+// has them (float64 rows in Go), broadcasting as the binary ops do; other dtypes go to simplego's.
+func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeGreaterThan]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 2 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	outShape := nodeShape(node)
+	lhsShape, err1 := backend.BufferShape(inputs[0])
+	rhsShape, err2 := backend.BufferShape(inputs[1])
+	dt := lhsShape.DType
+	if err1 != nil || err2 != nil || outShape.DType != dtypes.Bool || (dt != dtypes.Float32 && dt != dtypes.Float64) || rhsShape.DType != dt {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	sa, ok1 := broadcastStrides(lhsShape, outShape)
+	sb, ok2 := broadcastStrides(rhsShape, outShape)
+	if !ok1 || !ok2 || outShape.Size() == 0 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	loop := newStridedLoop(outShape.Dimensions, rowMajorStrides(outShape.Dimensions), sa, sb)
+	ra, rb := loop.rowStride(1), loop.rowStride(2)
+	lhsAny, err1 := backend.BufferData(inputs[0])
+	rhsAny, err2 := backend.BufferData(inputs[1])
+	if err1 != nil || err2 != nil || ra > 1 || rb > 1 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	if dt == dtypes.Float64 {
+		greaterRows(&loop, outAny.([]bool), lhsAny.([]float64), rhsAny.([]float64), ra, rb)
+	} else {
+		greaterRows(&loop, outAny.([]bool), lhsAny.([]float32), rhsAny.([]float32), ra, rb)
+	}
+	return output, nil
+}
+
+// greaterRows runs greaterRow over the loop's rows, split over the cores.
+func greaterRows[T gemmFloat](loop *stridedLoop, out []bool, lhs, rhs []T, ra, rb int) {
+	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
+		greaterRow(out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
+	})
+}
+
+// sumRowBlocks reduces a loop whose last two axes are (reduced, kept) with contiguous rows: for each
+// index of the outer axes, the R rows of n values are summed into n outputs with sumRows (in row
+// order, as simplego), the columns split over the cores in groups of 64 or more.
+func sumRowBlocks[T gemmFloat](loop *stridedLoop, out, in []T) {
+	last := len(loop.dims) - 1
+	R, n := loop.dims[last-1], loop.dims[last]
+	outer := stridedLoop{dims: append([]int{1}, loop.dims[:last-1]...), strides: [][]int{
+		append([]int{0}, loop.strides[0][:last-1]...), append([]int{0}, loop.strides[1][:last-1]...)}}
+	parts := min(runtime.GOMAXPROCS(0), max(n/64, 1))
+	bounds := splitRange(n, parts, 8)
+	parallelChunks(bounds, parts, func(c0, c1 int) {
+		outer.run(0, 0, 1, func(off []int, rows int) {
+			// The outer loop's row is its last axis; walk it here too.
+			for i := range rows {
+				o := off[0] + i*outer.rowStride(0)
+				x := off[1] + i*outer.rowStride(1)
+				sumRows(out[o+c0:o+c1], in[x+c0:], R, n)
+			}
+		})
+	})
+}

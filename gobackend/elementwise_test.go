@@ -1,0 +1,414 @@
+package gobackend
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// specialTT is randTT with zeros of both signs, infinities, NaNs and large values sprinkled in.
+func specialTT(rng *rand.Rand, dims ...int) tt {
+	t := randTT(rng, dims...)
+	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 3e38, -1e-40}
+	for i := range t.data {
+		if rng.Intn(10) == 0 {
+			t.data[i] = specials[rng.Intn(len(specials))]
+		}
+	}
+	return t
+}
+
+// assertSameBits fails unless got and want hold the same values bit for bit (float32 results widened
+// to float64 exactly), any NaN matching any NaN.
+func assertSameBits(t *testing.T, what string, got, want tt) {
+	t.Helper()
+	if fmt.Sprint(got.dims) != fmt.Sprint(want.dims) {
+		t.Fatalf("%s: dims %v, want %v", what, got.dims, want.dims)
+	}
+	for i := range want.data {
+		g, w := got.data[i], want.data[i]
+		if math.IsNaN(g) && math.IsNaN(w) {
+			continue
+		}
+		if math.Float64bits(g) != math.Float64bits(w) {
+			t.Fatalf("%s: flat %d = %v, want %v", what, i, g, w)
+		}
+	}
+}
+
+// randBroadcastDims returns dims with some axes set to 1, or a scalar shape.
+func randBroadcastDims(rng *rand.Rand, dims []int) []int {
+	if rng.Intn(4) == 0 {
+		return nil
+	}
+	b := make([]int, len(dims))
+	for a, d := range dims {
+		if rng.Intn(3) == 0 {
+			b[a] = 1
+		} else {
+			b[a] = d
+		}
+	}
+	return b
+}
+
+// randOutDims returns dims of rank 0-4 of sizes 1-6, sometimes large enough (> elementwiseGrain) for
+// the loops to be split over the cores.
+func randOutDims(rng *rand.Rand, trial int) []int {
+	if trial%4 == 0 {
+		return [][]int{{3, 70, 90}, {2, 16, 16, 64}, {20000}, {130, 1, 131}, {4, 4, 2, 1100}, {2, 20, 20, 40}}[trial/4%6]
+	}
+	dims := make([]int, rng.Intn(5))
+	for a := range dims {
+		dims[a] = 1 + rng.Intn(6)
+	}
+	return dims
+}
+
+// The float32 and float64 binary ops (and GreaterThan) give exactly simplego's results for equal shapes, per-axis
+// broadcasts and scalars on either side, special values included, whether or not they write over an
+// input.
+func TestFastBinaryMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(41))
+	ops := []struct {
+		name string
+		fn   func(b backends.Builder) func(x, y backends.Op) (backends.Op, error)
+	}{
+		{"Add", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Add }},
+		{"Sub", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Sub }},
+		{"Mul", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Mul }},
+		{"Div", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Div }},
+		{"Max", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Max }},
+		{"Min", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Min }},
+		{"GreaterThan", func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.GreaterThan }},
+	}
+	for trial := range 224 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial/112]
+		op := ops[trial%len(ops)]
+		dims := randOutDims(rng, trial/len(ops))
+		lDims, rDims := dims, dims
+		switch trial / len(ops) % 4 { // Each op meets each pattern.
+		case 1:
+			rDims = randBroadcastDims(rng, dims)
+		case 2:
+			lDims = randBroadcastDims(rng, dims)
+		case 3:
+			lDims, rDims = randBroadcastDims(rng, dims), randBroadcastDims(rng, dims)
+		}
+		keepInput := trial/len(ops)%2 == 1 // The converted lhs is also an output: the op may not write over it.
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			x, err := b.ConvertDType(in[0], dtype)
+			if err != nil {
+				return nil, err
+			}
+			y, err := b.ConvertDType(in[1], dtype)
+			if err != nil {
+				return nil, err
+			}
+			z, err := op.fn(b)(x, y)
+			if err != nil {
+				return nil, err
+			}
+			outs := []backends.Op{z}
+			if keepInput {
+				outs = append(outs, x)
+			}
+			for i, o := range outs {
+				if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
+					return nil, err
+				}
+			}
+			return outs, nil
+		}
+		x, y := specialTT(rng, lDims...), specialTT(rng, rDims...)
+		got, want := runOps(t, fast, build, x, y), runOps(t, slow, build, x, y)
+		name := fmt.Sprintf("%d/%s/%s/%v/%v", trial, dtype, op.name, lDims, rDims)
+		for i := range want {
+			assertSameBits(t, fmt.Sprintf("%s/out%d", name, i), got[i], want[i])
+		}
+	}
+}
+
+// Short rows times a per-channel row (the depthwise convolution's products), large enough to be split
+// over the cores, on either side: exactly simplego's values in float32 and float64.
+func TestFastBinaryShortRowsMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(42))
+	ops := map[string]func(b backends.Builder) func(x, y backends.Op) (backends.Op, error){
+		"Add": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Add },
+		"Sub": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Sub },
+		"Mul": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Mul },
+		"Div": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Div },
+		"Max": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Max },
+		"Min": func(b backends.Builder) func(x, y backends.Op) (backends.Op, error) { return b.Min },
+	}
+	full, row := []int{2, 20, 20, 40}, []int{1, 1, 1, 40}
+	for name, fn := range ops {
+		for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
+			for _, swapped := range []bool{false, true} {
+				lDims, rDims := full, row
+				if swapped {
+					lDims, rDims = row, full
+				}
+				build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+					x, err := b.ConvertDType(in[0], dtype)
+					if err != nil {
+						return nil, err
+					}
+					y, err := b.ConvertDType(in[1], dtype)
+					if err != nil {
+						return nil, err
+					}
+					z, err := fn(b)(x, y)
+					if err != nil {
+						return nil, err
+					}
+					z, err = b.ConvertDType(z, dtypes.Float64)
+					return []backends.Op{z}, err
+				}
+				x, y := specialTT(rng, lDims...), specialTT(rng, rDims...)
+				assertSameBits(t, fmt.Sprintf("%s/%s/%v/%v", name, dtype, lDims, rDims), runOps(t, fast, build, x, y)[0], runOps(t, slow, build, x, y)[0])
+			}
+		}
+	}
+}
+
+// BroadcastInDim gives exactly simplego's result for scalars, new axes at any position and expanded
+// size-1 axes, in float32, float64 and int32.
+func TestFastBroadcastInDimMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(43))
+	for trial := range 40 {
+		outDims := randOutDims(rng, trial)
+		var inDims, axes []int
+		for a, d := range outDims {
+			switch rng.Intn(3) {
+			case 0: // not an operand axis
+			case 1:
+				inDims, axes = append(inDims, 1), append(axes, a)
+			default:
+				inDims, axes = append(inDims, d), append(axes, a)
+			}
+		}
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64, dtypes.Int32}[trial%3]
+		build := inDType(dtype, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+			return b.BroadcastInDim(x, shapes.Make(dtype, outDims...), axes)
+		})
+		x := distinctTT(rng, inDims...)
+		name := fmt.Sprintf("%d/%s/in%v/out%v/axes%v", trial, dtype, inDims, outDims, axes)
+		assertSameBits(t, name, runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0])
+	}
+}
+
+// Where gives exactly simplego's result for shaped and scalar values, large enough to be split.
+func TestFastWhereMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(47))
+	for trial := range 12 {
+		dims := randOutDims(rng, 4*trial)
+		if trial%2 == 1 {
+			dims = []int{3, 5} // Small: simplego's own.
+		}
+		scalarT, scalarF := trial%3 == 1, trial%3 == 2
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial%2]
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			zero, err := b.Constant([]float64{0})
+			if err != nil {
+				return nil, err
+			}
+			cond, err := b.GreaterThan(in[0], zero)
+			if err != nil {
+				return nil, err
+			}
+			vals := []backends.Op{in[1], in[2]}
+			if scalarT {
+				vals[0] = zero
+			}
+			if scalarF {
+				vals[1] = zero
+			}
+			for i := range vals {
+				if vals[i], err = b.ConvertDType(vals[i], dtype); err != nil {
+					return nil, err
+				}
+			}
+			out, err := b.Where(cond, vals[0], vals[1])
+			if err != nil {
+				return nil, err
+			}
+			out, err = b.ConvertDType(out, dtypes.Float64)
+			return []backends.Op{out}, err
+		}
+		c, x, y := randTT(rng, dims...), specialTT(rng, dims...), specialTT(rng, dims...)
+		name := fmt.Sprintf("%d/%s/%v/scalars %v %v", trial, dtype, dims, scalarT, scalarF)
+		assertSameBits(t, name, runOps(t, fast, build, c, x, y)[0], runOps(t, slow, build, c, x, y)[0])
+	}
+}
+
+// ReduceSum over random axis subsets gives exactly simplego's float32 and float64 sums (same order of additions),
+// including the per-channel sums of an NHWC tensor split over the cores.
+func TestFastReduceSumMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(53))
+	for trial := range 80 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial/40]
+		dims := randOutDims(rng, trial%40)
+		var axes []int
+		for a := range dims {
+			if rng.Intn(2) == 0 {
+				axes = append(axes, a)
+			}
+		}
+		if trial%8 == 0 && len(dims) == 4 {
+			axes = []int{0, 1, 2} // BatchNorm's statistics.
+		}
+		build := inDType(dtype, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+			return b.ReduceSum(x, axes...)
+		})
+		x := randTT(rng, dims...)
+		name := fmt.Sprintf("%d/%s/%v/axes%v", trial, dtype, dims, axes)
+		assertSameBits(t, name, runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0])
+	}
+}
+
+// Logistic in float32 and float64 gives exactly simplego's values (large tensors split over the
+// cores, special values included), whether or not it writes over its input.
+func TestFastLogisticMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(54))
+	for trial := range 40 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial%2]
+		dims := randOutDims(rng, trial/2)
+		keepInput := trial/2%2 == 1
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			x, err := b.ConvertDType(in[0], dtype)
+			if err != nil {
+				return nil, err
+			}
+			y, err := b.Logistic(x)
+			if err != nil {
+				return nil, err
+			}
+			outs := []backends.Op{y}
+			if keepInput {
+				outs = append(outs, x)
+			}
+			for i, o := range outs {
+				if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
+					return nil, err
+				}
+			}
+			return outs, nil
+		}
+		x := specialTT(rng, dims...)
+		for i := range x.data {
+			x.data[i] *= 20 // Both branches, and the saturated ends.
+		}
+		got, want := runOps(t, fast, build, x), runOps(t, slow, build, x)
+		for i := range want {
+			assertSameBits(t, fmt.Sprintf("%d/%s/%v/out%d", trial, dtype, dims, i), got[i], want[i])
+		}
+	}
+}
+
+// The strided loop merges what it can and visits every element once in row-major order, whatever the
+// axis it is restricted on.
+func TestStridedLoop(t *testing.T) {
+	dims := []int{2, 1, 3, 4}
+	out := rowMajorStrides(dims)
+	bcast := []int{0, 0, 1, 0} // [1, 1, 3, 1] broadcast along axes 0 and 3
+	l := newStridedLoop(dims, out, bcast)
+	if fmt.Sprint(l.dims) != "[2 3 4]" {
+		t.Fatalf("merged dims %v, want [2 3 4]", l.dims)
+	}
+	same := newStridedLoop(dims, out, out)
+	if fmt.Sprint(same.dims) != "[24]" {
+		t.Fatalf("equal layouts merged to %v, want [24]", same.dims)
+	}
+	for axis := range l.dims {
+		var seen []int
+		for lo := 0; lo < l.dims[axis]; lo++ {
+			l.run(axis, lo, lo+1, func(off []int, n int) {
+				for i := range n {
+					seen = append(seen, off[0]+i*l.rowStride(0), off[1]+i*l.rowStride(1))
+				}
+			})
+		}
+		if len(seen) != 2*24 {
+			t.Fatalf("axis %d: visited %d elements, want 24", axis, len(seen)/2)
+		}
+		counts := map[int]int{}
+		for i := 0; i < len(seen); i += 2 {
+			counts[seen[i]]++
+			o := seen[i]
+			if want := (o / 4 % 3); seen[i+1] != want { // The broadcast operand's offset is the axis-2 index.
+				t.Fatalf("axis %d: output %d read operand %d, want %d", axis, o, seen[i+1], want)
+			}
+		}
+		if len(counts) != 24 {
+			t.Fatalf("axis %d: %d distinct outputs, want 24", axis, len(counts))
+		}
+	}
+}
+
+// The row Gather (leading axes indexed, the rest whole) gives exactly simplego's result, indices out
+// of range clamped, for int32 and int64 indices and three operand dtypes; other gathers keep simplego's.
+func TestFastGatherMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(59))
+	for trial := range 24 {
+		rank := 1 + rng.Intn(4)
+		dims := make([]int, rank)
+		for a := range dims {
+			dims[a] = 1 + rng.Intn(5)
+		}
+		c := 1 + rng.Intn(rank)
+		batch := []int{1 + rng.Intn(4), 1 + rng.Intn(3)}[:1+rng.Intn(2)]
+		if len(batch) > rank {
+			batch = batch[:1] // GoMLX's shape inference bounds indexVectorAxis by the operand's rank.
+		}
+		nIdx := prod(batch)
+		idx := make([]float64, nIdx*c)
+		for i := range idx {
+			idx[i] = float64(rng.Intn(dims[i%c]+4) - 2) // Some out of range on both sides.
+		}
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64, dtypes.Int32}[trial%3]
+		idxType := []dtypes.DType{dtypes.Int32, dtypes.Int64}[trial/3%2]
+		collapsed := iotaInts(c)
+		if trial%8 == 7 && rank > c {
+			collapsed = nil // Not a row gather (slices keep their axes): simplego's own.
+		}
+		sliceSizes := append(ones(c), dims[c:]...)
+		var offsetAxes []int
+		for a := range rank - len(collapsed) {
+			offsetAxes = append(offsetAxes, len(batch)+a)
+		}
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			x, err := b.ConvertDType(in[0], dtype)
+			if err != nil {
+				return nil, err
+			}
+			ix, err := b.ConvertDType(in[1], idxType)
+			if err != nil {
+				return nil, err
+			}
+			g, err := b.Gather(x, ix, len(batch), offsetAxes, collapsed, iotaInts(c), sliceSizes, false)
+			if err != nil {
+				return nil, err
+			}
+			g, err = b.ConvertDType(g, dtypes.Float64)
+			return []backends.Op{g}, err
+		}
+		x := distinctTT(rng, dims...)
+		ix := tt{dims: append(slices.Clone(batch), c), data: idx}
+		name := fmt.Sprintf("%d/%s/%s/dims%v/c%d/batch%v", trial, dtype, idxType, dims, c, batch)
+		assertSameBits(t, name, runOps(t, fast, build, x, ix)[0], runOps(t, slow, build, x, ix)[0])
+	}
+}

@@ -1,0 +1,75 @@
+package gobackend
+
+import (
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+)
+
+// simplego executes each node with a function from its executor table (simplego_internals.go). The
+// fast executors (the float32 and float64 DotGeneral kernels of gemm.go, the copies, the element-wise
+// row loops) replace table entries; each only acts for the simplego instances inside a Backend that
+// asked for it (any other simplego backend in the process, and every dtype an executor doesn't handle,
+// still runs simplego's own), and falls back to simplego's executor if it can't read the node's
+// parameters. Two empty slots of the table receive the backend's own node types: fused convolutions
+// (conv_exec.go) and fused element-wise chains (fuse.go).
+
+var (
+	sgDotGeneral   sgNodeExecutor // simplego's own executors, saved before the table entries are replaced.
+	sgSlice        sgNodeExecutor
+	sgTranspose    sgNodeExecutor
+	sgExecutors    [backends.OpTypeLast]sgNodeExecutor // Every replaced entry's original, by op type.
+	fastOpsOwners  sync.Map                            // *simplego.Backend -> struct{}: the backends whose executors are ours.
+	installFastOps sync.Once
+
+	fusionInstalled    bool // execFused is in simplego's table (set once by enableFastOps).
+	fusedConvInstalled bool // execFusedConv is in simplego's table (set once by enableFastOps).
+)
+
+// fastExecutors lists the executors the fast ops put in simplego's table (each falls back to the
+// saved original for other backends and dtypes).
+func fastExecutors() map[backends.OpType]sgNodeExecutor {
+	m := map[backends.OpType]sgNodeExecutor{
+		backends.OpTypeDotGeneral: execFastDotGeneral,
+		backends.OpTypeSlice:      execFastSlice,
+		backends.OpTypeTranspose:  execFastTranspose,
+		backends.OpTypeGather:     execFastGather,
+	}
+	addElementwiseExecutors(m)
+	return m
+}
+
+// enableFastOps routes sg's float32 and float64 DotGenerals to the packed GEMM, its Slices, Transposes
+// and row Gathers to run and tile copies, and its hot element-wise ops to the row loops of
+// elementwise.go; it installs the fused nodes' executors once.
+func enableFastOps(sg *simplego.Backend) {
+	installFastOps.Do(func() {
+		for op, exec := range fastExecutors() {
+			if orig := sgNodeExecutors[op]; orig != nil {
+				sgExecutors[op] = orig
+				sgNodeExecutors[op] = exec
+			}
+		}
+		if fuseFieldsOK && sgNodeExecutors[fusedOpType] == nil {
+			sgNodeExecutors[fusedOpType] = execFused
+			fusionInstalled = true
+		}
+		if nodeFieldsOK && sgNodeExecutors[fusedConvOpType] == nil {
+			sgNodeExecutors[fusedConvOpType] = execFusedConv
+			fusedConvInstalled = true
+		}
+		sgDotGeneral = sgExecutors[backends.OpTypeDotGeneral]
+		sgSlice = sgExecutors[backends.OpTypeSlice]
+		sgTranspose = sgExecutors[backends.OpTypeTranspose]
+	})
+	fastOpsOwners.Store(sg, struct{}{})
+}
+
+// disableFastOps forgets sg (called when its Backend is finalized).
+func disableFastOps(sg *simplego.Backend) { fastOpsOwners.Delete(sg) }
+
+func ownsFastOps(sg *simplego.Backend) bool {
+	_, ok := fastOpsOwners.Load(sg)
+	return ok
+}

@@ -1,0 +1,754 @@
+package gobackend
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/pkg/errors"
+)
+
+// Element-wise fusion at compile time. A training step is full of short chains of float32 element-wise
+// ops (BatchNorm's centring, scaling and shifting and their gradients, ReLU's mask, the optimizer's
+// update), each of which simplego runs as a pass over memory into a new buffer; the broadcasts that
+// feed them (a per-channel vector, a scalar) are materialised as whole tensors first. When the graph
+// is compiled, goBuilder.Compile rewrites each maximal chain whose intermediate values have no other
+// use into one node that evaluates the chain block by block (512 values at a time, in L1), reading
+// broadcast operands in place; a ReduceSum of such a chain accumulates the blocks directly. The nodes
+// inside a chain are left unreferenced, and simplego skips them.
+//
+// Every fused op computes what simplego's computes, value by value, in the same float32 arithmetic and
+// (for ReduceSum) the same order of additions, so results are bit-identical (the tests compare).
+//
+// The fused node reuses an op type simplego never builds (fusedOpType, simplego_internals.go) whose
+// executor slot is empty in simplego's table; if a GoMLX upgrade gives that op an executor, or the node
+// fields this needs can't be found, fusion is off (TestSimplegoInternals says so).
+
+// Compile fuses the element-wise chains of the graph (when the backend fuses), then compiles it with
+// simplego.
+func (b *goBuilder) Compile(outputs []backends.Op, shardings []*backends.ShardingSpec) (backends.Executable, error) {
+	if sb, ok := b.Builder.(*simplego.Builder); ok && fuseFieldsOK {
+		if b.fusedConv {
+			foldKernelFlips(builderNodesOf(sb))
+		}
+		if b.fuse {
+			fuseElementwise(sb, outputs)
+		}
+	}
+	return b.Builder.Compile(outputs, shardings)
+}
+
+// fusedChunk is the number of values a fused chain evaluates at a time (its temporaries stay in L1).
+const fusedChunk = 512
+
+// setFusedNode turns n into a fused node with the given inputs and program (its shape is kept).
+func setFusedNode(n *simplego.Node, inputs []*simplego.Node, prog *fusedProgram) {
+	setNodeOpData(n, fusedOpType, prog)
+	setNodeInputs(n, inputs)
+}
+
+// fuseKind is what a fused instruction computes: a binOp, or one of these.
+type fuseKind int
+
+const (
+	fuseWhere   fuseKind = 100 + iota // cond ? a : b
+	fuseGreater                       // a > b (bool)
+)
+
+// fusedArg is an instruction's operand: a leaf (an input read in place) or an earlier instruction.
+type fusedArg struct {
+	leaf bool
+	idx  int
+}
+
+type fusedInstr struct {
+	kind fuseKind
+	args []fusedArg
+}
+
+// fusedLeaf is an input of the fused node read with the given strides over the program's dims.
+type fusedLeaf struct {
+	input   int
+	strides []int
+	isBool  bool
+}
+
+// fusedProgram is the data of a fused node: the chain's instructions over the iteration space dims,
+// and, for a fused ReduceSum, the output strides over dims (0 on the reduced axes).
+type fusedProgram struct {
+	dims       []int
+	instrs     []fusedInstr
+	leaves     []fusedLeaf
+	reduce     bool
+	outStrides []int
+	name       string // e.g. "Fused(Sub,Mul,Add)" or "Fused(Mul)+ReduceSum", for op statistics.
+}
+
+var fuseBinaryKinds = map[backends.OpType]fuseKind{
+	backends.OpTypeAdd: fuseKind(binAdd), backends.OpTypeSub: fuseKind(binSub), backends.OpTypeMul: fuseKind(binMul),
+	backends.OpTypeDiv: fuseKind(binDiv), backends.OpTypeMax: fuseKind(binMax), backends.OpTypeMin: fuseKind(binMin),
+}
+
+// fusibleKind says whether n is an element-wise op a chain can hold (float32 arithmetic, Where on
+// float32 values, GreaterThan of float32 operands), and which.
+func fusibleKind(n *simplego.Node) (fuseKind, bool) {
+	op, shape := nodeOpType(n), nodeShape(n)
+	in := nodeInputsOf(n)
+	f32 := func(x *simplego.Node) bool { return nodeShape(x).DType == dtypes.Float32 }
+	if k, ok := fuseBinaryKinds[op]; ok {
+		return k, shape.DType == dtypes.Float32 && len(in) == 2 && f32(in[0]) && f32(in[1])
+	}
+	switch op {
+	case backends.OpTypeWhere:
+		return fuseWhere, shape.DType == dtypes.Float32 && len(in) == 3 && nodeShape(in[0]).DType == dtypes.Bool && f32(in[1]) && f32(in[2])
+	case backends.OpTypeGreaterThan:
+		return fuseGreater, shape.DType == dtypes.Bool && len(in) == 2 && f32(in[0]) && f32(in[1])
+	}
+	return 0, false
+}
+
+// fuseElementwise rewrites the fusible chains of the graph that computes outputs; it returns the number
+// of fused nodes made.
+func fuseElementwise(sb *simplego.Builder, outputs []backends.Op) int {
+	if !fusionInstalled {
+		return 0
+	}
+	nodes := builderNodesOf(sb)
+	index := make(map[*simplego.Node]int, len(nodes))
+	for i, n := range nodes {
+		index[n] = i
+	}
+	uses := make([]int, len(nodes))
+	isOut := make([]bool, len(nodes))
+	reachable := make([]bool, len(nodes))
+	for _, o := range outputs {
+		n, ok := o.(*simplego.Node)
+		i, known := index[n]
+		if !ok || !known {
+			return 0
+		}
+		isOut[i], reachable[i] = true, true
+		uses[i]++
+	}
+	for i := len(nodes) - 1; i >= 0; i-- { // Nodes are in topological order: inputs come first.
+		if !reachable[i] {
+			continue
+		}
+		for _, in := range nodeInputsOf(nodes[i]) {
+			j := index[in]
+			reachable[j] = true
+			uses[j]++
+		}
+	}
+	f := &fuser{nodes: nodes, index: index, uses: uses, isOut: isOut, absorbed: make([]bool, len(nodes))}
+	count := 0
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		if !reachable[i] || f.absorbed[i] {
+			continue
+		}
+		if nodeOpType(n) == backends.OpTypeReduceSum && nodeShape(n).DType == dtypes.Float32 {
+			if f.fuseReduce(n) {
+				count++
+			}
+			continue
+		}
+		if k, ok := fusibleKind(n); ok && k != fuseGreater && f.fuse(n, n, nil) {
+			count++
+		}
+	}
+	return count
+}
+
+type fuser struct {
+	nodes    []*simplego.Node
+	index    map[*simplego.Node]int
+	uses     []int
+	isOut    []bool
+	absorbed []bool
+}
+
+// absorbable: x's value is used only by the chain being built, has the chain's dims, and is fusible.
+func (f *fuser) absorbable(x *simplego.Node, dims []int) bool {
+	i := f.index[x]
+	if f.uses[i] != 1 || f.isOut[i] || f.absorbed[i] || !slices.Equal(nodeShape(x).Dimensions, dims) || len(nodeShape(x).Dimensions) != len(dims) {
+		return false
+	}
+	_, ok := fusibleKind(x)
+	return ok
+}
+
+// fuseReduce fuses ReduceSum r with the chain that computes its operand (which must have no other use).
+func (f *fuser) fuseReduce(r *simplego.Node) bool {
+	in := nodeInputsOf(r)
+	axes, ok := nodeDataOf(r).([]int)
+	if len(in) != 1 || !ok || len(axes) == 0 {
+		return false
+	}
+	x := in[0]
+	dims := nodeShape(x).Dimensions
+	if !f.absorbable(x, dims) {
+		return false
+	}
+	if k, _ := fusibleKind(x); k == fuseGreater {
+		return false
+	}
+	reduced := make([]bool, len(dims))
+	for _, a := range axes {
+		if a < 0 || a >= len(dims) {
+			return false
+		}
+		reduced[a] = true
+	}
+	outStrides := make([]int, len(dims))
+	stride := 1
+	for a := len(dims) - 1; a >= 0; a-- {
+		if !reduced[a] {
+			outStrides[a] = stride
+			stride *= dims[a]
+		}
+	}
+	if stride != nodeShape(r).Size() {
+		return false
+	}
+	f.absorbed[f.index[x]] = true
+	return f.fuse(r, x, outStrides)
+}
+
+// fuse builds the chain rooted at root (root's value, or with outStrides the ReduceSum of it) into the
+// carrier node; it returns false, changing nothing, when there is no chain to fuse.
+func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
+	dims := nodeShape(root).Dimensions
+	prog := &fusedProgram{dims: dims, reduce: outStrides != nil, outStrides: outStrides}
+	var inputs []*simplego.Node
+	var absorbed []int
+	transformed := false
+	leafOf := func(src *simplego.Node, strides []int) fusedArg {
+		in := -1
+		for i, x := range inputs {
+			if x == src {
+				in = i
+			}
+		}
+		if in < 0 {
+			in = len(inputs)
+			inputs = append(inputs, src)
+		}
+		for i, l := range prog.leaves {
+			if l.input == in && slices.Equal(l.strides, strides) {
+				return fusedArg{leaf: true, idx: i}
+			}
+		}
+		prog.leaves = append(prog.leaves, fusedLeaf{input: in, strides: strides, isBool: nodeShape(src).DType == dtypes.Bool})
+		return fusedArg{leaf: true, idx: len(prog.leaves) - 1}
+	}
+	var emit func(m *simplego.Node, leavesOnly bool) (fusedArg, bool)
+	emit = func(m *simplego.Node, leavesOnly bool) (fusedArg, bool) {
+		kind, _ := fusibleKind(m)
+		ins := fusedInstr{kind: kind}
+		for _, x := range nodeInputsOf(m) {
+			if !leavesOnly && f.recomputable(x, dims) {
+				// A comparison other nodes use too (ReLU's mask): cheaper to compute again here from its
+				// operands than to read its stored result; it stays for its other users.
+				a, ok := emit(x, true)
+				if !ok {
+					return a, false
+				}
+				ins.args = append(ins.args, a)
+				continue
+			}
+			if !leavesOnly && f.absorbable(x, dims) {
+				f.absorbed[f.index[x]] = true
+				absorbed = append(absorbed, f.index[x])
+				a, ok := emit(x, false)
+				if !ok {
+					return a, false
+				}
+				ins.args = append(ins.args, a)
+				continue
+			}
+			if src, strides, ok := f.leafTransform(x, dims); ok {
+				// Read in place; the broadcast or reshape stays for any other user.
+				transformed = true
+				ins.args = append(ins.args, leafOf(src, strides))
+				continue
+			}
+			strides, ok := broadcastStrides(nodeShape(x), shapes.Make(nodeShape(x).DType, dims...))
+			if !ok {
+				return fusedArg{}, false
+			}
+			ins.args = append(ins.args, leafOf(x, strides))
+		}
+		prog.instrs = append(prog.instrs, ins)
+		return fusedArg{idx: len(prog.instrs) - 1}, true
+	}
+	_, ok := emit(root, false)
+	if !ok || (len(prog.instrs) < 2 && !transformed && !prog.reduce) {
+		for _, i := range absorbed {
+			f.absorbed[i] = false
+		}
+		if root != carrier {
+			f.absorbed[f.index[root]] = false
+		}
+		return false
+	}
+	names := make([]string, len(prog.instrs))
+	for i, ins := range prog.instrs {
+		names[i] = fuseKindName(ins.kind)
+	}
+	prog.name = "Fused(" + strings.Join(names, ",") + ")"
+	if prog.reduce {
+		prog.name += "+ReduceSum"
+	}
+	setFusedNode(carrier, inputs, prog)
+	return true
+}
+
+// recomputable: x is a comparison of the chain's dims with other users.
+func (f *fuser) recomputable(x *simplego.Node, dims []int) bool {
+	i := f.index[x]
+	if f.uses[i] < 2 || f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
+		return false
+	}
+	k, ok := fusibleKind(x)
+	return ok && k == fuseGreater
+}
+
+// leafTransform reads through a BroadcastInDim or Reshape: the chain reads its operand in place with
+// the strides the broadcast or reshape implies over dims.
+func (f *fuser) leafTransform(x *simplego.Node, dims []int) (src *simplego.Node, strides []int, ok bool) {
+	in := nodeInputsOf(x)
+	if len(in) != 1 {
+		return nil, nil, false
+	}
+	src = in[0]
+	xShape, srcShape := nodeShape(x), nodeShape(src)
+	target := shapes.Make(xShape.DType, dims...)
+	switch nodeOpType(x) {
+	case backends.OpTypeReshape:
+		strides, ok = broadcastStrides(xShape, target)
+		return src, strides, ok
+	case backends.OpTypeBroadcastInDim:
+		axes, isInts := nodeDataOf(x).([]int)
+		if !isInts || len(axes) != srcShape.Rank() || xShape.Rank() != len(dims) {
+			return nil, nil, false
+		}
+		strides = make([]int, len(dims))
+		if srcShape.Size() > 1 {
+			rm := rowMajorStrides(srcShape.Dimensions)
+			for j, a := range axes {
+				if a < 0 || a >= len(dims) {
+					return nil, nil, false
+				}
+				switch {
+				case srcShape.Dimensions[j] == 1:
+				case srcShape.Dimensions[j] == xShape.Dimensions[a] && xShape.Dimensions[a] == dims[a]:
+					strides[a] = rm[j]
+				default:
+					return nil, nil, false
+				}
+			}
+		}
+		for a, d := range xShape.Dimensions {
+			if d != dims[a] && d != 1 {
+				return nil, nil, false
+			}
+		}
+		return src, strides, true
+	}
+	return nil, nil, false
+}
+
+func fuseKindName(k fuseKind) string {
+	switch k {
+	case fuseWhere:
+		return "Where"
+	case fuseGreater:
+		return "GreaterThan"
+	}
+	return [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min"}[k]
+}
+
+// execFused evaluates a fused node.
+func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	prog, ok := nodeDataOf(node).(*fusedProgram)
+	if !ok {
+		return nil, errors.Errorf("fused node without its program")
+	}
+	outShape := nodeShape(node)
+	f32 := make([][]float32, len(prog.leaves))
+	bools := make([][]bool, len(prog.leaves))
+	for i, l := range prog.leaves {
+		flat, err := backend.BufferData(inputs[l.input])
+		if err != nil {
+			return nil, err
+		}
+		if l.isBool {
+			bools[i] = flat.([]bool)
+		} else {
+			f32[i] = flat.([]float32)
+		}
+	}
+	var output *simplego.Buffer
+	if !prog.reduce {
+		// Write over an input this node is the last user of, if every leaf reading it has the output's
+		// layout: each block is read before its place in the output is written.
+		rowMajor := rowMajorStrides(prog.dims)
+		for i, buf := range inputs {
+			if s, err := backend.BufferShape(buf); !inputsOwned[i] || err != nil || !s.Equal(outShape) {
+				continue
+			}
+			sameLayout := true
+			for _, l := range prog.leaves {
+				if l.input == i && !slices.Equal(l.strides, rowMajor) {
+					sameLayout = false
+				}
+			}
+			if sameLayout {
+				output, inputs[i] = buf, nil
+				break
+			}
+		}
+	}
+	if output == nil {
+		output = backend.NewBuffer(outShape)
+	}
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	out := outAny.([]float32)
+	outStrides := prog.outStrides
+	if !prog.reduce {
+		outStrides = rowMajorStrides(prog.dims)
+	} else {
+		clear(out)
+	}
+	strides := make([][]int, 1+len(prog.leaves))
+	strides[0] = outStrides
+	for i, l := range prog.leaves {
+		strides[1+i] = l.strides
+	}
+	if prod(prog.dims) == 0 {
+		return output, nil
+	}
+	loop := newStridedLoop(prog.dims, strides...)
+	last := len(loop.dims) - 1
+	blocked := last >= 1 && loop.dims[last] < fusedChunk/2
+	if prog.reduce && last >= 1 && loop.dims[last] < fusedChunk {
+		// A reduction keeping only (part of) the row: splitting the row would cut it into short pieces.
+		keptOuter := false
+		for a := range last {
+			keptOuter = keptOuter || loop.strides[0][a] != 0
+		}
+		blocked = blocked || !keptOuter
+	}
+	if blocked {
+		// Short rows (a channels axis): evaluate blocks of several rows at once.
+		outer := stridedLoop{dims: loop.dims[:last], strides: make([][]int, len(loop.strides))}
+		for o, st := range loop.strides {
+			outer.strides[o] = st[:last]
+		}
+		runFused(&outer, prog.reduce, func(ev *fusedEval) func(off []int, n int) { return ev.blockRows },
+			func() *fusedEval { return newFusedEval(prog, &loop, out, f32, bools) })
+		return output, nil
+	}
+	runFused(&loop, prog.reduce, func(ev *fusedEval) func(off []int, n int) { return ev.row },
+		func() *fusedEval { return newFusedEval(prog, &loop, out, f32, bools) })
+	return output, nil
+}
+
+// runFused runs loop with one evaluator per worker, split on an axis (for a reduction, a kept one:
+// each output is then summed by one goroutine, in order) or not at all.
+func runFused(loop *stridedLoop, reduce bool, body func(ev *fusedEval) func(off []int, n int), newEval func() *fusedEval) {
+	split := loop.splitAxisElementwise()
+	if reduce {
+		split = -1
+		for a, d := range loop.dims {
+			if loop.strides[0][a] != 0 && (split < 0 || d > loop.dims[split]) {
+				split = a
+			}
+		}
+	}
+	chunk := func(lo, hi int) {
+		loop.run(max(split, 0), lo, hi, body(newEval()))
+	}
+	if split < 0 {
+		chunk(0, loop.dims[0])
+	} else {
+		loop.runChunks(split, chunk)
+	}
+}
+
+// fusedEval holds one goroutine's temporaries.
+type fusedEval struct {
+	prog      *fusedProgram
+	out       []float32
+	f32       [][]float32
+	bools     [][]bool
+	rowStride []int // Per operand (output first) along the loop's row.
+	ft        [][]float32
+	bt        [][]bool
+	gather    [3][]float32
+	gatherB   []bool
+
+	// Blocks of short rows: the row length, each operand's stride between rows, and per leaf a buffer
+	// holding its block when it is neither contiguous nor constant (a per-channel vector repeated for
+	// every row is built once per source offset).
+	rowLen     int
+	rowsStride []int
+	blockBuf   [][]float32
+	blockBufB  [][]bool
+	blockBase  []int
+}
+
+func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]float32, bools [][]bool) *fusedEval {
+	ev := &fusedEval{prog: prog, out: out, f32: f32, bools: bools,
+		ft: make([][]float32, len(prog.instrs)), bt: make([][]bool, len(prog.instrs))}
+	last := len(loop.dims) - 1
+	for o := range loop.strides {
+		ev.rowStride = append(ev.rowStride, loop.rowStride(o))
+		if last >= 1 {
+			ev.rowsStride = append(ev.rowsStride, loop.strides[o][last-1])
+		}
+	}
+	ev.rowLen = loop.dims[last]
+	for i, ins := range prog.instrs {
+		if ins.kind == fuseGreater {
+			ev.bt[i] = make([]bool, fusedChunk)
+		} else {
+			ev.ft[i] = make([]float32, fusedChunk)
+		}
+	}
+	for i := range ev.gather {
+		ev.gather[i] = make([]float32, fusedChunk)
+	}
+	ev.gatherB = make([]bool, fusedChunk)
+	ev.blockBuf = make([][]float32, len(prog.leaves))
+	ev.blockBufB = make([][]bool, len(prog.leaves))
+	ev.blockBase = make([]int, len(prog.leaves))
+	return ev
+}
+
+// blockLeaf returns leaf l's values over a block of g rows (row-major g×rowLen) starting at base, and
+// their stride (0: one value for the whole block).
+func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride int) {
+	n, s1, s2 := ev.rowLen, ev.rowStride[1+l], ev.rowsStride[1+l]
+	isBool := ev.prog.leaves[l].isBool
+	switch {
+	case s1 == 0 && s2 == 0:
+		if isBool {
+			return nil, ev.bools[l][base : base+1], 0
+		}
+		return ev.f32[l][base : base+1], nil, 0
+	case s1 == 1 && s2 == n:
+		if isBool {
+			return nil, ev.bools[l][base : base+g*n], 1
+		}
+		return ev.f32[l][base : base+g*n], nil, 1
+	}
+	// Build the block: a row repeated (s2 == 0) only when the source moved.
+	repeat := s2 == 0 && s1 == 1
+	if isBool {
+		buf := ev.blockBufB[l]
+		if buf == nil {
+			buf = make([]bool, fusedChunk)
+			ev.blockBufB[l] = buf
+		}
+		src := ev.bools[l]
+		for r := range g {
+			for j := range n {
+				buf[r*n+j] = src[base+r*s2+j*s1]
+			}
+		}
+		return nil, buf[:g*n], 1
+	}
+	buf := ev.blockBuf[l]
+	if buf == nil {
+		buf = make([]float32, fusedChunk)
+		ev.blockBuf[l] = buf
+	}
+	if repeat {
+		// The first row, then copies of it up to the most rows a block holds (built once per source).
+		if ev.blockBase[l] != base+1 {
+			src := ev.f32[l]
+			for j := range n {
+				buf[j] = src[base+j*s1]
+			}
+			for r := 1; r < fusedChunk/n; r++ {
+				copy(buf[r*n:(r+1)*n], buf[:n])
+			}
+			ev.blockBase[l] = base + 1
+		}
+		return buf[:g*n], nil, 1
+	}
+	src := ev.f32[l]
+	for r := range g {
+		row := buf[r*n : (r+1)*n]
+		for j := range row {
+			row[j] = src[base+r*s2+j*s1]
+		}
+	}
+	return buf[:g*n], nil, 1
+}
+
+// blockRows evaluates R rows of rowLen values from off (operand offsets of the first row), in blocks
+// of as many whole rows as fit in fusedChunk.
+func (ev *fusedEval) blockRows(off []int, R int) {
+	prog, n := ev.prog, ev.rowLen
+	g := fusedChunk / n
+	last := len(prog.instrs) - 1
+	for r0 := 0; r0 < R; r0 += g {
+		gg := min(g, R-r0)
+		m := gg * n
+		argF := func(a fusedArg) ([]float32, int) {
+			if !a.leaf {
+				return ev.ft[a.idx][:m], 1
+			}
+			f, _, s := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
+			return f, s
+		}
+		for i, ins := range prog.instrs {
+			var dst []float32
+			if i == last && !prog.reduce {
+				start := off[0] + r0*ev.rowsStride[0]
+				dst = ev.out[start : start+m] // The output's rows are contiguous.
+			} else if ins.kind != fuseGreater {
+				dst = ev.ft[i][:m]
+			}
+			switch ins.kind {
+			case fuseGreater:
+				a, sa := argF(ins.args[0])
+				b, sb := argF(ins.args[1])
+				greaterRow(ev.bt[i][:m], a, b, sa, sb)
+			case fuseWhere:
+				var c []bool
+				sc := 1
+				if ins.args[0].leaf {
+					_, c, sc = ev.blockLeaf(ins.args[0].idx, off[1+ins.args[0].idx]+r0*ev.rowsStride[1+ins.args[0].idx], gg)
+				} else {
+					c = ev.bt[ins.args[0].idx][:m]
+				}
+				t, st := argF(ins.args[1])
+				f, sf := argF(ins.args[2])
+				whereRow(dst, c, t, f, sc, st, sf)
+			default:
+				a, sa := argF(ins.args[0])
+				b, sb := argF(ins.args[1])
+				binaryRow(binOp(ins.kind), dst, a, b, sa, sb)
+			}
+		}
+		if prog.reduce {
+			v := ev.ft[last][:m]
+			so := ev.rowStride[0]
+			if so == 1 && ev.rowsStride[0] == 0 {
+				// Every row adds into the same outputs (per-channel sums): all rows in one pass.
+				sumRows(ev.out[off[0]:off[0]+n], v, gg, n)
+				continue
+			}
+			for r := range gg {
+				o := off[0] + (r0+r)*ev.rowsStride[0]
+				x := v[r*n : (r+1)*n]
+				if so == 0 {
+					acc := ev.out[o]
+					for _, xv := range x {
+						acc += xv
+					}
+					ev.out[o] = acc
+				} else {
+					accumulateRow(ev.out[o:o+n], x)
+				}
+			}
+		}
+	}
+}
+
+// argF returns a float operand's values for positions [j0, j0+m) of the row at off, and its stride
+// (0: one value for the whole block); slot picks the scratch for strided leaves.
+func (ev *fusedEval) argF(a fusedArg, off []int, j0, m, slot int) ([]float32, int) {
+	if !a.leaf {
+		return ev.ft[a.idx][:m], 1
+	}
+	s := ev.rowStride[1+a.idx]
+	data := ev.f32[a.idx]
+	base := off[1+a.idx] + j0*s
+	switch s {
+	case 0:
+		return data[base : base+1], 0
+	case 1:
+		return data[base : base+m], 1
+	}
+	g := ev.gather[slot][:m]
+	for j := range g {
+		g[j] = data[base+j*s]
+	}
+	return g, 1
+}
+
+func (ev *fusedEval) argB(a fusedArg, off []int, j0, m int) ([]bool, int) {
+	if !a.leaf {
+		return ev.bt[a.idx][:m], 1
+	}
+	s := ev.rowStride[1+a.idx]
+	data := ev.bools[a.idx]
+	base := off[1+a.idx] + j0*s
+	switch s {
+	case 0:
+		return data[base : base+1], 0
+	case 1:
+		return data[base : base+m], 1
+	}
+	g := ev.gatherB[:m]
+	for j := range g {
+		g[j] = data[base+j*s]
+	}
+	return g, 1
+}
+
+// row evaluates the program over one row of the loop, a block at a time.
+func (ev *fusedEval) row(off []int, n int) {
+	prog := ev.prog
+	last := len(prog.instrs) - 1
+	so := ev.rowStride[0]
+	for j0 := 0; j0 < n; j0 += fusedChunk {
+		m := min(fusedChunk, n-j0)
+		for i, ins := range prog.instrs {
+			var dst []float32
+			if i == last && !prog.reduce {
+				dst = ev.out[off[0]+j0 : off[0]+j0+m]
+			} else if ins.kind != fuseGreater {
+				dst = ev.ft[i][:m]
+			}
+			switch ins.kind {
+			case fuseGreater:
+				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
+				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
+				greaterRow(ev.bt[i][:m], a, b, sa, sb)
+			case fuseWhere:
+				c, sc := ev.argB(ins.args[0], off, j0, m)
+				t, st := ev.argF(ins.args[1], off, j0, m, 1)
+				f, sf := ev.argF(ins.args[2], off, j0, m, 2)
+				whereRow(dst, c, t, f, sc, st, sf)
+			default:
+				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
+				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
+				binaryRow(binOp(ins.kind), dst, a, b, sa, sb)
+			}
+		}
+		if prog.reduce {
+			v := ev.ft[last][:m]
+			if so == 0 {
+				acc := ev.out[off[0]]
+				for _, x := range v {
+					acc += x
+				}
+				ev.out[off[0]] = acc
+			} else {
+				accumulateRow(ev.out[off[0]+j0:off[0]+j0+m], v)
+			}
+		}
+	}
+}

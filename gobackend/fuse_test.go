@@ -1,0 +1,83 @@
+package gobackend
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+)
+
+// A BatchNorm + ReLU block written with plain ops, its gradients, a leaky-ReLU select and an SGD-like
+// update, in float32: the fused backend (chains fused at compile time, broadcasts read in place,
+// reductions accumulated block by block) gives exactly simplego's values, and fusion did happen.
+func TestFusionMatchesSimplego(t *testing.T) {
+	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
+	rng := rand.New(rand.NewSource(67))
+	for _, dims := range [][]int{{4, 5, 6, 8}, {2, 3, 3, 40}, {3, 70, 90, 1}, {2, 17}} {
+		ch := dims[len(dims)-1]
+		fn := func(in []*Node) []*Node {
+			x, gamma, beta := ConvertDType(in[0], dtypes.Float32), ConvertDType(in[1], dtypes.Float32), ConvertDType(in[2], dtypes.Float32)
+			axes := make([]int, len(dims)-1)
+			for i := range axes {
+				axes[i] = i
+			}
+			asCh := func(v *Node) *Node {
+				d := make([]int, len(dims))
+				for i := range d {
+					d[i] = 1
+				}
+				d[len(d)-1] = ch
+				return Reshape(v, d...)
+			}
+			mean := ReduceMean(x, axes...)
+			centered := Sub(x, asCh(mean))
+			variance := ReduceMean(Square(centered), axes...)
+			scale := Div(gamma, Sqrt(AddScalar(variance, 1e-5)))
+			y := Add(Mul(centered, asCh(scale)), asCh(beta))
+			r := Max(y, ZerosLike(y))
+			loss := ReduceAllSum(Mul(r, r))
+			grads := Gradient(loss, x, gamma, beta)
+			leaky := Where(GreaterThan(x, ZerosLike(x)), x, MulScalar(x, 0.1))
+			update := Sub(x, Mul(Scalar(x.Graph(), dtypes.Float32, 0.01), Add(MulScalar(leaky, 0.9), grads[0])))
+			// A squeeze-excitation style scale (per example and channel) and a per-row centring.
+			spatial := make([]int, 0, len(dims))
+			for a := 1; a < len(dims)-1; a++ {
+				spatial = append(spatial, a)
+			}
+			se := y
+			if len(spatial) > 0 {
+				se = Mul(y, Sigmoid(ReduceAndKeep(y, ReduceMean, spatial...)))
+			}
+			rowCentred := Sub(x, ReduceAndKeep(x, ReduceMean, len(dims)-1))
+			outs := append([]*Node{y, r, leaky, update, ReduceSum(Mul(leaky, y), len(dims)-1), se, rowCentred}, grads...)
+			for i, o := range outs {
+				outs[i] = ConvertDType(o, dtypes.Float64)
+			}
+			return outs
+		}
+		x, gamma, beta := specialFreeTT(rng, dims...), randTT(rng, ch), randTT(rng, ch)
+		before := fast.count(fusedOpType)
+		got := runGraph(t, fast, fn, x, gamma, beta)
+		if fast.count(fusedOpType) == before {
+			t.Fatalf("dims %v: nothing was fused", dims)
+		}
+		want := runGraph(t, slow, fn, x, gamma, beta)
+		for i := range want {
+			assertSameBits(t, fmt.Sprintf("dims %v output %d", dims, i), got[i], want[i])
+		}
+	}
+}
+
+// specialFreeTT is randTT scaled up, with exact zeros sprinkled in (ReLU's ties).
+func specialFreeTT(rng *rand.Rand, dims ...int) tt {
+	t := randTT(rng, dims...)
+	for i := range t.data {
+		t.data[i] *= 3
+		if rng.Intn(9) == 0 {
+			t.data[i] = 0
+		}
+	}
+	return t
+}

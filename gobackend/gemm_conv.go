@@ -1,0 +1,292 @@
+package gobackend
+
+import (
+	"slices"
+
+	"github.com/gomlx/gomlx/backends"
+)
+
+// A convolution as one packed GEMM without an im2col tensor: out[(n, y), co] = Σ_(kpos, ci)
+// A[(n, y), (kpos, ci)]·B[(kpos, ci), co], where A is read straight from the input while packing (an
+// output position's row, a kernel position's offset, zeros where the window crosses the padding) and
+// B is the kernel addressed through offset tables. Each output row lands at its place in the output
+// layout through the GEMM's row offsets. No patches, slices, concatenations, pads or transposes are
+// materialised; any axes layout works as long as the output's channels axis is its last (contiguous)
+// one. Channel and batch groups and input dilations are left to the compositions in conv.go.
+
+// convGemmSpec holds the ConvGeneral parameters the fused path uses (every one filled in), and the
+// spatial axes along which the kernel is read reversed (a flip folded in by the fusion pass).
+type convGemmSpec struct {
+	axes                                     backends.ConvolveAxesConfig
+	strides, kernelDilations, inputDilations []int
+	paddings                                 [][2]int
+	flip                                     []bool
+}
+
+// convOperand is the input seen as A: row i (an output position) starts at rowBase[i] with spatial
+// coordinates rowCoord[i·S+a] (position·stride − low padding), contracting index k (a kernel position
+// and input channel) adds kOff[k] and kCoord[k·S+a] (kernel position·dilation). A(i, k) is
+// data[rowBase[i]+kOff[k]] when every coordinate sum lies inside the input, else 0.
+type convOperand[T gemmFloat] struct {
+	data              []T
+	S                 int
+	inDims            []int // Input spatial sizes.
+	rowBase, rowCoord []int
+	kOff, kCoord      []int
+	kRunEnd           []int  // End of the run from k of contracting indices with consecutive offsets and the same kernel position.
+	kGroupEnd         []int  // End of the run from k of contracting indices with the same kernel position.
+	rowInterior       []bool // The row's whole window is inside the input.
+	rowRun            []int  // Number of rows from i on that are consecutive in memory with the same coordinates.
+}
+
+// valid reports whether A(i, k) reads the input (not padding).
+func (o *convOperand[T]) valid(i, k int) bool {
+	rc, kc := o.rowCoord[i*o.S:][:o.S], o.kCoord[k*o.S:][:o.S]
+	for a, d := range o.inDims {
+		if c := rc[a] + kc[a]; c < 0 || c >= d {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
+	kl := k1 - k0
+	for q := 0; q*w < i1-i0; q++ {
+		panel := dst[q*kl*w:][:kl*w]
+		r0 := i0 + q*w
+		valid := min(w, i1-r0)
+		if valid == w && o.rowRun[r0] >= w {
+			// w rows adjacent in memory (a channels-as-batch layout, as in the kernel gradient): w values
+			// at a time.
+			base, interior := o.rowBase[r0], o.rowInterior[r0]
+			for k := k0; k < k1; {
+				end := min(o.kGroupEnd[k], k1) // Same window offset: one validity test for the group.
+				if interior || o.valid(r0, k) {
+					for ; k < end; k++ {
+						copy(panel[(k-k0)*w:][:w], o.data[base+o.kOff[k]:][:w])
+					}
+				} else {
+					clear(panel[(k-k0)*w : (end-k0)*w])
+					k = end
+				}
+			}
+			continue
+		}
+		r := 0
+		if w >= 8 {
+			// Eight whole-window rows at a time through the 8×8 transpose, run by run.
+			var offs [8]int
+			for ; r+8 <= valid && allInterior(o.rowInterior[r0+r:r0+r+8]); r += 8 {
+				for k := k0; k < k1; {
+					end := min(o.kRunEnd[k], k1)
+					for j := range offs {
+						offs[j] = o.rowBase[r0+r+j] + o.kOff[k]
+					}
+					packColumns8(panel[(k-k0)*w+r:], o.data, &offs, end-k, w)
+					k = end
+				}
+			}
+		}
+		for ; r < w; r++ {
+			if r >= valid {
+				for j := r; j < len(panel); j += w {
+					panel[j] = 0
+				}
+				continue
+			}
+			i := r0 + r
+			base, interior := o.rowBase[i], o.rowInterior[i]
+			for k := k0; k < k1; {
+				group := min(o.kGroupEnd[k], k1) // Same window offset: one validity test.
+				if interior || o.valid(i, k) {
+					for k < group {
+						end := min(o.kRunEnd[k], group) // Consecutive in memory.
+						out := panel[(k-k0)*w+r:]
+						for j, v := range o.data[base+o.kOff[k]:][:end-k] {
+							out[j*w] = v
+						}
+						k = end
+					}
+				} else {
+					out := panel[(k-k0)*w+r:]
+					for j := range group - k {
+						out[j*w] = 0
+					}
+					k = group
+				}
+			}
+		}
+	}
+}
+
+// newConvGemms lays out the fused convolution of input (dims inDims) by kernel (kDims) into the output
+// (outDims) as GEMMs over disjoint output rows: one, or with input dilation d one per phase (the
+// output positions whose window starts at the same offset modulo d), each contracting only the kernel
+// positions that meet real input values, so the zeros of the dilation are never multiplied. ok is
+// false for layouts it does not handle (output channels not contiguous). Output rows no phase reaches
+// stay zero: the caller clears the output and runs the problems with accumulate set.
+func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec) ([]*gemmProblemOf[T], bool) {
+	a := c.axes
+	S := len(a.InputSpatial)
+	if len(a.KernelSpatial) != S || len(a.OutputSpatial) != S || len(c.strides) != S || len(c.kernelDilations) != S ||
+		len(c.inputDilations) != S || len(c.paddings) != S || len(c.flip) != S {
+		return nil, false
+	}
+	sIn, sK, sOut := rowMajorStrides(inDims), rowMajorStrides(kDims), rowMajorStrides(outDims)
+	N, C, Cout := inDims[a.InputBatch], inDims[a.InputChannels], kDims[a.KernelOutputChannels]
+	if sOut[a.OutputChannels] != 1 || kDims[a.KernelInputChannels] != C || outDims[a.OutputBatch] != N || outDims[a.OutputChannels] != Cout {
+		return nil, false
+	}
+	inSp, kSp, outSp := make([]int, S), make([]int, S), make([]int, S)
+	for i := range S {
+		inSp[i], kSp[i], outSp[i] = inDims[a.InputSpatial[i]], kDims[a.KernelSpatial[i]], outDims[a.OutputSpatial[i]]
+		if c.inputDilations[i] < 1 || c.strides[i] < 1 || c.kernelDilations[i] < 1 {
+			return nil, false
+		}
+	}
+	if N*prod(outSp) == 0 || prod(kSp)*C == 0 || Cout == 0 {
+		return nil, true // Nothing to multiply: the output is empty or zeros.
+	}
+	// Rows: batch-major unless the batch axis is the input's densest (the kernel gradient's layout, whose
+	// "batch" is the input channels): then consecutive rows are consecutive in memory.
+	batchInner := N > 1
+	for i := range S {
+		if outSp[i] > 1 && c.strides[i]*sIn[a.InputSpatial[i]] < sIn[a.InputBatch]*c.inputDilations[i] {
+			batchInner = false
+		}
+	}
+	cross := make([]int, Cout)
+	for co := range cross {
+		cross[co] = co * sK[a.KernelOutputChannels]
+	}
+	var probs []*gemmProblemOf[T]
+	forEachPosition(c.inputDilations, func(phase []int) {
+		if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, N, C, Cout, cross); p != nil {
+			probs = append(probs, p)
+		}
+	})
+	return probs, true
+}
+
+// floorMod is x mod d in [0, d).
+func floorMod(x, d int) int { return ((x % d) + d) % d }
+
+// newConvPhase is the GEMM of the output rows whose dilated window origin y·stride − low padding is
+// phase (per axis) modulo the input dilation; nil if no row or no kernel position qualifies. In that
+// class a window offset kpos·kernelDilation meets a real input value exactly when it is −phase modulo
+// the dilation, at input index (origin − phase)/d + (offset + phase)/d.
+func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, batchInner bool,
+	inSp, kSp, outSp, sIn, sK, sOut []int, N, C, Cout int, cross []int) *gemmProblemOf[T] {
+	a := c.axes
+	S := len(inSp)
+	d := c.inputDilations
+	// Contracting indices: the qualifying kernel positions row-major, input channels innermost.
+	maxK := prod(kSp) * C
+	kOff, kCoord, kOffB := make([]int, 0, maxK), make([]int, 0, maxK*S), make([]int, 0, maxK)
+	kMin, kMax := make([]int, S), make([]int, S)
+	first := true
+	forEachPosition(kSp, func(kp []int) {
+		baseA, baseB := 0, 0
+		coord := make([]int, S)
+		for i := range S {
+			off := kp[i]*c.kernelDilations[i] + phase[i]
+			if off%d[i] != 0 {
+				return
+			}
+			coord[i] = off / d[i]
+			baseA += coord[i] * sIn[a.InputSpatial[i]]
+			kIdx := kp[i]
+			if c.flip[i] {
+				kIdx = kSp[i] - 1 - kp[i]
+			}
+			baseB += kIdx * sK[a.KernelSpatial[i]]
+		}
+		for i := range S {
+			if first || coord[i] < kMin[i] {
+				kMin[i] = coord[i]
+			}
+			if first || coord[i] > kMax[i] {
+				kMax[i] = coord[i]
+			}
+		}
+		first = false
+		for ci := range C {
+			kOff = append(kOff, baseA+ci*sIn[a.InputChannels])
+			kOffB = append(kOffB, baseB+ci*sK[a.KernelInputChannels])
+			kCoord = append(kCoord, coord...)
+		}
+	})
+	K := len(kOff)
+	if K == 0 {
+		return nil
+	}
+	maxM := N * prod(outSp)
+	op := &convOperand[T]{data: input, S: S, inDims: inSp, kOff: kOff, kCoord: kCoord, kRunEnd: make([]int, K), kGroupEnd: make([]int, K),
+		rowBase: make([]int, 0, maxM), rowCoord: make([]int, 0, maxM*S), rowInterior: make([]bool, 0, maxM)}
+	rowOff := make([]int, 0, maxM)
+	rc := make([]int, S)
+	emit := func(n int, y []int) {
+		for i := range S {
+			origin := y[i]*c.strides[i] - c.paddings[i][0]
+			if floorMod(origin, d[i]) != phase[i] {
+				return // Another phase's row.
+			}
+			rc[i] = (origin - phase[i]) / d[i]
+		}
+		op.rowCoord = append(op.rowCoord, rc...)
+		base, off, interior := n*sIn[a.InputBatch], n*sOut[a.OutputBatch], true
+		for i, rc := range rc {
+			base += rc * sIn[a.InputSpatial[i]]
+			off += y[i] * sOut[a.OutputSpatial[i]]
+			interior = interior && rc+kMin[i] >= 0 && rc+kMax[i] < inSp[i]
+		}
+		op.rowBase = append(op.rowBase, base)
+		op.rowInterior = append(op.rowInterior, interior)
+		rowOff = append(rowOff, off)
+	}
+	if batchInner {
+		forEachPosition(outSp, func(y []int) {
+			for n := range N {
+				emit(n, y)
+			}
+		})
+	} else {
+		for n := range N {
+			forEachPosition(outSp, func(y []int) { emit(n, y) })
+		}
+	}
+	M := len(rowOff)
+	if M == 0 {
+		return nil
+	}
+	op.rowRun = make([]int, M)
+	op.rowRun[M-1] = 1
+	for i := M - 2; i >= 0; i-- {
+		op.rowRun[i] = 1
+		if op.rowBase[i+1] == op.rowBase[i]+1 && slices.Equal(op.rowCoord[i*S:(i+1)*S], op.rowCoord[(i+1)*S:(i+2)*S]) {
+			op.rowRun[i] = op.rowRun[i+1] + 1
+		}
+	}
+	op.kRunEnd[K-1], op.kGroupEnd[K-1] = K, K
+	for k := K - 2; k >= 0; k-- {
+		op.kRunEnd[k], op.kGroupEnd[k] = k+1, k+1
+		if slices.Equal(op.kCoord[k*S:(k+1)*S], op.kCoord[(k+1)*S:(k+2)*S]) {
+			op.kGroupEnd[k] = op.kGroupEnd[k+1]
+			if op.kOff[k+1] == op.kOff[k]+1 {
+				op.kRunEnd[k] = op.kRunEnd[k+1]
+			}
+		}
+	}
+	rhs := &gemmOperandOf[T]{data: kernel, batchOff: []int{0}, crossOff: cross, kOff: kOffB}
+	return &gemmProblemOf[T]{lhs: op, rhs: rhs, batch: 1, m: M, n: Cout, k: K, rowOff: rowOff, accumulate: true}
+}
+
+func allInterior(rows []bool) bool {
+	for _, in := range rows {
+		if !in {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,202 @@
+package gobackend
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+)
+
+// fusedConvCases adds to convCases the layouts the fused GEMM meets in a training step: the kernel
+// gradient's (input channels as the batch, rows adjacent in memory, a kernel larger than the output,
+// kernel dilation standing for the stride), the input gradient's (kernel in/out channels swapped), and
+// windows that cross every kind of padding.
+func fusedConvCases() []convCase {
+	nhwc := channelsLast(2)
+	kgrad := backends.ConvolveAxesConfig{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
+		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	dgrad := nhwc
+	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
+	return append(convCases(),
+		convCase{name: "kgrad-3x3-pad1", inDims: []int{3, 5, 5, 20}, kDims: []int{3, 5, 5, 7}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "kgrad-stride2-as-dilation", inDims: []int{2, 7, 7, 16}, kDims: []int{2, 4, 4, 5}, axes: kgrad, kernelDilations: []int{2, 2}, paddings: [][2]int{{1, 0}, {1, 0}}},
+		convCase{name: "dgrad-swapped-kernel", inDims: []int{2, 5, 4, 6}, kDims: []int{3, 3, 9, 6}, axes: dgrad, paddings: [][2]int{{2, 2}, {1, 2}}},
+		convCase{name: "1x1-wide", inDims: []int{3, 4, 4, 40}, kDims: []int{1, 1, 40, 33}, axes: nhwc},
+		convCase{name: "7x7-stride2-stem", inDims: []int{2, 12, 12, 3}, kDims: []int{7, 7, 3, 16}, axes: nhwc, strides: []int{2, 2}, paddings: [][2]int{{3, 3}, {3, 3}}},
+		convCase{name: "all-padding-rows", inDims: []int{1, 2, 2, 3}, kDims: []int{3, 3, 3, 4}, axes: nhwc, paddings: [][2]int{{3, 3}, {2, 4}}},
+		// Input gradients of strided convolutions: input dilation, so phases (and phases with no kernel
+		// position, whose rows stay zero).
+		convCase{name: "dgrad-stride2-3x3", inDims: []int{2, 4, 3, 5}, kDims: []int{3, 3, 6, 5}, axes: dgrad, inputDilations: []int{2, 2}, paddings: [][2]int{{1, 2}, {1, 1}}},
+		convCase{name: "dgrad-stride2-1x1", inDims: []int{2, 3, 3, 4}, kDims: []int{1, 1, 3, 4}, axes: dgrad, inputDilations: []int{2, 2}, paddings: [][2]int{{0, 1}, {0, 1}}},
+		convCase{name: "input-dilation-3x2-kernel-dilation", inDims: []int{1, 4, 5, 2}, kDims: []int{3, 2, 2, 3}, axes: nhwc, inputDilations: []int{3, 2}, kernelDilations: []int{2, 1}, strides: []int{1, 2}, paddings: [][2]int{{2, 3}, {-1, 2}}},
+		convCase{name: "input-dilation-1d", inDims: []int{3, 7, 4}, kDims: []int{4, 4, 5}, axes: channelsLast(1), inputDilations: []int{3}, paddings: [][2]int{{2, 1}}},
+		convCase{name: "zero-channels", inDims: []int{2, 4, 4, 0}, kDims: []int{3, 3, 0, 2}, axes: nhwc, paddings: [][2]int{{1, 1}, {1, 1}}},
+	)
+}
+
+// The fused GEMM convolution (float32, auto mode) matches the float64 definition on every case; the
+// cases it applies to (no groups, output channels last) must have run through it, and the others
+// through the compositions.
+func TestFusedConvMatchesReference(t *testing.T) {
+	b := countCompiledOps(testBackend(t))
+	rng := rand.New(rand.NewSource(61))
+	for _, cc := range fusedConvCases() {
+		t.Run(cc.name, func(t *testing.T) {
+			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+			want := refConv(x, k, cc)
+			before := b.count(fusedConvOpType)
+			got := runOps(t, b, func(bb backends.Builder, p []backends.Op) ([]backends.Op, error) {
+				x32, err := bb.ConvertDType(p[0], dtypes.Float32)
+				if err != nil {
+					return nil, err
+				}
+				k32, err := bb.ConvertDType(p[1], dtypes.Float32)
+				if err != nil {
+					return nil, err
+				}
+				o, err := bb.ConvGeneral(x32, k32, cc.axes, cc.strides, cc.paddings, cc.inputDilations, cc.kernelDilations, cc.groups, cc.batchGroups)
+				if err != nil {
+					return nil, err
+				}
+				o, err = bb.ConvertDType(o, dtypes.Float64)
+				return []backends.Op{o}, err
+			}, x, k)[0]
+			assertClose(t, "float32 conv", got, want, 2e-6*float64(prod(cc.kDims)))
+			fused := b.count(fusedConvOpType) > before
+			applies := max(cc.groups, 1) == 1 && max(cc.batchGroups, 1) == 1 && cc.axes.OutputChannels == len(cc.inDims)-1
+			if fused != applies {
+				t.Fatalf("ran through the fused GEMM: %v, expected %v", fused, applies)
+			}
+		})
+	}
+}
+
+// The fused convolution in float64 (no dtype conversions around it) matches the float64 definition to
+// a few roundings on the cases it applies to, and simplego's own float64 ConvGeneral.
+func TestFusedConvFloat64(t *testing.T) {
+	b := countCompiledOps(testBackend(t))
+	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true}
+	rng := rand.New(rand.NewSource(62))
+	for _, cc := range fusedConvCases() {
+		if max(cc.groups, 1) != 1 || max(cc.batchGroups, 1) != 1 || cc.axes.OutputChannels != len(cc.inDims)-1 {
+			continue
+		}
+		t.Run(cc.name, func(t *testing.T) {
+			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+			want := refConv(x, k, cc)
+			before := b.count(fusedConvOpType)
+			got := runConv(t, b, cc, x, k)
+			if b.count(fusedConvOpType) == before {
+				t.Fatal("the float64 convolution did not run through the fused GEMM")
+			}
+			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(prod(cc.kDims)))
+			assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(prod(cc.kDims)))
+		})
+	}
+}
+
+// The convolution operand packs exactly the im2col values (zeros in the padding) for every row order
+// and panel width, across block boundaries that split rows and contracting indices, in every phase of
+// an input-dilated convolution.
+func TestConvOperandPacking(t *testing.T) {
+	rng := rand.New(rand.NewSource(62))
+	for i, cc := range fusedConvCases() {
+		if max(cc.groups, 1) != 1 || max(cc.batchGroups, 1) != 1 || cc.axes.OutputChannels != len(cc.inDims)-1 {
+			continue
+		}
+		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+		want := refConv(x, k, cc) // Only for the output dims.
+		probs, ok := newConvGemms(toF32(x), cc.inDims, toF32(k), cc.kDims, want.dims, specOf(cc))
+		if !ok {
+			t.Fatalf("%s: newConvGemms refused a layout it handles", cc.name)
+		}
+		for _, p := range probs {
+			op := p.lhs.(*convOperand[float32])
+			for _, w := range []int{1, 6, 14} {
+				i0, i1 := rng.Intn(p.m), p.m
+				k0 := rng.Intn(p.k)
+				k1 := k0 + 1 + rng.Intn(p.k-k0)
+				dst := make([]float32, ((i1-i0+w-1)/w)*w*(k1-k0))
+				for j := range dst {
+					dst[j] = 7 // Stale values must be overwritten.
+				}
+				op.pack(dst, 0, i0, i1, k0, k1, w)
+				for r := i0; r < ((i1-i0+w-1)/w)*w+i0; r++ {
+					for kk := k0; kk < k1; kk++ {
+						q, rr := (r-i0)/w, (r-i0)%w
+						got := dst[q*(k1-k0)*w+(kk-k0)*w+rr]
+						var want float32
+						if r < i1 && op.valid(r, kk) {
+							want = op.data[op.rowBase[r]+op.kOff[kk]]
+						}
+						if got != want {
+							t.Fatalf("%d %s w=%d: A(%d, %d) packed %v, want %v", i, cc.name, w, r, kk, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// specOf fills in a case's parameters as the builder does.
+func specOf(cc convCase) convGemmSpec {
+	S := len(cc.inDims) - 2
+	spec := convGemmSpec{axes: cc.axes, strides: fillOnes(cc.strides, S), kernelDilations: fillOnes(cc.kernelDilations, S),
+		inputDilations: fillOnes(cc.inputDilations, S), paddings: cc.paddings, flip: make([]bool, S)}
+	if spec.paddings == nil {
+		spec.paddings = make([][2]int, S)
+	}
+	return spec
+}
+
+// A kernel flipped by unit slices and a concatenation per axis (graphs/vjp_conv.go's flipSpatial) is
+// folded into the fused convolution at compile time: the convolution reads the original kernel
+// reversed, and the result is the convolution with the flipped kernel.
+func TestFoldKernelFlips(t *testing.T) {
+	b := testBackend(t)
+	rng := rand.New(rand.NewSource(63))
+	cc := convCase{name: "flipped", inDims: []int{2, 6, 5, 3}, kDims: []int{3, 2, 3, 4}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 0}}}
+	x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+	want := refConv(x, refReverse(k, 0, 1), cc)
+	var conv backends.Op
+	got := runOps(t, b, func(bb backends.Builder, p []backends.Op) ([]backends.Op, error) {
+		x32, err := bb.ConvertDType(p[0], dtypes.Float32)
+		if err != nil {
+			return nil, err
+		}
+		flipped, err := bb.ConvertDType(p[1], dtypes.Float32)
+		if err != nil {
+			return nil, err
+		}
+		for axis := range 2 {
+			n := cc.kDims[axis]
+			parts := make([]backends.Op, n)
+			for i := range parts {
+				starts, limits := make([]int, 4), slices.Clone(cc.kDims)
+				starts[axis], limits[axis] = n-1-i, n-i
+				if parts[i], err = bb.Slice(flipped, starts, limits, ones(4)); err != nil {
+					return nil, err
+				}
+			}
+			if flipped, err = bb.Concatenate(axis, parts...); err != nil {
+				return nil, err
+			}
+		}
+		if conv, err = bb.ConvGeneral(x32, flipped, cc.axes, nil, cc.paddings, nil, nil, 1, 1); err != nil {
+			return nil, err
+		}
+		o, err := bb.ConvertDType(conv, dtypes.Float64)
+		return []backends.Op{o}, err
+	}, x, k)[0]
+	assertClose(t, "conv with a folded flip", got, want, 1e-5)
+	spec := nodeDataOf(conv.(*simplego.Node)).(*convGemmSpec)
+	if fmt.Sprint(spec.flip) != "[true true]" || nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]) != backends.OpTypeConvertDType {
+		t.Fatalf("the flip was not folded: flip %v, kernel input %s", spec.flip, nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]))
+	}
+}

@@ -1,0 +1,155 @@
+package gobackend
+
+// Dispatch of the element-wise row loops to the AVX2 kernels (rows_amd64.s) where the CPU has them;
+// the kernels do whole groups of 8 values and these functions the tail, so every value gets the same
+// IEEE operation as in the Go loops.
+
+type rowKernel = func(n int, dst, a, b *float32)
+
+// rowKernels[op][kind]: kind 0 vector·vector, 1 vector·scalar, 2 scalar·vector; ops Add, Sub, Mul, Div.
+var rowKernels = [4][3]rowKernel{
+	{rowAddVV, rowAddVS, rowAddSV},
+	{rowSubVV, rowSubVS, rowSubSV},
+	{rowMulVV, rowMulVS, rowMulSV},
+	{rowDivVV, rowDivVS, rowDivSV},
+}
+
+// binaryRowVec runs the AVX2 kernel on the first n/8*8 values of a binary row when it applies, and
+// returns how many values it did.
+func binaryRowVec(op binOp, out, a, b []float32, sa, sb int) int {
+	n8 := len(out) &^ 7
+	if !hasRowsAVX2 || op > binDiv || n8 == 0 || (sa == 0 && sb == 0) {
+		return 0
+	}
+	kind := 0
+	switch {
+	case sb == 0:
+		kind = 1
+	case sa == 0:
+		kind = 2
+	}
+	checkRowArgs(n8, a, sa, b, sb)
+	rowKernels[op][kind](n8, &out[0], &a[0], &b[0])
+	return n8
+}
+
+// whereRowVec: dst[i] = cond[i] ? t[i·st] : f[i·sf] for the first n/8*8 values, AVX2; returns the count.
+func whereRowVec(dst []float32, cond []bool, t, f []float32, st, sf int) int {
+	n8 := len(dst) &^ 7
+	if !hasRowsAVX2 || n8 == 0 {
+		return 0
+	}
+	_ = cond[n8-1]
+	checkRowArgs(n8, t, st, f, sf)
+	switch {
+	case st == 1 && sf == 1:
+		rowWhereVV(n8, &dst[0], &cond[0], &t[0], &f[0])
+	case st == 1:
+		rowWhereVS(n8, &dst[0], &cond[0], &t[0], &f[0])
+	case sf == 1:
+		rowWhereSV(n8, &dst[0], &cond[0], &t[0], &f[0])
+	default:
+		rowWhereSS(n8, &dst[0], &cond[0], &t[0], &f[0])
+	}
+	return n8
+}
+
+// greaterRow: dst[i] = a[i·sa] > b[i·sb] (false when either is NaN, as Go's >).
+func greaterRow[T gemmFloat](dst []bool, aT, bT []T, sa, sb int) {
+	done := 0
+	if n8 := len(dst) &^ 7; hasGreaterAVX2 && !isFloat64[T]() && n8 > 0 && (sa == 1 || sb == 1) {
+		a, b := asFloat32(aT), asFloat32(bT)
+		checkRowArgs(n8, a, sa, b, sb)
+		switch {
+		case sa == 1 && sb == 1:
+			rowGreaterVV(n8, &dst[0], &a[0], &b[0])
+		case sa == 1:
+			rowGreaterVS(n8, &dst[0], &a[0], &b[0])
+		default:
+			rowGreaterSV(n8, &dst[0], &a[0], &b[0])
+		}
+		done = n8
+	}
+	for j := done; j < len(dst); j++ {
+		dst[j] = aT[j*sa] > bT[j*sb]
+	}
+}
+
+// whereRow: dst[i] = cond[i·sc] ? t[i·st] : f[i·sf].
+func whereRow(dst []float32, cond []bool, t, f []float32, sc, st, sf int) {
+	done := 0
+	if sc == 1 {
+		done = whereRowVec(dst, cond, t, f, st, sf)
+	}
+	for j := done; j < len(dst); j++ {
+		if cond[j*sc] {
+			dst[j] = t[j*st]
+		} else {
+			dst[j] = f[j*sf]
+		}
+	}
+}
+
+// accumulateRow: o[i] += x[i].
+func accumulateRow[T gemmFloat](o, x []T) {
+	done := 0
+	if n8 := len(o) &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
+		o32, x32 := asFloat32(o), asFloat32(x)
+		checkRowArgs(n8, x32, 1, x32, 1)
+		rowAddVV(n8, &o32[0], &o32[0], &x32[0])
+		done = n8
+	}
+	x = x[:len(o)]
+	for j := done; j < len(o); j++ {
+		o[j] += x[j]
+	}
+}
+
+// checkRowArgs panics (like an index) unless the kernels' reads stay inside a and b: n values of a
+// vector operand, one of a scalar.
+func checkRowArgs(n int, a []float32, sa int, b []float32, sb int) {
+	_, _ = a[max(n*sa, 1)-1], b[max(n*sb, 1)-1]
+}
+
+// packColumns8 writes, for rows r < 8 starting at src offsets offs[r] and k < n, panel[k·w + r] =
+// src[offs[r]+k]: eight rows of an operand into eight columns of a packed panel (whose column 0 is
+// panel[0]), with the AVX2 8×8 transpose for whole groups of 8 k and Go for the rest (float64: Go).
+func packColumns8[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
+	done := 0
+	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
+		for _, o := range offs {
+			_ = src[o : o+n8] // The kernel's reads.
+		}
+		_ = panel[(n8-1)*w+7]
+		transpose8(&asFloat32(src)[0], &offs[0], n8, &asFloat32(panel)[0], w)
+		done = n8
+	}
+	for k := done; k < n; k++ {
+		row := panel[k*w : k*w+8]
+		for r, o := range offs {
+			row[r] = src[o+k]
+		}
+	}
+}
+
+// sumRows adds rows of x (rows·stride apart, len(o) values each) into o: o[j] += x[j], then
+// x[stride+j], ... in row order, so each sum is the sequential one (the AVX2 kernel runs across j).
+func sumRows[T gemmFloat](o, x []T, rows, stride int) {
+	n := len(o)
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = x[(rows-1)*stride+n-1]
+	done := 0
+	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
+		rowSumRows(n8, rows, &asFloat32(o)[0], &asFloat32(x)[0], stride)
+		done = n8
+	}
+	for j := done; j < n; j++ {
+		acc := o[j]
+		for r := range rows {
+			acc += x[r*stride+j]
+		}
+		o[j] = acc
+	}
+}
