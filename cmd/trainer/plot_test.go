@@ -7,6 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/plot"
 )
 
 func TestPlotRunWritesThreePNGs(t *testing.T) {
@@ -36,6 +41,58 @@ func TestPlotRunWritesThreePNGs(t *testing.T) {
 	if err := cmdPlot([]string{"histogram"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "schedule or run") {
 		t.Errorf("unknown plot: %v", err)
 	}
+	out := t.TempDir()
+	if err := cmdPlot([]string{"run", dir, "--out", out, "--log-loss=false", "--smooth", "0"}, &stdout, &stderr); err != nil {
+		t.Errorf("linear loss, no smoothing: %v", err)
+	}
+	if err := cmdPlot([]string{"run", dir, "--smooth", "1"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--smooth") {
+		t.Errorf("--smooth 1: %v, want an error naming the flag", err)
+	}
+	empty := t.TempDir()
+	if err := cmdPlot([]string{"run", empty}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), filepath.Join(empty, "metrics.jsonl")) {
+		t.Errorf("a directory without metrics.jsonl: %v, want an error naming the file", err)
+	}
+}
+
+// TestScheduleOfPeaksAtTheEndOfWarmup: the schedule drawn is the loop's, its lr line peaking where the
+// warmup ends and the EMA decay warming up from 0.1.
+func TestScheduleOfPeaksAtTheEndOfWarmup(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Name = "plot"
+	cfg.Optimizer.LR = 0.1
+	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupSteps: 50}
+	cfg.EMA = config.EMAConfig{Decay: 0.999, Warmup: true}
+	const total = 300
+	s := scheduleOf(cfg, total, 30)
+	if len(s.LR) != total || len(s.EMADecay) != total {
+		t.Fatalf("%d lr and %d decay values, want %d", len(s.LR), len(s.EMADecay), total)
+	}
+	if got := s.EMADecay[0]; got != 0.1 {
+		t.Errorf("EMA decay at step 0: %g, want 0.1", got)
+	}
+	charts := plot.ScheduleCharts(s)
+	if len(charts) != 2 {
+		t.Fatalf("%d charts, want lr and EMA decay", len(charts))
+	}
+	var line *plotter.Line
+	for _, p := range charts[0].Plotters {
+		if l, ok := p.(*plotter.Line); ok {
+			line = l
+		}
+	}
+	peak := 0
+	for i, p := range line.XYs {
+		if p.Y > line.XYs[peak].Y {
+			peak = i
+		}
+	}
+	if x := line.XYs[peak].X; x != 49 {
+		t.Errorf("lr line peaks at step %g, want the end of warmup at 49", x)
+	}
+	cfg.EMA = config.EMAConfig{}
+	if s := scheduleOf(cfg, total, 30); s.EMADecay != nil {
+		t.Error("a run without EMA has an EMA-decay series")
+	}
 }
 
 func TestPlotScheduleOfARecipe(t *testing.T) {
@@ -58,7 +115,7 @@ func TestPlotScheduleOfARecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Bounds().Dy() != 600 {
-		t.Errorf("schedule PNG is %v, want two 300-px panels (lr and EMA decay)", img.Bounds())
+	if img.Bounds().Dy() != 2*plot.PanelHeightPx {
+		t.Errorf("schedule PNG is %v, want two %d-px panels (lr and EMA decay)", img.Bounds(), plot.PanelHeightPx)
 	}
 }
