@@ -25,7 +25,7 @@ const dataUsage = `Usage:
 
 pack reads SRC and writes shards (docs/data.md): an ImageFolder root with train/ and val/ (each packed
 to OUT/train, OUT/val), a single split's folder of class folders, CIFAR-10's binary batches, or the
-seed's Imagenette train.bin/val.bin (a folder holding them, or one file).
+book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file).
 `
 
 // cmdData runs `trainer data pack|inspect|verify|bench`.
