@@ -237,8 +237,8 @@ func (c Config) validateReplicas(cs *checks, devices int) {
 	}
 }
 
-// validateRecipeTraps refuses recipes that load and run but do not do what they say, the traps the seed
-// project's notes record. validateRecipe already refuses optimizer and schedule keys foreign to the
+// validateRecipeTraps refuses recipes that load and run but do not do what they say, the traps the book
+// notes record. validateRecipe already refuses optimizer and schedule keys foreign to the
 // chosen optimizer or schedule; this adds the checks that relate keys across sections.
 //
 // Some traps cannot be written in this config:

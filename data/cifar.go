@@ -83,7 +83,7 @@ func appendCHW(ds *Dataset, raw []byte, path string, labelBytes, h, w int) error
 var ImagenetteClasses = []string{"n01440764", "n02102040", "n02979186", "n03000684", "n03028079",
 	"n03394916", "n03417042", "n03425413", "n03445777", "n03888605"}
 
-// LoadImagenetteBin reads the seed's prepared Imagenette files (train.bin, val.bin): a little-endian
+// LoadImagenetteBin reads the book's prepared Imagenette files (train.bin, val.bin): a little-endian
 // uint32 count, then count records of one label byte and 3×height×width uint8 pixels, channel-major
 // (CHW). height and width 0 infer a square size from the file length; the error says what was found
 // when they cannot be inferred or do not match. Labels must be below numClasses (0: 10, Imagenette).

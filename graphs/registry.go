@@ -33,7 +33,7 @@ type Options struct {
 	// BNEpsilon and BNDecay override the nets' BatchNorm numerics when positive.
 	BNEpsilon, BNDecay float64
 	// BNMicroBatches is the gradient-accumulation factor k: the running statistics then update once
-	// per micro-batch at decay d^(1/k), so k updates decay them as one update at d (the seed's rule).
+	// per micro-batch at decay d^(1/k), so k updates decay them as one update at d (the book's rule).
 	BNMicroBatches int
 	// Seed makes the initial weights a pure function of (seed, variable name).
 	Seed uint64

@@ -5,7 +5,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
-// The seed's small nets for 28x28 grey images (MNIST, Fashion-MNIST), with PyTorch's default
+// The book's small nets for 28x28 grey images (MNIST, Fashion-MNIST), with PyTorch's default
 // initialisation and module names (fc1, conv1, ...).
 func init() {
 	mnist := [3]int{28, 28, 1}

@@ -38,7 +38,7 @@ func TestViTTinySummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// timm vit_tiny_patch16_224 / the seed's ViT-Tiny: 5,717,416.
+	// timm vit_tiny_patch16_224 / the book's ViT-Tiny: 5,717,416.
 	if sum.Parameters != 5_717_416 || vitParams(vitTiny, 197, 1000) != 5_717_416 {
 		t.Errorf("vit_tiny: %d parameters (formula %d), want 5,717,416", sum.Parameters, vitParams(vitTiny, 197, 1000))
 	}

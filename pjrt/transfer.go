@@ -10,7 +10,7 @@ import (
 // TransferCounter wraps a backend and counts the bytes that cross between host and device, so a
 // caller can check that parameters and optimizer state stay resident between steps: a train step
 // should move its batch and runtime scalars in and the metrics it logs out, nothing of the size of
-// the model (the seed project lost half its throughput when residency silently broke).
+// the model (the book's runs lost half their throughput when residency silently broke).
 //
 // The wrapper reports no shared buffers, so on a CPU backend every host-device exchange is an
 // explicit copy it can see; on accelerators there are none anyway. Everything else is the wrapped

@@ -11,7 +11,7 @@ import (
 
 // replicaSimulation, set only by tests, lets replicas > 1 run on a one-device backend: the replica
 // loaders' shards are concatenated, in device order, into the global batch and run by the
-// single-device step, which is what XLA's partitioner computes over R devices (the seed's theorem).
+// single-device step, which is what XLA's partitioner computes over R devices (the book's data-parallel theorem).
 // It tests the multi-device feed (R loaders in lockstep, their split, resume) where no R devices
 // exist; only the last hop, runReplicas handing shard r to device r, is then left out.
 var replicaSimulation bool

@@ -406,7 +406,9 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 		}
 		return keepBest(record)
 	}
-	bar := newProgress(out, opts.Progress, startStep)
+	bar := newProgress(out, opts.Progress, startStep, total, perEpoch)
+	defer bar.Done() // an error return must not leave a phase's spinner running
+	out = bar        // every message from here on (keepBest and evalNow included) starts on a line of its own
 	replicasNote := ""
 	if cfg.Replicas > 1 {
 		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.ReplicaBatch())
@@ -419,7 +421,7 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 	logStart := time.Now()
 	micro := startStep * k
 	lastEval := -1
-	barEpoch := max(int(math.Round(perEpoch)), 1) // the bar shows epochs to two decimals
+	bar.Phase("compiling train step…") // the first step compiles it: minutes on first use
 	for optStep < total {
 		it := feed.iterate(micro/microPerEpoch, micro%microPerEpoch)
 		for shards, ok := it.next(); ok && optStep < total; shards, ok = it.next() {
@@ -457,7 +459,6 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 					it.close()
 					return res, err
 				}
-				bar.done()
 				fmt.Fprintln(out, line)
 				if err := metrics.write(record); err != nil {
 					it.close()
@@ -482,7 +483,7 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 			// A window of skipped steps only has its nonfinite records.
 			logNow := (logCount >= cfg.Log.EverySteps || optStep == total) && microCount > 0
 			if opts.Progress && !logNow {
-				bar.update(optStep, total, barEpoch, avgLoss, lr, ips) // a terminal bar moves every step
+				bar.Update(optStep, avgLoss, lr, ips) // a terminal bar moves every step
 			}
 			if logNow {
 				acc := correctSum / float64(microCount*cfg.Data.BatchSize)
@@ -495,7 +496,7 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 					it.close()
 					return res, err
 				}
-				bar.update(optStep, total, barEpoch, avgLoss, lr, ips)
+				bar.Update(optStep, avgLoss, lr, ips)
 				lossSum, correctSum, logCount, microCount, logStart = 0, 0, 0, 0, time.Now()
 			}
 			if cfg.Checkpoint.EverySteps > 0 && optStep%cfg.Checkpoint.EverySteps == 0 && optStep < total {
@@ -506,7 +507,6 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 			}
 			if stopRequested(opts.Stop) && optStep < total {
 				it.close()
-				bar.done()
 				if res.Checkpoint, err = save(optStep); err != nil {
 					return res, err
 				}
@@ -521,15 +521,15 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 			return res, fmt.Errorf("train data: %w", err)
 		}
 		if epochs := micro / microPerEpoch; micro%microPerEpoch == 0 && cfg.Eval.EveryEpochs > 0 && epochs%cfg.Eval.EveryEpochs == 0 {
-			bar.done()
+			bar.Phase("evaluating…")
 			if err := evalNow(fmt.Sprintf("epoch %d", epochs)); err != nil {
 				return res, err
 			}
 			lastEval = optStep
 		}
 	}
-	bar.done()
 	if lastEval != optStep {
+		bar.Phase("evaluating…")
 		if err := evalNow(fmt.Sprintf("final eval at step %d", optStep)); err != nil {
 			return res, err
 		}

@@ -14,7 +14,7 @@ import (
 // TestStepKeepsStateResident counts the bytes a real train step (BatchNorm, dropout, AdamW, EMA)
 // moves between host and device: after the first step, exactly its batch and runtime scalars go in
 // and a few metric bytes come out, while parameters, optimizer slots and EMA shadows (here ~30× the
-// batch) never cross. The seed project halved its throughput when this silently broke.
+// batch) never cross. The book's runs lost half their throughput when this silently broke.
 func TestStepKeepsStateResident(t *testing.T) {
 	backend, err := gobackend.New("")
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 )
 
 // optimizerStepChecks are the step checks of the adaptive optimizers and of global-norm clipping, with
-// the seeds' hyperparameters where they have them (weight decays raised so the decay term shows).
+// the hyperparameters of the book's recipes where they have them (weight decays raised so the decay
+// term shows).
 func optimizerStepChecks() []Check {
 	return []Check{
 		adamWStepCase("adamw_step", trainer.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.05}).check(),

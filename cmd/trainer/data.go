@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/trainer/trainer/data"
 )
@@ -24,7 +25,7 @@ const dataUsage = `Usage:
 
 pack reads SRC and writes shards (docs/data.md): an ImageFolder root with train/ and val/ (each packed
 to OUT/train, OUT/val), a single split's folder of class folders, CIFAR-10's binary batches, or the
-seed's Imagenette train.bin/val.bin (a folder holding them, or one file).
+book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file).
 `
 
 // cmdData runs `trainer data pack|inspect|verify|bench`.
@@ -52,22 +53,11 @@ func cmdData(args []string, stdout, stderr io.Writer) error {
 
 // parseByteSize reads 1GiB, 512MiB, 100MB, 64KiB or a plain number of bytes.
 func parseByteSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || v <= 0 {
+	v, err := humanize.ParseBytes(s)
+	if err != nil || v == 0 || v > math.MaxInt64 {
 		return 0, fmt.Errorf("size %q: want a positive number with an optional unit (GiB, MiB, KiB, GB, MB, KB)", s)
 	}
-	return int64(v * float64(mult)), nil
+	return int64(v), nil
 }
 
 // packJob is one split to pack.
@@ -153,8 +143,8 @@ func cmdDataPack(args []string, stdout, stderr io.Writer) error {
 				return
 			}
 			last = time.Now()
-			line := fmt.Sprintf("pack %s: %d/%d images, %.1f MiB, %.0f images/s", job.name, done, total,
-				float64(bytes)/(1<<20), float64(done)/time.Since(start).Seconds())
+			line := fmt.Sprintf("pack %s: %d/%d images, %s, %.0f images/s", job.name, done, total,
+				humanize.IBytes(uint64(bytes)), float64(done)/time.Since(start).Seconds())
 			switch {
 			case progress:
 				fmt.Fprintf(stderr, "\r%s\x1b[K", line)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/pjrt"
@@ -82,7 +84,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	if step, err := pjrt.ParseStepIO(text); err == nil {
 		fmt.Fprintf(stderr, "%s: %s step, global batch %d over %d replica(s), %s, %s\n", *out, cfg.Net.Name,
 			cfg.Data.BatchSize, cfg.Replicas, cfg.Net.Precision, cfg.Optimizer.Name)
-		fmt.Fprintf(stderr, "per step the host sends %d inputs, %s (batch and runtime scalars); %d variables, %s, "+
+		fmt.Fprintf(stderr, "per step the host sends %d inputs (batch and runtime scalars), %s; %d variables, %s, "+
 			"stay on the device (donated to the step, updated in place)\n",
 			step.HostInputs, humanBytes(step.HostBytes), step.Variables, humanBytes(step.VarBytes))
 	}
@@ -109,14 +111,7 @@ func emitConfig(netOrConfig string, sets []string) (config.Config, error) {
 	return config.Load(f.Name(), sets)
 }
 
+// humanBytes is n in binary units with the exact count: "12 KiB (12,620 bytes)".
 func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
+	return fmt.Sprintf("%s (%s bytes)", humanize.IBytes(uint64(n)), humanize.Comma(n))
 }

@@ -37,7 +37,7 @@ func TestCmdEmit(t *testing.T) {
 	// resident; the host sends 16 uint8 images of 28×28 (data.device_normalize is on for xla backends),
 	// 16 labels and 3 runtime scalars (12,620 bytes).
 	for _, want := range []string{"global batch 16 over 2 replica(s), bfloat16, adamw",
-		"24 variables, 13.73 MiB, stay on the device", "sends 5 inputs, 12.3 KiB"} {
+		"24 variables, 14 MiB (14,398,584 bytes), stay on the device", "sends 5 inputs (batch and runtime scalars), 12 KiB (12,620 bytes)"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr.String())
 		}
