@@ -6,12 +6,15 @@ import (
 	"github.com/trainer/trainer/data"
 )
 
-// Config is one run, resolved from a YAML recipe plus --set overrides. Every key, its default and its
-// meaning are listed in Defaults and documented in docs/configs.md.
+// The schema: one struct per section, one field per key, named by its yaml tag. What each key means
+// is in keyMeanings (keys.go) and its default in Defaults; docs/configs.md and docs/recipe-engine.md
+// are generated from both. Comments here say only what a Go reader of the fields needs.
+
+// Config is one run, resolved from a YAML recipe (and its bases) plus --set overrides.
 type Config struct {
 	Name       string           `yaml:"name"`
 	Backend    string           `yaml:"backend"`
-	Replicas   int              `yaml:"replicas"` // data-parallel devices (docs/distributed.md)
+	Replicas   int              `yaml:"replicas"`
 	Seed       int              `yaml:"seed"`
 	Epochs     int              `yaml:"epochs"`
 	Steps      int              `yaml:"steps"`
@@ -25,96 +28,64 @@ type Config struct {
 	Eval       EvalConfig       `yaml:"eval"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Log        LogConfig        `yaml:"log"`
-	Guard      GuardConfig      `yaml:"guard"` // non-finite loss/gradient policy (docs/reliability.md)
+	Guard      GuardConfig      `yaml:"guard"`
 }
 
-// NetConfig picks a registered net, its size and the options every net takes.
+// NetConfig picks a registered net, its size and the options every net takes (Options resolves them
+// for graphs). Zero or −1 values keep the net's own choice.
 type NetConfig struct {
 	Name       string  `yaml:"name"`
 	Width      float64 `yaml:"width"`
 	NumClasses int     `yaml:"num_classes"`
-	// ImageSize is the square input resolution; 0: the net's default.
-	ImageSize int `yaml:"image_size"`
-	// Precision is the compute dtype: float32 or bfloat16 (float32 master weights).
-	Precision string `yaml:"precision"`
-	// Dropout before the classifier and DropPath (stochastic depth, the last block's rate); −1: the
-	// reference's default.
-	Dropout  float64 `yaml:"dropout"`
-	DropPath float64 `yaml:"drop_path"`
-	// Padding of strided convolutions: "" (the reference's), symmetric or same (XLA/TF phase).
-	Padding string `yaml:"padding"`
-	// GELU form: "" (the reference's), erf or tanh.
-	GELU string `yaml:"gelu"`
-	// BNEpsilon and BNDecay override the net's BatchNorm numerics when > 0 (decay form: 0.9 is
-	// PyTorch's momentum 0.1).
-	BNEpsilon float64 `yaml:"bn_eps"`
-	BNDecay   float64 `yaml:"bn_decay"`
+	ImageSize  int     `yaml:"image_size"`
+	Precision  string  `yaml:"precision"`
+	Dropout    float64 `yaml:"dropout"`
+	DropPath   float64 `yaml:"drop_path"`
+	Padding    string  `yaml:"padding"`
+	GELU       string  `yaml:"gelu"`
+	BNEpsilon  float64 `yaml:"bn_eps"`
+	BNDecay    float64 `yaml:"bn_decay"`
 }
 
-// DataConfig names the dataset, how it is batched and, for image sources, augmented.
+// DataConfig names the dataset, how it is batched and, for image sources, augmented. DataPaths,
+// Normalisation and Config.NormalizeOnDevice resolve its empty and auto values.
 type DataConfig struct {
-	// Source: mnist, fashion-mnist (idx files in Dir), imagefolder, shards, cifar10 or imagenette-bin.
-	Source string `yaml:"source"`
-	Dir    string `yaml:"dir"`
-	// Train and Eval are the splits' paths for the image sources; empty: under Dir (DataPaths).
-	Train         string `yaml:"train"`
-	Eval          string `yaml:"eval"`
-	BatchSize     int    `yaml:"batch_size"`
-	EvalBatchSize int    `yaml:"eval_batch_size"`
-	// Mean and Std normalise [0,1] pixels: one value for every channel or one per channel; empty:
-	// the source's (MNIST's for mnist and fashion-mnist, CIFAR-10's, ImageNet's for the others).
-	Mean []float64 `yaml:"mean"`
-	Std  []float64 `yaml:"std"`
-	// Workers decode in parallel (0: one per core); Prefetch batches are kept ready (0: 2).
-	Workers  int `yaml:"workers"`
-	Prefetch int `yaml:"prefetch"`
-	// EvalCropPct: eval resizes the shorter side to image_size/eval_crop_pct, then center-crops.
-	EvalCropPct float64 `yaml:"eval_crop_pct"`
-	// EvalImageSize evaluates at another resolution than net.image_size (RSB-A3 trains at 160 and
-	// evaluates at 224); 0: the training size. Convolutional nets only.
-	EvalImageSize int           `yaml:"eval_image_size"`
-	Augment       AugmentConfig `yaml:"augment"`
-	// DeviceNormalize: true sends the batches to the device as uint8 pixels and normalises them in the
-	// step and eval graphs (a quarter of the bytes, the same floats); false normalises on the host;
-	// auto is true on xla backends and false on the pure-Go one (NormalizeOnDevice, docs/data.md).
-	DeviceNormalize Switch `yaml:"device_normalize"`
+	Source          string        `yaml:"source"`
+	Dir             string        `yaml:"dir"`
+	Train           string        `yaml:"train"`
+	Eval            string        `yaml:"eval"`
+	BatchSize       int           `yaml:"batch_size"`
+	EvalBatchSize   int           `yaml:"eval_batch_size"`
+	Mean            []float64     `yaml:"mean"`
+	Std             []float64     `yaml:"std"`
+	Workers         int           `yaml:"workers"`
+	Prefetch        int           `yaml:"prefetch"`
+	EvalCropPct     float64       `yaml:"eval_crop_pct"`
+	EvalImageSize   int           `yaml:"eval_image_size"`
+	Augment         AugmentConfig `yaml:"augment"`
+	DeviceNormalize Switch        `yaml:"device_normalize"`
 }
 
 // Switch is a key that takes auto, true or false (YAML booleans or strings).
 type Switch string
 
-// AugmentConfig is the training augmentation of the image sources (off by default).
+// AugmentConfig is the training augmentation of the image sources (off by default; mixup and cutmix
+// work on every source).
 type AugmentConfig struct {
-	// RandomResizedCropScale [min, max] turns RandomResizedCrop on (torchvision: [0.08, 1]); empty: off,
-	// training then resizes and center-crops as eval does.
-	RandomResizedCropScale []float64 `yaml:"random_resized_crop_scale"`
-	RandomResizedCropRatio []float64 `yaml:"random_resized_crop_ratio"`
-	// Interpolation of every resize: bilinear or bicubic.
-	Interpolation string `yaml:"interpolation"`
-	// HFlip is the probability of a horizontal flip.
-	HFlip float64 `yaml:"hflip"`
-	// MixupAlpha and CutmixAlpha are the α of timm's batch-level mixup and cutmix (0: off); either on
-	// gives the step soft targets with loss.label_smoothing folded in. MixupProb is the probability
-	// that a batch is mixed, MixupSwitchProb that of cutmix rather than mixup when both are on.
-	MixupAlpha      float64 `yaml:"mixup_alpha"`
-	CutmixAlpha     float64 `yaml:"cutmix_alpha"`
-	MixupProb       float64 `yaml:"mixup_prob"`
-	MixupSwitchProb float64 `yaml:"mixup_switch_prob"`
-	// RandomErasing is the probability of timm's random erasing of one box (0: off), filled as
-	// RandomErasingMode says: pixel (normal noise per value), rand (per channel) or const (zeros).
-	RandomErasing     float64 `yaml:"random_erasing"`
-	RandomErasingMode string  `yaml:"random_erasing_mode"`
-	// RandAugment is timm's RandAugment config string, e.g. rand-m9-mstd0.5-inc1 (empty: off), run
-	// after the crop and flip, before normalisation.
-	RandAugment string `yaml:"rand_augment"`
-	// AutoAugment is torchvision's AutoAugment policy (imagenet; empty: off), run where RandAugment
-	// runs; exclusive with it. AutoAugmentInterpolation samples its geometric ops nearest (the
-	// transform's default) or bilinear (torchvision's references/classification/train.py).
-	AutoAugment              string `yaml:"auto_augment"`
-	AutoAugmentInterpolation string `yaml:"auto_augment_interpolation"`
-	// RepeatedAug k > 1 shows each training image k times per epoch, each copy augmented on its own and
-	// dealt to another replica (timm's repeated augmentation, DeiT's recipe); an epoch keeps N images.
-	RepeatedAug int `yaml:"repeated_aug"`
+	RandomResizedCropScale   []float64 `yaml:"random_resized_crop_scale"`
+	RandomResizedCropRatio   []float64 `yaml:"random_resized_crop_ratio"`
+	Interpolation            string    `yaml:"interpolation"`
+	HFlip                    float64   `yaml:"hflip"`
+	MixupAlpha               float64   `yaml:"mixup_alpha"`
+	CutmixAlpha              float64   `yaml:"cutmix_alpha"`
+	MixupProb                float64   `yaml:"mixup_prob"`
+	MixupSwitchProb          float64   `yaml:"mixup_switch_prob"`
+	RandomErasing            float64   `yaml:"random_erasing"`
+	RandomErasingMode        string    `yaml:"random_erasing_mode"`
+	RandAugment              string    `yaml:"rand_augment"`
+	AutoAugment              string    `yaml:"auto_augment"`
+	AutoAugmentInterpolation string    `yaml:"auto_augment_interpolation"`
+	RepeatedAug              int       `yaml:"repeated_aug"`
 }
 
 // OptimizerConfig is the update law, its hyperparameters and what happens to the gradient before it
@@ -122,60 +93,46 @@ type AugmentConfig struct {
 // that the optimizer does not have must stay at −1 (false for the flags), so a recipe cannot carry a
 // setting that silently does nothing.
 type OptimizerConfig struct {
-	Name string  `yaml:"name"`
-	LR   float64 `yaml:"lr"`
-	// LRBaseBatch, when > 0, makes LR a rate per LRBaseBatch images: the peak is
-	// LR × global batch / LRBaseBatch, the global batch being data.batch_size × AccumulateSteps.
-	LRBaseBatch int     `yaml:"lr_base_batch"`
-	Momentum    float64 `yaml:"momentum"`
-	Nesterov    bool    `yaml:"nesterov"`
-	Beta1       float64 `yaml:"beta1"`
-	Beta2       float64 `yaml:"beta2"`
-	Epsilon     float64 `yaml:"eps"`
-	Rho         float64 `yaml:"rho"`
-	LROutside   bool    `yaml:"lr_outside"`
-	WeightDecay float64 `yaml:"weight_decay"`
-	// ClipGradNorm scales the gradient by min(1, c/(‖g‖+1e−6)), one norm over every parameter; 0: off.
-	ClipGradNorm float64 `yaml:"clip_grad_norm"`
-	// AccumulateSteps k: each optimizer step averages the gradients of k micro-batches of data.batch_size.
-	AccumulateSteps int `yaml:"accumulate_steps"`
+	Name            string  `yaml:"name"`
+	LR              float64 `yaml:"lr"`
+	LRBaseBatch     int     `yaml:"lr_base_batch"`
+	Momentum        float64 `yaml:"momentum"`
+	Nesterov        bool    `yaml:"nesterov"`
+	Beta1           float64 `yaml:"beta1"`
+	Beta2           float64 `yaml:"beta2"`
+	Epsilon         float64 `yaml:"eps"`
+	Rho             float64 `yaml:"rho"`
+	LROutside       bool    `yaml:"lr_outside"`
+	WeightDecay     float64 `yaml:"weight_decay"`
+	ClipGradNorm    float64 `yaml:"clip_grad_norm"`
+	AccumulateSteps int     `yaml:"accumulate_steps"`
 }
 
 // ScheduleConfig shapes the learning rate over the run; every position is counted in optimizer steps
 // (an accumulation of k micro-batches is one step), epochs being fractions of steps per epoch.
 type ScheduleConfig struct {
-	Name string `yaml:"name"`
-	// Linear warmup from WarmupStartLR to the peak over WarmupEpochs or WarmupSteps (at most one set).
-	WarmupEpochs  float64 `yaml:"warmup_epochs"`
-	WarmupSteps   int     `yaml:"warmup_steps"`
-	WarmupStartLR float64 `yaml:"warmup_start_lr"`
-	// MinLR is the cosine's floor.
-	MinLR float64 `yaml:"min_lr"`
-	// DecayRate and DecayEpochs: step multiplies by the rate every DecayEpochs; exponential is
-	// rate^(epoch/DecayEpochs) (floored exponent with Staircase); multistep multiplies by the rate at
-	// each of Milestones (epochs).
-	DecayRate   float64   `yaml:"decay_rate"`
-	DecayEpochs float64   `yaml:"decay_epochs"`
-	Staircase   bool      `yaml:"staircase"`
-	Milestones  []float64 `yaml:"milestones"`
+	Name          string    `yaml:"name"`
+	WarmupEpochs  float64   `yaml:"warmup_epochs"`
+	WarmupSteps   int       `yaml:"warmup_steps"`
+	WarmupStartLR float64   `yaml:"warmup_start_lr"`
+	MinLR         float64   `yaml:"min_lr"`
+	DecayRate     float64   `yaml:"decay_rate"`
+	DecayEpochs   float64   `yaml:"decay_epochs"`
+	Staircase     bool      `yaml:"staircase"`
+	Milestones    []float64 `yaml:"milestones"`
 }
 
-// EMAConfig is the exponential moving average of the weights (and of the BatchNorm statistics).
+// EMAConfig is the exponential moving average of the weights and BatchNorm statistics (Decay 0: none).
 type EMAConfig struct {
-	// Decay is the EMA's decay; 0: no EMA.
-	Decay float64 `yaml:"decay"`
-	// Warmup caps the decay at (1+t)/(10+t) for optimizer step t, as TensorFlow's num_updates does.
-	Warmup bool `yaml:"warmup"`
+	Decay  float64 `yaml:"decay"`
+	Warmup bool    `yaml:"warmup"`
 }
 
 // LossConfig is the training loss.
 type LossConfig struct {
-	// Name: softmax_ce (softmax cross-entropy) or bce (binary cross-entropy with logits, per class).
-	Name           string  `yaml:"name"`
-	LabelSmoothing float64 `yaml:"label_smoothing"`
-	// BCEDivisor: elements divides the summed BCE by batch × classes (timm, RSB-A3); batch by batch.
-	BCEDivisor string `yaml:"bce_divisor"`
-	// BCETargetThreshold, when > 0, binarises the (smoothed) targets as target > threshold (timm).
+	Name               string  `yaml:"name"`
+	LabelSmoothing     float64 `yaml:"label_smoothing"`
+	BCEDivisor         string  `yaml:"bce_divisor"`
 	BCETargetThreshold float64 `yaml:"bce_target_threshold"`
 }
 
@@ -184,13 +141,12 @@ type EvalConfig struct {
 	EveryEpochs int `yaml:"every_epochs"`
 }
 
-// CheckpointConfig says when to checkpoint and how many to keep.
+// CheckpointConfig says when to checkpoint, how many to keep, and which metric picks the best one
+// (BestMetric resolves auto).
 type CheckpointConfig struct {
-	EverySteps int `yaml:"every_steps"`
-	Keep       int `yaml:"keep"`
-	// Best keeps checkpoints/best.tckpt at the best eval score of this metric: auto (ema_top1 when
-	// EMA is on, else top1), top1, ema_top1 or none.
-	Best string `yaml:"best"`
+	EverySteps int    `yaml:"every_steps"`
+	Keep       int    `yaml:"keep"`
+	Best       string `yaml:"best"`
 }
 
 // LogConfig says how often a train record goes to metrics.jsonl and the terminal.
@@ -198,9 +154,8 @@ type LogConfig struct {
 	EverySteps int `yaml:"every_steps"`
 }
 
-// GuardConfig is the non-finite guard's policy.
+// GuardConfig is the non-finite guard's policy: one of GuardPolicies; empty means GuardStop.
 type GuardConfig struct {
-	// NonFinite: stop, skip or reduce_lr (see the Guard* constants); empty means stop.
 	NonFinite string `yaml:"nonfinite"`
 }
 
@@ -232,7 +187,7 @@ var (
 // sources data.OpenSource reads.
 func DataSources() []string { return slices.Concat(data.Sources, data.SourceKinds) }
 
-// Defaults is the one place where every key's default lives.
+// Defaults is the one place where every key's default lives (Keys and the generated docs read it).
 func Defaults() Config {
 	return Config{
 		Name:     "",

@@ -8,20 +8,17 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 )
 
-// Load reads a YAML recipe through viper, applies "key=value" overrides, and returns the
-// validated config; every problem is reported with the file (or --set), the key and what was expected.
+// Load reads the YAML recipe at path with its base chain (compose.go), applies "key=value" overrides,
+// and returns the validated config; every problem is reported with the file (or --set) that set the
+// key, the key and what was expected.
 func Load(path string, overrides []string) (Config, error) {
-	v := viper.New()
-	v.SetConfigFile(path)
-	v.SetConfigType("yaml")
-	if err := v.ReadInConfig(); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	l := newLayered()
+	if err := l.readFile(path, nil); err != nil {
+		return Config{}, err
 	}
-	fromSet := map[string]bool{}
 	for _, o := range overrides {
 		key, raw, ok := strings.Cut(o, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
@@ -32,24 +29,18 @@ func Load(path string, overrides []string) (Config, error) {
 		if err := yaml.Unmarshal([]byte(raw), &value); err != nil {
 			return Config{}, fmt.Errorf("--set %s: cannot parse value %q: %v", key, raw, err)
 		}
-		v.Set(key, value)
-		fromSet[key] = true
+		l.set(key, value)
 	}
 	cfg := Defaults()
-	source := func(key string) string {
-		if fromSet[key] {
-			return "--set " + key
-		}
-		return path + ": " + key
-	}
-	if err := decode(reflect.ValueOf(&cfg).Elem(), v.AllSettings(), "", source); err != nil {
+	source := func(key string) string { return l.source(path, key) }
+	if err := decode(reflect.ValueOf(&cfg).Elem(), l.tree, "", source); err != nil {
 		return Config{}, err
 	}
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	if err := cfg.Validate(); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		return Config{}, fmt.Errorf("config %s: %w", path, l.attribute(path, err))
 	}
 	return cfg, nil
 }

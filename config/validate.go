@@ -14,13 +14,19 @@ import (
 // Every rule a recipe must pass, in one place. Each error reads "key: what was wrong, what was
 // expected"; Load prefixes the file.
 
+// keyError is one broken rule: the key it is about and what was wrong (Load names the file that set
+// the key).
+type keyError struct{ key, msg string }
+
+func (e *keyError) Error() string { return e.key + ": " + e.msg }
+
 // checks collects the errors of a validation, in the order the rules run.
 type checks []error
 
 // check records "key: message" when ok is false.
 func (cs *checks) check(ok bool, key, format string, args ...any) {
 	if !ok {
-		*cs = append(*cs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		*cs = append(*cs, &keyError{key, fmt.Sprintf(format, args...)})
 	}
 }
 
@@ -77,7 +83,7 @@ func (c Config) ValidateWithDevices(devices int) error {
 // validate checks the net section.
 func (n NetConfig) validate(cs *checks) {
 	if _, err := graphs.Get(n.Name); err != nil {
-		*cs = append(*cs, fmt.Errorf("net.name: %v", err))
+		*cs = append(*cs, &keyError{"net.name", err.Error()})
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
 	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
@@ -230,10 +236,10 @@ func (c Config) validateReplicas(cs *checks, devices int) {
 	if r > 1 {
 		cs.check(c.Data.BatchSize%r == 0, "data.batch_size",
 			"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
-		if spec, err := pjrt.ParseConfig(c.Backend); err == nil && spec.Backend == "go" && devices < r {
-			*cs = append(*cs, fmt.Errorf("replicas: got %d, but backend %q (pure Go) has one device: "+
-				"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, c.Backend, r))
-		}
+		spec, err := pjrt.ParseConfig(c.Backend)
+		pureGo := err == nil && spec.Backend == "go"
+		cs.check(!pureGo || devices >= r, "replicas", "got %d, but backend %q (pure Go) has one device: "+
+			"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, c.Backend, r)
 	}
 }
 
