@@ -1,36 +1,53 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/spf13/cobra"
+
 	"github.com/trainer/trainer/trainer"
 )
 
-// cmdPlot draws PNGs: `plot schedule CONFIG` (lr and EMA decay over the run, as the loop computes them)
-// and `plot run DIR` (loss, lr and accuracy from DIR/metrics.jsonl).
-func cmdPlot(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("plot: expected `plot schedule CONFIG [--out FILE.png]` or `plot run DIR [--out DIR]`")
+// newPlotCommand declares `trainer plot schedule|run` and their flags.
+func newPlotCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plot",
+		Short: "Draw a recipe's schedule or a run's metrics as PNGs",
+		RunE:  requireSubcommand,
 	}
-	what, args := args[0], args[1:]
-	fs := flag.NewFlagSet("plot "+what, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "output: a .png file (schedule; default NAME_schedule.png) or a directory (run; default DIR)")
+	schedule := &cobra.Command{
+		Use:   "schedule CONFIG",
+		Short: "Draw the learning rate and EMA decay over a whole run of a recipe",
+		Args:  cobra.ExactArgs(1),
+	}
+	scheduleOut := schedule.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
+	sets := schedule.Flags().StringArray("set", nil, setFlagUsage)
+	schedule.RunE = func(cmd *cobra.Command, positional []string) error {
+		return plotMain("schedule", positional, scheduleOut, *sets, cmd.OutOrStdout())
+	}
+	runPlot := &cobra.Command{
+		Use:   "run DIR",
+		Short: "Draw the loss, lr and accuracy of a run from DIR/metrics.jsonl",
+		Args:  cobra.ExactArgs(1),
+	}
+	runOut := runPlot.Flags().String("out", "", "output directory `DIR` (default the run's)")
+	runPlot.RunE = func(cmd *cobra.Command, positional []string) error {
+		return plotMain("run", positional, runOut, nil, cmd.OutOrStdout())
+	}
+	cmd.AddCommand(schedule, runPlot)
+	return cmd
+}
+
+// plotMain draws PNGs: `plot schedule CONFIG` (lr and EMA decay over the run, as the loop computes them)
+// and `plot run DIR` (loss, lr and accuracy from DIR/metrics.jsonl).
+func plotMain(what string, positional []string, out *string, sets []string, stdout io.Writer) error {
 	switch what {
 	case "schedule":
-		var sets setFlags
-		fs.Var(&sets, "set", "override a config key (repeatable)")
-		positional, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		cfg, err := loadConfig(fs, positional, sets, "")
+		cfg, err := loadConfig(positional[0], sets, "")
 		if err != nil {
 			return err
 		}
@@ -49,13 +66,6 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 			path, total, perEpoch, cfg.PeakLR(), trainer.LearningRate(cfg, total-1, total, perEpoch))
 		return nil
 	case "run":
-		positional, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(positional) != 1 {
-			return fmt.Errorf("plot run: expected one run directory, got %d arguments", len(positional))
-		}
 		charts, err := trainer.RunCharts(positional[0])
 		if err != nil {
 			return fmt.Errorf("plot run: %w", err)
