@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,6 +14,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
@@ -45,31 +45,40 @@ type benchReport struct {
 	VariableBytes int64 `json:"variable_bytes"`
 }
 
-// cmdBench times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a
+// newBenchCommand declares `trainer bench` and its flags.
+func newBenchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Time one train step of a registered net on random data",
+		Long: `Times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a registered
+net on random data and counts the bytes it moves between host and device. A timed step ends when its
+loss is on the host (docs/benchmarks.md).`,
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	netName := fs.String("net", "mnist_cnn", "registered net `NAME` (trainer nets)")
+	batch := fs.Int("batch", 128, "batch size `N`")
+	size := fs.Int("size", 0, "square input resolution `S` (0: the net's default)")
+	steps := fs.Int("steps", 5, "timed steps `K` (after one untimed step that compiles)")
+	width := fs.Float64("width", 1, "width multiplier `W` of the net")
+	precision := fs.String("precision", "float32", "compute precision `float32|bf16` (bf16: bfloat16 compute, float32 master weights)")
+	dataPlace := fs.String("data", "device", "`device|host`: one synthetic batch sent once and reused (no input transfer), or sent every step")
+	input := fs.String("input", "float32", "`float32|uint8`: normalised images, or pixels the graph normalises first (data.device_normalize)")
+	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to the file `F`")
+	asJSON := fs.Bool("json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return benchMain(cmd.OutOrStdout(), netName, backendName, cpuProfile, precision, dataPlace, input, batch, size, steps, width, asJSON)
+	}
+	return cmd
+}
+
+// benchMain times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a
 // registered net on random data: `trainer bench --net NAME --batch N --size S [--steps K]
 // [--precision bf16] [--data device|host] [--input uint8]`. A timed step ends when its loss is on the host. The
 // PyTorch peer is scripts/cpu-peer.sh, the JAX one scripts/jax_peer.py; docs/benchmarks.md has them.
-func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	netName := fs.String("net", "mnist_cnn", "registered net (trainer nets)")
-	batch := fs.Int("batch", 128, "batch size")
-	size := fs.Int("size", 0, "square input resolution (0: the net's default)")
-	steps := fs.Int("steps", 5, "timed steps (after one untimed step that compiles)")
-	width := fs.Float64("width", 1, "width multiplier of the net")
-	backendName := fs.String("backend", "go", "backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
-	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to this file")
-	precision := fs.String("precision", "float32", "compute precision: float32, or bf16 (bfloat16 compute, float32 master weights)")
-	dataPlace := fs.String("data", "device", "device: one synthetic batch sent once and reused (no input transfer); host: sent every step")
-	input := fs.String("input", "float32", "float32: normalised images; uint8: pixels the graph normalises first (data.device_normalize)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) != 0 {
-		return fmt.Errorf("bench: unexpected arguments %q", positional)
-	}
+func benchMain(stdout io.Writer, netName, backendName, cpuProfile, precision, dataPlace, input *string,
+	batch, size, steps *int, width *float64, asJSON *bool) error {
 	if *batch < 1 || *steps < 1 || *size < 0 || *width <= 0 {
 		return errors.New("bench: --batch and --steps must be >= 1, --size >= 0, --width > 0")
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"image"
 	"io"
@@ -13,42 +12,52 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/data"
 )
 
-const dataUsage = `Usage:
-  trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
-  trainer data inspect FILE.shard|DIR
-  trainer data verify DIR [--decode]
-  trainer data bench SPLIT [--source imagefolder|shards] [--size 224] [--batch 64] [--batches 20] [--workers N] [--interpolation bilinear|bicubic]
-
-pack reads SRC and writes shards (docs/data.md): an ImageFolder root with train/ and val/ (each packed
+// newDataCommand declares `trainer data pack|inspect|verify|bench` and their flags.
+func newDataCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "data",
+		Short: "Pack images into shards, read them back, time the input pipeline",
+		Long:  "Packs image datasets into checksummed shards, reads them back and times the input pipeline (docs/data.md).",
+		RunE:  requireSubcommand,
+	}
+	pack := &cobra.Command{
+		Use:   "pack SRC OUT",
+		Short: "Pack a dataset into shards",
+		Long: `Reads SRC and writes shards (docs/data.md): an ImageFolder root with train/ and val/ (each packed
 to OUT/train, OUT/val), a single split's folder of class folders, CIFAR-10's binary batches, or the
-book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file).
-`
-
-// cmdData runs `trainer data pack|inspect|verify|bench`.
-func cmdData(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, dataUsage)
-		return errors.New("data: expected pack, inspect, verify or bench")
+book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file).`,
+		Args: cobra.ExactArgs(2),
 	}
-	switch args[0] {
-	case "pack":
-		return cmdDataPack(args[1:], stdout, stderr)
-	case "inspect":
-		return cmdDataInspect(args[1:], stdout, stderr)
-	case "verify":
-		return cmdDataVerify(args[1:], stdout, stderr)
-	case "bench":
-		return cmdDataBench(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, dataUsage)
-		return nil
+	resize := pack.Flags().Int("resize", 0, "resize encoded images whose shorter side is larger to this side `N`, re-encoded as JPEG (0: keep the files)")
+	shardSize := pack.Flags().String("shard-size", "1GiB", "start a new shard past this `SIZE`")
+	quality := pack.Flags().Int("quality", 90, "JPEG quality `Q` of resized images")
+	pack.RunE = func(cmd *cobra.Command, positional []string) error {
+		return dataPackMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), resize, shardSize, quality)
 	}
-	fmt.Fprint(stderr, dataUsage)
-	return fmt.Errorf("data: unknown subcommand %q", args[0])
+	inspect := &cobra.Command{
+		Use:   "inspect FILE|DIR",
+		Short: "Describe a shard or a folder of shards",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, positional []string) error {
+			return dataInspectMain(positional, cmd.OutOrStdout())
+		},
+	}
+	verify := &cobra.Command{
+		Use:   "verify DIR",
+		Short: "Check every shard's header, index and CRC-32C",
+		Args:  cobra.ExactArgs(1),
+	}
+	decode := verify.Flags().Bool("decode", false, "also decode every encoded record")
+	verify.RunE = func(cmd *cobra.Command, positional []string) error {
+		return dataVerifyMain(positional, cmd.OutOrStdout(), decode)
+	}
+	cmd.AddCommand(pack, inspect, verify, newDataBenchCommand())
+	return cmd
 }
 
 // parseByteSize reads 1GiB, 512MiB, 100MB, 64KiB or a plain number of bytes.
@@ -110,19 +119,8 @@ func packJobs(src, out string) ([]packJob, error) {
 	return []packJob{{filepath.Base(src), folder(src), out}}, nil
 }
 
-func cmdDataPack(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("data pack", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	resize := fs.Int("resize", 0, "resize encoded images whose shorter side is larger to this side, re-encoded as JPEG (0: keep the files)")
-	shardSize := fs.String("shard-size", "1GiB", "start a new shard past this size")
-	quality := fs.Int("quality", 90, "JPEG quality of resized images")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) != 2 {
-		return fmt.Errorf("data pack: expected SRC and OUT, got %d arguments", len(positional))
-	}
+// dataPackMain is `trainer data pack` with its parsed flags.
+func dataPackMain(positional []string, stdout, stderr io.Writer, resize *int, shardSize *string, quality *int) error {
 	size, err := parseByteSize(*shardSize)
 	if err != nil {
 		return fmt.Errorf("data pack: --shard-size: %w", err)
@@ -170,16 +168,8 @@ func cmdDataPack(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func cmdDataInspect(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("data inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) != 1 {
-		return fmt.Errorf("data inspect: expected one shard file or folder, got %d arguments", len(positional))
-	}
+// dataInspectMain is `trainer data inspect`.
+func dataInspectMain(positional []string, stdout io.Writer) error {
 	sh, err := data.OpenShards(positional[0])
 	if err != nil {
 		return err
@@ -224,17 +214,8 @@ func cmdDataInspect(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func cmdDataVerify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("data verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	decode := fs.Bool("decode", false, "also decode every encoded record")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) != 1 {
-		return fmt.Errorf("data verify: expected one folder of shards, got %d arguments", len(positional))
-	}
+// dataVerifyMain is `trainer data verify` with its parsed flag.
+func dataVerifyMain(positional []string, stdout io.Writer, decode *bool) error {
 	sh, err := data.OpenShards(positional[0]) // the set is whole and every header and index is sound
 	if err != nil {
 		return err

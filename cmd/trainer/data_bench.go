@@ -2,33 +2,42 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/trainer/trainer/data"
 )
 
-// cmdDataBench times the training input pipeline as a run uses it: the loader's parallel workers
+// newDataBenchCommand declares `trainer data bench` and its flags.
+func newDataBenchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench SPLIT",
+		Short: "Time the training input pipeline on a split",
+		Long: `Times the training input pipeline as a run uses it: the loader's parallel workers reading SPLIT
+(e.g. imagenette2/train or shards/train), decoding, RandomResizedCrop + flip at --size and normalising,
+batch after batch.`,
+		Args: cobra.ExactArgs(1),
+	}
+	fs := cmd.Flags()
+	source := fs.String("source", "imagefolder", "what SPLIT is, `imagefolder|shards`: a folder of class folders, or of shards")
+	size := fs.Int("size", 224, "output resolution `S`")
+	batch := fs.Int("batch", 64, "batch size `N`")
+	batches := fs.Int("batches", 20, "batches `K` to time (after one warm-up batch)")
+	workers := fs.Int("workers", 0, "decode workers `N` (0: one per core)")
+	interp := fs.String("interpolation", "bilinear", "resampling filter `bilinear|bicubic`")
+	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		return dataBenchMain(positional, cmd.OutOrStdout(), source, size, batch, batches, workers, interp)
+	}
+	return cmd
+}
+
+// dataBenchMain times the training input pipeline as a run uses it: the loader's parallel workers
 // reading SPLIT, decoding, RandomResizedCrop + flip at --size and normalising, batch after batch.
-func cmdDataBench(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("data bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	source := fs.String("source", "imagefolder", "what SPLIT is: imagefolder (a folder of class folders) or shards")
-	size := fs.Int("size", 224, "output resolution")
-	batch := fs.Int("batch", 64, "batch size")
-	batches := fs.Int("batches", 20, "batches to time (after one warm-up batch)")
-	workers := fs.Int("workers", 0, "decode workers (0: one per core)")
-	interp := fs.String("interpolation", "bilinear", "bilinear or bicubic")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) != 1 {
-		return errors.New("data bench: expected one SPLIT folder (e.g. imagenette2/train or shards/train)")
-	}
+func dataBenchMain(positional []string, stdout io.Writer, source *string, size, batch, batches, workers *int, interp *string) error {
 	if *source != "imagefolder" && *source != "shards" {
 		return fmt.Errorf("data bench: --source %q, expected imagefolder or shards", *source)
 	}

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
@@ -16,35 +15,34 @@ import (
 	"github.com/trainer/trainer/trainer"
 )
 
-const emitUsage = `trainer emit NET|CONFIG.yaml [--batch N] [--precision bf16] [--optimizer NAME] [--replicas R] [--set key=value]... --out step.mlir
-
-Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, as a run
+const emitDescription = `Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, as a run
 compiles it) without any device or PJRT plugin. NET starts from the defaults; a CONFIG is the recipe.
 --batch is the global batch of one step (over all replicas).`
 
-// cmdEmit writes the StableHLO module of a train step (docs/distributed.md).
-func cmdEmit(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, emitUsage); fs.PrintDefaults() }
-	var sets setFlags
-	fs.Var(&sets, "set", "override a config key (repeatable)")
-	batch := fs.Int("batch", 0, "global batch of one step (data.batch_size); 0: the config's")
-	precision := fs.String("precision", "", "float32 or bf16 (net.precision); empty: the config's")
-	optimizer := fs.String("optimizer", "", "sgd, adamw, lamb or rmsprop_tf (optimizer.name); empty: the config's")
-	replicas := fs.Int("replicas", 0, "data-parallel devices (replicas); 0: the config's")
-	out := fs.String("out", "", "file to write the module to (required; - for stdout)")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
+// newEmitCommand declares `trainer emit` and its flags.
+func newEmitCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "emit NET|CONFIG",
+		Short: "Write the StableHLO of a whole train step",
+		Long:  emitDescription,
+		Args:  cobra.ExactArgs(1),
 	}
-	if len(positional) != 1 {
-		fs.Usage()
-		return fmt.Errorf("emit: expected one NET or CONFIG, got %d arguments", len(positional))
+	fs := cmd.Flags()
+	batch := fs.Int("batch", 0, "global batch `N` of one step (data.batch_size); 0: the config's")
+	precision := fs.String("precision", "", "compute precision `float32|bf16` (net.precision); empty: the config's")
+	optimizer := fs.String("optimizer", "", "optimizer `NAME`: sgd, adamw, lamb or rmsprop_tf (optimizer.name); empty: the config's")
+	replicas := fs.Int("replicas", 0, "data-parallel devices `R` (replicas); 0: the config's")
+	sets := fs.StringArray("set", nil, setFlagUsage)
+	out := fs.String("out", "", "write the module to `FILE.mlir` (- for stdout)")
+	_ = cmd.MarkFlagRequired("out")
+	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		return emitMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), *sets, batch, precision, optimizer, replicas, out)
 	}
-	if *out == "" {
-		return errors.New("emit: --out FILE is required")
-	}
+	return cmd
+}
+
+// emitMain writes the StableHLO module of a train step (docs/distributed.md).
+func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batch *int, precision, optimizer *string, replicas *int, out *string) error {
 	if *batch > 0 {
 		sets = append(sets, fmt.Sprintf("data.batch_size=%d", *batch))
 	}

@@ -5,15 +5,15 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
@@ -21,130 +21,58 @@ import (
 	"github.com/trainer/trainer/trainer"
 )
 
-const usage = `trainer trains image-classification nets with GoMLX.
-
-Usage:
-  trainer run CONFIG [--set key=value]... [--resume | --resume-from PATH] [--backend B] [--smoke]
-  trainer eval CONFIG --checkpoint PATH [--ema] [--set key=value]... [--backend B]
-  trainer nets [--json]
-  trainer verify [--net NAME[,NAME]] [--ops-only | --nets-only] [--check REGEXP] [--coords N] [--backend B] [--json]
-  trainer data pack SRC OUT [--resize N] [--shard-size 1GiB] [--quality 90]
-  trainer data inspect FILE|DIR
-  trainer data verify DIR [--decode]
-  trainer data bench SPLIT [--source imagefolder|shards] [--size 224] [--batch 64] [--workers N]
-  trainer emit NET|CONFIG [--batch N] [--precision bf16] [--optimizer NAME] [--replicas R] [--set k=v] --out FILE
-  trainer bench --net NAME --batch N --size S [--steps K] [--width W] [--backend B] [--cpuprofile F] [--json]
-  trainer plot schedule CONFIG [--out FILE.png] | trainer plot run DIR [--out DIR]
-  trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors
-  trainer import NET FILE.safetensors --out CKPT
-  trainer predict --net NAME --weights FILE [--classes FILE] [--size S] IMAGE...
-  trainer devices [--backend B | --plugin PATH] [--json] | trainer devices --install cuda|cuda12|tpu|cpu [--run]
-
-Backends: go (pure Go, default), xla:cpu, xla:cuda, xla:tpu, or the path of a PJRT plugin .so.
-`
-
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
 		fmt.Fprintln(os.Stderr, "trainer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "run":
-		return cmdRun(rest, stdout, stderr)
-	case "eval":
-		return cmdEval(rest, stdout, stderr)
-	case "nets":
-		return cmdNets(rest, stdout, stderr)
-	case "devices":
-		return cmdDevices(rest, stdout, stderr)
-	case "verify":
-		return cmdVerify(rest, stdout, stderr)
-	case "plot":
-		return cmdPlot(rest, stdout, stderr)
-	case "data":
-		return cmdData(rest, stdout, stderr)
-	case "bench":
-		return cmdBench(rest, stdout, stderr)
-	case "emit":
-		return cmdEmit(rest, stdout, stderr)
-	case "export":
-		return cmdExport(rest, stdout, stderr)
-	case "import":
-		return cmdImport(rest, stdout, stderr)
-	case "predict":
-		return cmdPredict(rest, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", cmd)
-}
+// setFlagUsage describes --set, a StringArray: repeatable, and the commas of a list value stay in it.
+const setFlagUsage = "override a config key, `key=value`: --set optimizer.lr=0.05 (repeatable)"
 
-// setFlags collects repeated --set key=value overrides.
-type setFlags []string
-
-func (s *setFlags) String() string     { return strings.Join(*s, " ") }
-func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
-
-// parse parses flags anywhere among the arguments and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-// loadConfig reads CONFIG with its overrides; --backend is one more override.
-func loadConfig(fs *flag.FlagSet, positional []string, sets setFlags, backend string) (config.Config, error) {
-	if len(positional) != 1 {
-		return config.Config{}, fmt.Errorf("%s: expected one CONFIG file, got %d arguments", fs.Name(), len(positional))
-	}
+// loadConfig reads the recipe at path with its overrides; --backend is one more override.
+func loadConfig(path string, sets []string, backend string) (config.Config, error) {
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	return config.Load(positional[0], sets)
+	return config.Load(path, sets)
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var sets setFlags
-	fs.Var(&sets, "set", "override a config key: --set optimizer.lr=0.05 (repeatable)")
-	resume := fs.Bool("resume", false, "continue from the newest checkpoint in the run directory")
-	resumeFrom := fs.String("resume-from", "", "continue from this checkpoint file")
-	backend := fs.String("backend", "", "backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (overrides the config)")
-	noProgress := fs.Bool("no-progress", false, "print log lines instead of redrawing a progress bar")
-	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run to this file")
-	smoke := fs.Bool("smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
+// newRunCommand declares `trainer run` and its flags.
+func newRunCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run CONFIG",
+		Short: "Train the net of a recipe",
+		Long: `Trains the net of the recipe CONFIG (docs/configs.md) and writes runs/NAME/: the resolved
+config.yaml, metrics.jsonl and checkpoints/. Ctrl-C or SIGTERM finishes the step in flight, writes a
+checkpoint and exits 0; a second signal exits at once.`,
+		Args: cobra.ExactArgs(1),
 	}
+	fs := cmd.Flags()
+	sets := fs.StringArray("set", nil, setFlagUsage)
+	resume := fs.Bool("resume", false, "continue from the newest checkpoint in the run directory")
+	resumeFrom := fs.String("resume-from", "", "continue from the checkpoint `PATH`")
+	backend := fs.String("backend", "", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (overrides the config)")
+	smoke := fs.Bool("smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
+	noProgress := fs.Bool("no-progress", false, "print log lines instead of redrawing a progress bar")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run to the file `F`")
+	cmd.MarkFlagsMutuallyExclusive("resume", "resume-from")
+	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		return runMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), *sets, resume, resumeFrom, backend, noProgress, cpuProfile, smoke)
+	}
+	return cmd
+}
+
+// runMain is `trainer run` with its parsed flags.
+func runMain(positional []string, stdout, stderr io.Writer, sets []string, resume *bool, resumeFrom, backend *string,
+	noProgress *bool, cpuProfile *string, smoke *bool) error {
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	cfg, err := loadRunConfig(fs, positional, sets, *backend, *smoke, stdout)
+	cfg, err := loadRunConfig(positional[0], sets, *backend, *smoke, stdout)
 	if err != nil {
 		return err
 	}
@@ -185,22 +113,29 @@ func stopOnSignal(stderr io.Writer) (stop <-chan struct{}, release func()) {
 	}
 }
 
-func cmdEval(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var sets setFlags
-	fs.Var(&sets, "set", "override a config key (repeatable)")
-	checkpoint := fs.String("checkpoint", "", "checkpoint file to evaluate (required)")
-	backend := fs.String("backend", "", "backend (overrides the config)")
+// newEvalCommand declares `trainer eval` and its flags.
+func newEvalCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "eval CONFIG",
+		Short: "Score a checkpoint on the test split",
+		Long:  "Prints the top-1 and top-5 accuracy and the loss of a checkpoint of the recipe CONFIG on its test split.",
+		Args:  cobra.ExactArgs(1),
+	}
+	fs := cmd.Flags()
+	checkpoint := fs.String("checkpoint", "", "the checkpoint `PATH` to evaluate")
 	ema := fs.Bool("ema", false, "score the checkpoint's EMA shadows instead of its live weights")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
+	sets := fs.StringArray("set", nil, setFlagUsage)
+	backend := fs.String("backend", "", "backend `B` (overrides the config)")
+	_ = cmd.MarkFlagRequired("checkpoint")
+	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		return evalMain(positional, cmd.OutOrStdout(), *sets, checkpoint, backend, ema)
 	}
-	if *checkpoint == "" {
-		return errors.New("eval: --checkpoint PATH is required")
-	}
-	cfg, err := loadConfig(fs, positional, sets, *backend)
+	return cmd
+}
+
+// evalMain is `trainer eval` with its parsed flags.
+func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, backend *string, ema *bool) error {
+	cfg, err := loadConfig(positional[0], sets, *backend)
 	if err != nil {
 		return err
 	}
@@ -217,13 +152,21 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func cmdNets(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("nets", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parse(fs, args); err != nil {
-		return err
+// newNetsCommand declares `trainer nets` and its flag.
+func newNetsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nets",
+		Short: "List the registered nets",
+		Long:  "Lists the registered nets with their parameter count, input shape, classes and forward FLOPs (docs/nets.md).",
+		Args:  cobra.NoArgs,
 	}
+	asJSON := cmd.Flags().Bool("json", false, "print JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return netsMain(cmd.OutOrStdout(), asJSON) }
+	return cmd
+}
+
+// netsMain is `trainer nets` with its parsed flags.
+func netsMain(stdout io.Writer, asJSON *bool) error {
 	backend, err := pjrt.Open("go")
 	if err != nil {
 		return err
@@ -251,17 +194,30 @@ func cmdNets(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-func cmdDevices(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	backend := fs.String("backend", "go", "backend to describe")
-	plugin := fs.String("plugin", "", "absolute path of a PJRT plugin to load (same as --backend PATH)")
-	install := fs.String("install", "", "print the command that installs a PJRT plugin: cuda, cuda12, tpu or cpu")
-	runInstall := fs.Bool("run", false, "with --install: run that command (a download)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parse(fs, args); err != nil {
-		return err
+// newDevicesCommand declares `trainer devices` and its flags.
+func newDevicesCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "devices",
+		Short: "Describe a backend and its devices",
+		Long: `Says which backend would be used and its devices; for PJRT, where plugins were looked for and why
+each was refused. --install prints the command that installs a plugin (it runs only with --run).`,
+		Args: cobra.NoArgs,
 	}
+	fs := cmd.Flags()
+	backend := fs.String("backend", "go", "backend `B` to describe")
+	plugin := fs.String("plugin", "", "absolute `PATH` of a PJRT plugin to load (same as --backend PATH)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	install := fs.String("install", "", "print the command that installs the PJRT plugin `cuda|cuda12|tpu|cpu`")
+	runInstall := fs.Bool("run", false, "with --install: run that command (a download)")
+	cmd.MarkFlagsMutuallyExclusive("backend", "plugin")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return devicesMain(cmd.OutOrStdout(), cmd.ErrOrStderr(), backend, plugin, install, runInstall, asJSON)
+	}
+	return cmd
+}
+
+// devicesMain is `trainer devices` with its parsed flags.
+func devicesMain(stdout, stderr io.Writer, backend, plugin, install *string, runInstall, asJSON *bool) error {
 	if *install != "" {
 		return installPlugin(*install, *runInstall, stdout, stderr)
 	}

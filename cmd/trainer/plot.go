@@ -1,95 +1,103 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/spf13/cobra"
+
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/plot"
 	"github.com/trainer/trainer/trainer"
 )
 
-// cmdPlot draws PNGs: `plot schedule CONFIG` (lr and EMA decay over the run, as the loop computes them)
-// and `plot run DIR` (loss, lr and accuracy from DIR/metrics.jsonl).
-func cmdPlot(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("plot: expected `plot schedule CONFIG [--set k=v] [--out FILE.png]` or `plot run DIR [--out DIR] [--log-loss=false] [--smooth W]`")
+// newPlotCommand declares `trainer plot schedule|run` and their flags.
+func newPlotCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plot",
+		Short: "Draw a recipe's schedule or a run's metrics as PNGs",
+		RunE:  requireSubcommand,
 	}
-	what, args := args[0], args[1:]
-	fs := flag.NewFlagSet("plot "+what, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "output: a .png file (schedule; default NAME_schedule.png) or a directory (run; default DIR)")
-	switch what {
-	case "schedule":
-		var sets setFlags
-		fs.Var(&sets, "set", "override a config key (repeatable)")
-		positional, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		cfg, err := loadConfig(fs, positional, sets, "")
-		if err != nil {
-			return err
-		}
-		total, perEpoch, err := trainer.ScheduleLength(cfg)
-		if err != nil {
-			return err
-		}
-		path := *out
-		if path == "" {
-			path = cfg.Name + "_schedule.png"
-		}
-		if err := plot.WritePNGFile(path, plot.ScheduleCharts(scheduleOf(cfg, total, perEpoch))...); err != nil {
-			return fmt.Errorf("plot schedule: %w", err)
-		}
-		fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch), peak lr %g, last lr %g\n",
-			path, total, perEpoch, cfg.PeakLR(), trainer.LearningRate(cfg, total-1, total, perEpoch))
-		return nil
-	case "run":
-		logLoss := fs.Bool("log-loss", true, "draw the loss on a log axis (--log-loss=false: linear, from 0)")
-		smooth := fs.Float64("smooth", 0.6, "weight in [0, 1) of the train curves' exponential smoothing, drawn over the faded raw curve; 0: raw only")
-		positional, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(positional) != 1 {
-			return fmt.Errorf("plot run: expected one run directory, got %d arguments", len(positional))
-		}
-		if *smooth < 0 || *smooth >= 1 {
-			return fmt.Errorf("plot run: --smooth %g, expected a weight in [0, 1)", *smooth)
-		}
-		metrics, err := plot.ReadMetrics(filepath.Join(positional[0], "metrics.jsonl"))
-		if err != nil {
+	schedule := &cobra.Command{
+		Use:   "schedule CONFIG",
+		Short: "Draw the learning rate and EMA decay over a whole run of a recipe",
+		Args:  cobra.ExactArgs(1),
+	}
+	scheduleOut := schedule.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
+	sets := schedule.Flags().StringArray("set", nil, setFlagUsage)
+	schedule.RunE = func(cmd *cobra.Command, positional []string) error {
+		return plotScheduleMain(positional[0], scheduleOut, *sets, cmd.OutOrStdout())
+	}
+	runPlot := &cobra.Command{
+		Use:   "run DIR",
+		Short: "Draw the loss, lr and accuracy of a run from DIR/metrics.jsonl",
+		Args:  cobra.ExactArgs(1),
+	}
+	runOut := runPlot.Flags().String("out", "", "output directory `DIR` (default the run's)")
+	logLoss := runPlot.Flags().Bool("log-loss", true, "draw the loss on a log axis (--log-loss=false: linear, from 0)")
+	smooth := runPlot.Flags().Float64("smooth", 0.6, "weight `W` in [0, 1) of the train curves' exponential smoothing, drawn over the faded raw curve; 0: raw only")
+	runPlot.RunE = func(cmd *cobra.Command, positional []string) error {
+		return plotRunMain(positional[0], runOut, *logLoss, *smooth, cmd.OutOrStdout())
+	}
+	cmd.AddCommand(schedule, runPlot)
+	return cmd
+}
+
+// plotScheduleMain draws `plot schedule CONFIG`: the lr and EMA decay over the run, as the loop computes them.
+func plotScheduleMain(configPath string, out *string, sets []string, stdout io.Writer) error {
+	cfg, err := loadConfig(configPath, sets, "")
+	if err != nil {
+		return err
+	}
+	total, perEpoch, err := trainer.ScheduleLength(cfg)
+	if err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = cfg.Name + "_schedule.png"
+	}
+	if err := plot.WritePNGFile(path, plot.ScheduleCharts(scheduleOf(cfg, total, perEpoch))...); err != nil {
+		return fmt.Errorf("plot schedule: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch), peak lr %g, last lr %g\n",
+		path, total, perEpoch, cfg.PeakLR(), trainer.LearningRate(cfg, total-1, total, perEpoch))
+	return nil
+}
+
+// plotRunMain draws `plot run DIR`: loss, lr and accuracy from DIR/metrics.jsonl.
+func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdout io.Writer) error {
+	if smooth < 0 || smooth >= 1 {
+		return fmt.Errorf("plot run: --smooth %g, expected a weight in [0, 1)", smooth)
+	}
+	metrics, err := plot.ReadMetrics(filepath.Join(runDir, "metrics.jsonl"))
+	if err != nil {
+		return fmt.Errorf("plot run: %w", err)
+	}
+	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: logLoss, Smooth: smooth})
+	dir := *out
+	if dir == "" {
+		dir = runDir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(charts))
+	for name := range charts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		if err := plot.WritePNGFile(path, charts[name]...); err != nil {
 			return fmt.Errorf("plot run: %w", err)
 		}
-		charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(positional[0]), LogLoss: *logLoss, Smooth: *smooth})
-		dir := *out
-		if dir == "" {
-			dir = positional[0]
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		names := make([]string, 0, len(charts))
-		for name := range charts {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			path := filepath.Join(dir, name)
-			if err := plot.WritePNGFile(path, charts[name]...); err != nil {
-				return fmt.Errorf("plot run: %w", err)
-			}
-			fmt.Fprintln(stdout, path)
-		}
-		return nil
+		fmt.Fprintln(stdout, path)
 	}
-	return fmt.Errorf("plot: unknown plot %q; expected schedule or run", what)
+	return nil
 }
 
 // scheduleOf is the learning rate and (with ema.decay) the EMA decay at every optimizer step of the run,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,11 +13,11 @@ import (
 // loadRunConfig is loadConfig, or with smoke the recipe under trainer's smoke overrides (a few steps at
 // reduced width and resolution on a generated ImageFolder under run_dir/smoke-data, pure-Go backend),
 // the user's --set and --backend still applying on top. It prints the overrides it applied.
-func loadRunConfig(fs *flag.FlagSet, positional []string, sets setFlags, backend string, smoke bool, stdout io.Writer) (config.Config, error) {
+func loadRunConfig(path string, sets []string, backend string, smoke bool, stdout io.Writer) (config.Config, error) {
 	if !smoke {
-		return loadConfig(fs, positional, sets, backend)
+		return loadConfig(path, sets, backend)
 	}
-	recipe, err := loadConfig(fs, positional, sets, backend)
+	recipe, err := loadConfig(path, sets, backend)
 	if err != nil {
 		return config.Config{}, err
 	}
@@ -29,7 +28,7 @@ func loadRunConfig(fs *flag.FlagSet, positional []string, sets setFlags, backend
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	cfg, applied, err := config.LoadSmoke(positional[0], sets, dataDir)
+	cfg, applied, err := config.LoadSmoke(path, sets, dataDir)
 	if err != nil {
 		return config.Config{}, err
 	}

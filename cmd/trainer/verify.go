@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
@@ -23,30 +24,37 @@ type verifyReport struct {
 	Failures int             `json:"failures"`
 }
 
-// cmdVerify runs the gradient certificates: every op check and every registered net's gradient check
-// (docs/verification.md), on the chosen backend. It fails when any check fails.
-func cmdVerify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	backendName := fs.String("backend", "go", "backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
-	nets := fs.String("net", "", "check only these nets (comma-separated; default: every registered net)")
+// newVerifyCommand declares `trainer verify` and its flags.
+func newVerifyCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every op's and every net's gradients on a backend",
+		Long: `Checks every op's forward against a float64 reference and every op's and every registered net's
+gradient against finite differences on the chosen backend, and prints the table (docs/verification.md).
+It fails when any check fails; run it first on a new PJRT plugin.`,
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	nets := fs.String("net", "", "check only the nets `NAME[,NAME]` (default: every registered net)")
 	opsOnly := fs.Bool("ops-only", false, "run only the op checks")
 	netsOnly := fs.Bool("nets-only", false, "run only the whole-net checks")
-	checkPattern := fs.String("check", "", "run only the op checks whose names match this regular expression")
-	coords := fs.Int("coords", 3, "sampled coordinates per parameter tensor in the net checks")
+	checkPattern := fs.String("check", "", "run only the op checks whose names match the regular expression `REGEXP`")
+	coords := fs.Int("coords", 3, "sampled coordinates `N` per parameter tensor in the net checks")
+	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
 	asJSON := fs.Bool("json", false, "print JSON")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
+	cmd.MarkFlagsMutuallyExclusive("ops-only", "nets-only")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return verifyMain(cmd.OutOrStdout(), cmd.ErrOrStderr(), backendName, nets, checkPattern, opsOnly, netsOnly, coords, asJSON)
 	}
-	if len(positional) > 0 {
-		return fmt.Errorf("verify: unexpected arguments %v", positional)
-	}
-	if *opsOnly && *netsOnly {
-		return errors.New("verify: --ops-only and --nets-only exclude each other")
-	}
+	return cmd
+}
+
+// verifyMain runs the gradient certificates: every op check and every registered net's gradient check
+// (docs/verification.md), on the chosen backend. It fails when any check fails.
+func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *string, opsOnly, netsOnly *bool, coords *int, asJSON *bool) error {
 	var filter *regexp.Regexp
 	if *checkPattern != "" {
+		var err error
 		if filter, err = regexp.Compile(*checkPattern); err != nil {
 			return fmt.Errorf("verify: --check: %w", err)
 		}

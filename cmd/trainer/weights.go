@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
@@ -30,26 +31,25 @@ import (
 
 // netFlags fix the shapes of a net's variables when it is named rather than given by a config.
 type netFlags struct {
-	fs      *flag.FlagSet
+	fs      *pflag.FlagSet
+	size    *int
 	width   *float64
 	classes *int
-	size    *int
 }
 
-func addNetFlags(fs *flag.FlagSet) *netFlags {
+func addNetFlags(fs *pflag.FlagSet) *netFlags {
 	return &netFlags{
 		fs:      fs,
-		width:   fs.Float64("width", 1, "width multiplier of the net (net.width)"),
-		classes: fs.Int("num-classes", 0, "number of classes (net.num_classes; 0: the net's default)"),
-		size:    fs.Int("size", 0, "input size (net.image_size; 0: the net's default; ViT sizes its position embedding from it)"),
+		size:    fs.Int("size", 0, "input size `S` (net.image_size; 0: the net's default; ViT sizes its position embedding from it)"),
+		width:   fs.Float64("width", 1, "width multiplier `W` of the net (net.width)"),
+		classes: fs.Int("num-classes", 0, "number `N` of classes (net.num_classes; 0: the net's default)"),
 	}
 }
 
 // resolveNet reads CONFIG_OR_NET: a registered net's name (shaped by the flags), or a YAML recipe whose
 // net section gives the net and its options (flags given explicitly override it).
 func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string, error) {
-	set := map[string]bool{}
-	nf.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := nf.fs.Changed
 	spec, err := graphs.Get(arg)
 	var opts graphs.Options
 	configHash := ""
@@ -69,13 +69,13 @@ func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string,
 		}
 		configHash = cfg.Hash()
 	}
-	if set["width"] || configHash == "" {
+	if set("width") || configHash == "" {
 		opts.Width = *nf.width
 	}
-	if set["num-classes"] || configHash == "" {
+	if set("num-classes") || configHash == "" {
 		opts.NumClasses = *nf.classes
 	}
-	if set["size"] || configHash == "" {
+	if set("size") || configHash == "" {
 		opts.ImageSize = *nf.size
 	}
 	if !(opts.Width > 0) || opts.NumClasses < 0 || opts.ImageSize < 0 {
@@ -124,19 +124,29 @@ func checkpointVariables(path string, spec graphs.Spec, vars []weights.Variable)
 	return ckpt, model, nil
 }
 
-func cmdExport(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newExportCommand declares `trainer export` and its flags.
+func newExportCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export CONFIG_OR_NET",
+		Short: "Write a checkpoint's weights as a PyTorch state_dict",
+		Long: `Writes the weights of a checkpoint of CONFIG_OR_NET (a recipe, or a registered net shaped by the
+flags) as a safetensors state_dict with the reference's names (docs/weights.md).`,
+		Args: cobra.ExactArgs(1),
+	}
+	fs := cmd.Flags()
+	checkpoint := fs.String("checkpoint", "", "the checkpoint `CKPT` to export")
+	out := fs.String("out", "", "write the state_dict to `FILE.safetensors`")
 	nf := addNetFlags(fs)
-	checkpoint := fs.String("checkpoint", "", "checkpoint file to export (required)")
-	out := fs.String("out", "", "safetensors file to write (required)")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
+	_ = cmd.MarkFlagRequired("checkpoint")
+	_ = cmd.MarkFlagRequired("out")
+	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		return exportMain(positional, cmd.OutOrStdout(), nf, checkpoint, out)
 	}
-	if len(positional) != 1 || *checkpoint == "" || *out == "" {
-		return errors.New("export: usage: trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors")
-	}
+	return cmd
+}
+
+// exportMain is `trainer export` with its parsed flags.
+func exportMain(positional []string, stdout io.Writer, nf *netFlags, checkpoint, out *string) error {
 	spec, opts, _, err := nf.resolveNet(positional[0])
 	if err != nil {
 		return err
@@ -164,18 +174,27 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func cmdImport(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newImportCommand declares `trainer import` and its flags.
+func newImportCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import CONFIG_OR_NET FILE.safetensors",
+		Short: "Turn a PyTorch state_dict into a checkpoint",
+		Long: `Reads a safetensors state_dict with the reference's names (torchvision's, timm's, or one export
+wrote) into a checkpoint of CONFIG_OR_NET that eval scores and run --resume-from fine-tunes (docs/weights.md).`,
+		Args: cobra.ExactArgs(2),
+	}
+	fs := cmd.Flags()
+	out := fs.String("out", "", "write the checkpoint to `CKPT`")
 	nf := addNetFlags(fs)
-	out := fs.String("out", "", "checkpoint file to write (required)")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return err
+	_ = cmd.MarkFlagRequired("out")
+	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		return importMain(positional, cmd.OutOrStdout(), nf, out)
 	}
-	if len(positional) != 2 || *out == "" {
-		return errors.New("import: usage: trainer import CONFIG_OR_NET FILE.safetensors --out CKPT")
-	}
+	return cmd
+}
+
+// importMain is `trainer import` with its parsed flags.
+func importMain(positional []string, stdout io.Writer, nf *netFlags, out *string) error {
 	spec, opts, configHash, err := nf.resolveNet(positional[0])
 	if err != nil {
 		return err
@@ -245,33 +264,43 @@ func readClassNames(path string) ([]string, error) {
 	return names, nil
 }
 
-func cmdPredict(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newPredictCommand declares `trainer predict` and its flags.
+func newPredictCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "predict [flags] IMAGE...",
+		Short: "Print the top classes of images",
+		Long: `Prints the most probable classes of each IMAGE under the given weights, with the reference's eval
+preprocessing (resize, center crop, normalise; docs/weights.md).`,
+		Args: cobra.MinimumNArgs(1),
+	}
+	fs := cmd.Flags()
+	net := fs.String("net", "", "registered net `NAME` or config file")
+	weightsPath := fs.String("weights", "", "weights `FILE`: a .safetensors state_dict or a trainer checkpoint")
+	classesPath := fs.String("classes", "", "text `FILE` of class names, one per line (sets --num-classes)")
 	nf := addNetFlags(fs)
-	net := fs.String("net", "", "registered net or config file (required)")
-	weightsPath := fs.String("weights", "", "weights: a .safetensors state_dict or a trainer checkpoint (required)")
-	classesPath := fs.String("classes", "", "text file of class names, one per line (sets --num-classes)")
-	cropPct := fs.Float64("crop-pct", 0, "center-crop fraction of the resized image (0: 0.875 for RGB nets, 1 for grey ones)")
-	meanFlag := fs.String("mean", "", "per-channel mean (default ImageNet's for RGB nets, MNIST's for grey ones)")
-	stdFlag := fs.String("std", "", "per-channel std (default as --mean)")
-	top := fs.Int("top", 5, "how many classes to print per image")
-	backendName := fs.String("backend", "go", "backend: go, xla:cpu, xla:cuda, or a plugin path")
-	images, err := parse(fs, args)
-	if err != nil {
-		return err
+	cropPct := fs.Float64("crop-pct", 0, "center-crop fraction `F` of the resized image (0: 0.875 for RGB nets, 1 for grey ones)")
+	meanFlag := fs.String("mean", "", "per-channel mean `M[,M]` (default ImageNet's for RGB nets, MNIST's for grey ones)")
+	stdFlag := fs.String("std", "", "per-channel std `S[,S]` (default as --mean)")
+	top := fs.Int("top", 5, "how many classes `K` to print per image")
+	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, or a plugin path")
+	_ = cmd.MarkFlagRequired("net")
+	_ = cmd.MarkFlagRequired("weights")
+	cmd.RunE = func(cmd *cobra.Command, images []string) error {
+		return predictMain(images, cmd.OutOrStdout(), nf, net, weightsPath, classesPath, meanFlag, stdFlag, backendName, cropPct, top)
 	}
-	if *net == "" || *weightsPath == "" || len(images) == 0 {
-		return errors.New("predict: usage: trainer predict --net NAME --weights FILE [--classes FILE] [--size S] IMAGE...")
-	}
+	return cmd
+}
+
+// predictMain is `trainer predict` with its parsed flags.
+func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPath, classesPath, meanFlag, stdFlag, backendName *string,
+	cropPct *float64, top *int) error {
 	var names []string
+	var err error
 	if *classesPath != "" {
 		if names, err = readClassNames(*classesPath); err != nil {
 			return err
 		}
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "num-classes" })
-		if !set {
+		if !nf.fs.Changed("num-classes") {
 			*nf.classes = len(names)
 		}
 	}
