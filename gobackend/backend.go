@@ -126,6 +126,13 @@ func takeOption(config, option string) (string, bool) {
 	return strings.Join(kept, ","), found
 }
 
+// Devices returns the number of devices a pure-Go backend config asks for (devices=R; 1 when absent),
+// so that a recipe can be checked without opening the backend.
+func Devices(config string) (int, error) {
+	_, n, err := takeDevices(normalizeConfig(config))
+	return n, err
+}
+
 // takeDevices removes the "devices=R" option from a comma-separated config and returns R (1 when absent).
 func takeDevices(config string) (string, int, error) {
 	var kept []string

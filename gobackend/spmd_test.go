@@ -64,6 +64,14 @@ func TestDevicesConfig(t *testing.T) {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%q) accepted", bad)
 		}
+		if _, err := Devices(bad); err == nil {
+			t.Errorf("Devices(%q) accepted", bad)
+		}
+	}
+	for config, want := range map[string]int{"": 1, "nofuse": 1, "devices=3,nofuse": 3} {
+		if n, err := Devices(config); err != nil || n != want {
+			t.Errorf("Devices(%q) = %d, %v; want %d", config, n, err, want)
+		}
 	}
 	one, err := newBackend("devices=1")
 	if err != nil {
