@@ -348,7 +348,10 @@ func TestSPMDVariableUpdates(t *testing.T) {
 					grad = g.Distributed().AllReduceOne(grad, backends.ReduceOpSum)
 					loss = g.Distributed().AllReduceOne(loss, backends.ReduceOpSum)
 				}
-				v.SetValueGraph(Sub(w, MulScalar(grad, lr)))
+				// A variable first read after the AllReduces: its parameter comes after the hidden
+				// device index among simplego's inputs.
+				rate := ctx.VariableWithValue("lr", lr).ValueGraph(g)
+				v.SetValueGraph(Sub(w, Mul(grad, rate)))
 				return loss
 			}
 		}
