@@ -2,6 +2,7 @@ package gobackend
 
 import (
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
@@ -26,6 +27,7 @@ var addedOps = []backends.OpType{
 	backends.OpTypeBatchNormForTraining,
 	backends.OpTypeBatchNormForInference,
 	backends.OpTypeBatchNormGradient,
+	backends.OpTypeAllReduce, // SPMD programs (spmd.go).
 }
 
 // Backend is GoMLX's pure-Go backend (simplego, name "go") completed with the ops its gradients need:
@@ -34,10 +36,12 @@ var addedOps = []backends.OpType{
 // convolution (gemm_conv.go; other convolutions by im2col or col2im around one DotGeneral), ReduceWindow
 // (pooling) by strided Slices, and, in simplego's executor table, float32 DotGeneral, Slice, Transpose,
 // Gather and the hot element-wise ops by multi-core kernels; Compile fuses element-wise chains
-// (fuse.go). Everything else (buffers, execution) is simplego's.
+// (fuse.go). With devices=R (R > 1) it is R in-process devices that run SPMD programs (devices.go,
+// spmd.go). Everything else (buffers, execution) is simplego's.
 type Backend struct {
 	*simplego.Backend
 	config       string
+	numDevices   int // From devices=R; when > 1, buffers are deviceBuffers (devices.go).
 	capabilities backends.Capabilities
 	convMode     convMode
 	fastDot      bool // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (slice.go).
@@ -54,6 +58,12 @@ var _ backends.Backend = (*Backend)(nil)
 // row loops or fusion), and "nofuse" keeps the fast executors but doesn't fuse element-wise chains.
 // For checking the convolution compositions, "strict_conv" makes a failed im2col or col2im composition
 // an error instead of a silent fallback to simplego's native ConvGeneral (the tests use it).
+//
+// "devices=R" makes R devices in this process (default 1): each runs the per-device program of an SPMD
+// executable (graph.Exec.SPMD) on its own buffers, the cores shared among them, and AllReduce meets
+// across them with a fixed reduction order, so runs are bit-reproducible (spmd.go). It needs
+// ops_sequential (the default): an AllReduce waiting for the other devices must not hold one of
+// simplego's parallel-op workers. E.g. "devices=4" or "devices=2,nofuse".
 func New(simplegoConfig string) (backends.Backend, error) {
 	return newBackend(simplegoConfig)
 }
@@ -63,6 +73,10 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	config, simplegoDot := takeOption(config, "simplego_dot")
 	config, noFuse := takeOption(config, "nofuse")
 	config, strictConv := takeOption(config, "strict_conv")
+	config, numDevices, err := takeDevices(config)
+	if err != nil {
+		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
+	}
 	inner, err := simplego.New(config)
 	if err != nil {
 		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
@@ -75,7 +89,9 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	for _, op := range addedOps {
 		caps.Operations[op] = true
 	}
-	b := &Backend{Backend: sg, config: config, capabilities: caps, fastDot: !simplegoDot, noFuse: noFuse || simplegoDot, strictConv: strictConv}
+	b := &Backend{Backend: sg, config: config, numDevices: numDevices, capabilities: caps, fastDot: !simplegoDot,
+		noFuse: noFuse || simplegoDot, strictConv: strictConv}
+	installCollectives()
 	if b.fastDot {
 		enableFastOps(sg)
 	} else {
@@ -86,6 +102,9 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	}
 	if strictConv {
 		b.config += ",strict_conv"
+	}
+	if numDevices > 1 {
+		b.config += ",devices=" + strconv.Itoa(numDevices)
 	}
 	if opStatsEnabled() {
 		installOpStats() // After the fast ops, so it times them.
@@ -105,6 +124,36 @@ func takeOption(config, option string) (string, bool) {
 		kept = append(kept, p)
 	}
 	return strings.Join(kept, ","), found
+}
+
+// Devices returns the number of devices a pure-Go backend config asks for (devices=R; 1 when absent),
+// so that a recipe can be checked without opening the backend.
+func Devices(config string) (int, error) {
+	_, n, err := takeDevices(normalizeConfig(config))
+	return n, err
+}
+
+// takeDevices removes the "devices=R" option from a comma-separated config and returns R (1 when absent).
+func takeDevices(config string) (string, int, error) {
+	var kept []string
+	n := 1
+	parallelOps := false
+	for _, p := range strings.Split(config, ",") {
+		if v, ok := strings.CutPrefix(p, "devices="); ok {
+			var err error
+			if n, err = strconv.Atoi(v); err != nil || n < 1 {
+				return "", 0, errors.Errorf("devices=%s: want a whole number of devices >= 1", v)
+			}
+			continue
+		}
+		parallelOps = parallelOps || p == "ops_parallel"
+		kept = append(kept, p)
+	}
+	if n > 1 && parallelOps {
+		return "", 0, errors.Errorf("devices=%d with ops_parallel: a device waiting in an AllReduce would hold one of "+
+			"simplego's op workers that the other devices may need; use ops_sequential (the default)", n)
+	}
+	return strings.Join(kept, ","), n, nil
 }
 
 // Finalize releases simplego's resources and unhooks the backend from the packed GEMM.
@@ -144,13 +193,16 @@ func (b *Backend) String() string { return simplego.BackendName }
 
 // Description is simplego's description plus what the wrapper adds.
 func (b *Backend) Description() string {
-	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm; im2col/col2im ConvGeneral, sliced ReduceWindow"
+	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm, AllReduce; im2col/col2im ConvGeneral, sliced ReduceWindow"
 	if b.fastDot {
 		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + gemmKernelName() +
 			"), copying Slice/Gather, tiled Transpose, row-loop element-wise ops"
 		if !b.noFuse {
 			d += ", element-wise fusion"
 		}
+	}
+	if b.multiDevice() {
+		d += "; " + b.devicesSummary()
 	}
 	return d
 }
@@ -160,17 +212,27 @@ func (b *Backend) Capabilities() backends.Capabilities { return b.capabilities }
 
 // Builder returns a builder that embeds simplego's and overrides the added ops and ConvGeneral.
 func (b *Backend) Builder(name string) backends.Builder {
-	return &goBuilder{Builder: b.Backend.Builder(name), convMode: b.convMode, fusedConv: b.fastDot, fuse: b.fastDot && !b.noFuse,
-		strictConv: b.strictConv}
+	return &goBuilder{Builder: b.Backend.Builder(name), backend: b, convMode: b.convMode, fusedConv: b.fastDot,
+		fuse: b.fastDot && !b.noFuse, strictConv: b.strictConv, programDevices: 1}
 }
 
 // goBuilder embeds simplego's builder; every op it composes is built with that inner builder.
 type goBuilder struct {
 	backends.Builder
+	backend    *Backend
 	convMode   convMode
 	fusedConv  bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (gemm_conv.go).
 	fuse       bool // Compile fuses element-wise chains (fuse.go).
 	strictConv bool // A failed im2col/col2im composition is an error (see New).
+
+	// The program's devices (spmd.go): set by DistributedSPMD and DeviceAssignment.
+	spmd           bool
+	programDevices int                  // 1 unless DistributedSPMD.
+	assignment     []backends.DeviceNum // nil: devices 0..programDevices-1, or the default device.
+	numParams      int                  // Parameters created so far, the hidden one included.
+	deviceParam    backends.Op          // The hidden device-index parameter every AllReduce node reads; nil until one.
+	deviceParamIdx int
+	collectives    *collectives
 }
 
 // composer builds ops on the inner builder and keeps the first error, so compositions read as formulas and

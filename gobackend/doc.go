@@ -1,3 +1,3 @@
-// Package gobackend is the pure-Go CPU backend behind `backend: go`: GoMLX's simplego completed with the
-// ops its gradients need and accelerated (packed GEMM, fused convolutions, element-wise fusion).
+// Package gobackend is the pure-Go CPU backend behind `backend: go`: GoMLX's simplego completed and accelerated
+// (packed GEMM, fused convolutions, element-wise fusion), with R in-process devices for SPMD programs.
 package gobackend

@@ -15,7 +15,7 @@ import (
 // ops (BatchNorm's centring, scaling and shifting and their gradients, ReLU's mask, the optimizer's
 // update), each of which simplego runs as a pass over memory into a new buffer; the broadcasts that
 // feed them (a per-channel vector, a scalar) are materialised as whole tensors first. When the graph
-// is compiled, goBuilder.Compile rewrites each maximal chain whose intermediate values have no other
+// is compiled, goBuilder.compileFused rewrites each maximal chain whose intermediate values have no other
 // use into one node that evaluates the chain block by block (512 values at a time, in L1), reading
 // broadcast operands in place; a ReduceSum of such a chain accumulates the blocks directly. The nodes
 // inside a chain are left unreferenced, and simplego skips them.
@@ -27,9 +27,9 @@ import (
 // executor slot is empty in simplego's table; if a GoMLX upgrade gives that op an executor, or the node
 // fields this needs can't be found, fusion is off (TestSimplegoInternals says so).
 
-// Compile fuses the element-wise chains of the graph (when the backend fuses), then compiles it with
-// simplego.
-func (b *goBuilder) Compile(outputs []backends.Op, shardings []*backends.ShardingSpec) (backends.Executable, error) {
+// compileFused fuses the element-wise chains of the graph (when the backend fuses), then compiles it
+// with simplego (goBuilder.Compile, spmd.go, calls it).
+func (b *goBuilder) compileFused(outputs []backends.Op, shardings []*backends.ShardingSpec) (backends.Executable, error) {
 	if sb, ok := b.Builder.(*simplego.Builder); ok && fuseFieldsOK {
 		if b.fusedConv {
 			foldKernelFlips(builderNodesOf(sb))

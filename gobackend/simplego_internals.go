@@ -17,7 +17,8 @@ import (
 //   - the unexported fields of simplego.Node (inputs, opType, shape, data) and simplego.Builder (nodes),
 //     read and written through offsets looked up once by reflection, their types checked (reflection
 //     by name costs about a microsecond per call, and a ResNet step runs ~17,000 ops);
-//   - two op types simplego never builds nor executes, reused as the backend's own fused nodes;
+//   - two op types simplego never builds nor executes, reused as the backend's own fused nodes, and the
+//     AllReduce op type, which simplego doesn't build, for the backend's collective nodes (spmd.go);
 //   - the unexported parameter structs simplego keeps in Node.data (DotGeneral's, Slice's, Gather's),
 //     read by field name, and the plain values it keeps there for other ops (Transpose's permutation,
 //     the reduced or broadcast axes, Concatenate's axis).
@@ -43,6 +44,10 @@ const fusedOpType = backends.OpTypeSelectAndScatterSum
 // fusedConvOpType carries fused convolutions (conv_exec.go): simplego never builds Reverse (this
 // backend composes it), and its executor slot is empty.
 const fusedConvOpType = backends.OpTypeReverse
+
+// allReduceOpType carries AllReduce nodes (spmd.go): simplego refuses to build AllReduce, and its
+// executor slot is empty.
+const allReduceOpType = backends.OpTypeAllReduce
 
 // Offsets of simplego.Node's shape, data and opType fields; nodeFieldsOK is false if any is missing
 // or of another type, and every fast executor that needs them defers to simplego's own.

@@ -49,6 +49,10 @@ func TestSimplegoInternals(t *testing.T) {
 	if !fusedConvInstalled {
 		broke("simplego's executor slot for %s is taken: pick another op type for fused convolutions", fusedConvOpType)
 	}
+	if !collectivesInstalled {
+		broke("simplego's executor slot for %s is taken: simplego may run collectives itself now (drop spmd.go's), "+
+			"or pick another op type", allReduceOpType)
+	}
 	if !nodeFieldsOK {
 		t.FailNow()
 	}

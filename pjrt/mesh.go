@@ -68,7 +68,8 @@ func CheckDevices(b backends.Backend, replicas int) error {
 		hint := "use a PJRT backend with that many devices (e.g. --backend xla:cuda on a machine with " +
 			fmt.Sprint(replicas) + " GPUs), or lower replicas"
 		if b.String() == "go" {
-			hint = "the pure-Go backend has one device: " + hint
+			hint = fmt.Sprintf("the pure-Go backend has the devices its config asks for: use --backend go:devices=%d "+
+				"(in-process devices sharing the cores), or lower replicas", replicas)
 		}
 		return errors.Errorf("replicas %d: backend %s has %d device(s); %s", replicas, b.String(), n, hint)
 	}

@@ -13,7 +13,8 @@ import (
 
 // AcceptedForms lists the backend configurations Open accepts, for help texts and errors.
 const AcceptedForms = `accepted backends:
-  go | go:<simplego options>     pure-Go backend (default; options e.g. "parallelism=2,ops_parallel")
+  go | go:<options>              pure-Go backend (default; options e.g. "devices=4" for 4 in-process devices,
+                                 "parallelism=2", "nofuse")
   xla:cpu | xla:cuda | xla:tpu   XLA through a PJRT plugin found in the plugin directories (xla: best of cuda, cpu)
   xla:<name>                     the PJRT plugin named pjrt_c_api_<name>_plugin.so
   /abs/path/plugin.so            that PJRT plugin file (also xla:/abs/path/plugin.so), e.g. JAX's xla_cuda_plugin.so
@@ -24,6 +25,7 @@ type Spec struct {
 	Config     string   // As given.
 	Backend    string   // "go" or "xla".
 	GoConfig   string   // simplego options ("go" only).
+	Devices    int      // "go": the devices its config asks for (devices=R, else 1); 0 for xla (known when opened).
 	Platform   string   // PJRT platform ("cpu", "cuda", "tpu", other plugin name); "" for the default or a path.
 	PluginPath string   // Absolute plugin path, when given.
 	Options    []string // PJRT backend options after the first ",".
@@ -37,11 +39,15 @@ func ParseConfig(config string) (Spec, error) {
 	c := strings.TrimSpace(config)
 	switch {
 	case c == "" || c == "go":
-		spec.Backend = "go"
+		spec.Backend, spec.Devices = "go", 1
 		return spec, nil
 	case strings.HasPrefix(c, "go:"):
 		spec.Backend = "go"
 		spec.GoConfig = strings.TrimPrefix(c, "go:")
+		var err error
+		if spec.Devices, err = gobackend.Devices(spec.GoConfig); err != nil {
+			return spec, errors.WithMessagef(err, "backend %q", config)
+		}
 		return spec, nil
 	case filepath.IsAbs(c):
 		c = "xla:" + c

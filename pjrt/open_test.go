@@ -19,10 +19,12 @@ func TestParseConfig(t *testing.T) {
 		config                              string
 		backend, goConfig, platform, plugin string
 		options                             []string
+		devices                             int
 	}{
-		{config: "", backend: "go"},
-		{config: "go", backend: "go"},
-		{config: "go:parallelism=1,ops_parallel", backend: "go", goConfig: "parallelism=1,ops_parallel"},
+		{config: "", backend: "go", devices: 1},
+		{config: "go", backend: "go", devices: 1},
+		{config: "go:parallelism=1,ops_parallel", backend: "go", goConfig: "parallelism=1,ops_parallel", devices: 1},
+		{config: "go:devices=4,nofuse", backend: "go", goConfig: "devices=4,nofuse", devices: 4},
 		{config: "xla", backend: "xla"},
 		{config: "xla:cpu", backend: "xla", platform: "cpu"},
 		{config: "xla:cuda,tf32", backend: "xla", platform: "cuda", options: []string{"tf32"}},
@@ -36,7 +38,8 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("ParseConfig(%q): %v", tc.config, err)
 			continue
 		}
-		if s.Backend != tc.backend || s.GoConfig != tc.goConfig || s.Platform != tc.platform || s.PluginPath != tc.plugin || !slices.Equal(s.Options, tc.options) {
+		if s.Backend != tc.backend || s.GoConfig != tc.goConfig || s.Platform != tc.platform || s.PluginPath != tc.plugin ||
+			!slices.Equal(s.Options, tc.options) || s.Devices != tc.devices {
 			t.Errorf("ParseConfig(%q) = %+v", tc.config, s)
 		}
 	}
@@ -46,10 +49,15 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("ParseConfig(%q): want an error listing the accepted forms, got %v", bad, err)
 		}
 	}
+	for _, bad := range []string{"go:devices=0", "go:devices=four", "go:devices=2,ops_parallel"} {
+		if _, err := ParseConfig(bad); err == nil || !strings.Contains(err.Error(), "devices=") {
+			t.Errorf("ParseConfig(%q): want an error about devices=, got %v", bad, err)
+		}
+	}
 }
 
 func TestOpenGo(t *testing.T) {
-	for _, config := range []string{"", "go", "go:parallelism=1"} {
+	for _, config := range []string{"", "go", "go:parallelism=1", "go:devices=2"} {
 		b, err := Open(config)
 		if err != nil {
 			t.Fatalf("Open(%q): %v", config, err)
@@ -313,5 +321,36 @@ func TestDescribeGo(t *testing.T) {
 	}
 	if s := d.String(); !strings.Contains(s, "devices:        1") || !strings.Contains(s, "backend:        go") {
 		t.Errorf("Describe(go).String():\n%s", s)
+	}
+}
+
+func TestDescribeGoDevices(t *testing.T) {
+	d, err := Describe("go:devices=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.NumDevices != 4 || len(d.Devices) != 4 || !strings.Contains(d.Text, "devices=4") {
+		t.Errorf("Describe(go:devices=4) = %+v", d)
+	}
+	s := d.String()
+	for _, want := range []string{"devices:        4", "#3: cpu device 3 of 4", "share this process's"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("Describe(go:devices=4).String() lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestCheckDevicesGo(t *testing.T) {
+	b, err := Open("go:devices=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Finalize()
+	if err := CheckDevices(b, 2); err != nil {
+		t.Errorf("CheckDevices(go:devices=2, 2): %v", err)
+	}
+	if err := CheckDevices(b, 3); err == nil || !strings.Contains(err.Error(), "replicas 3: backend go has 2 device(s)") ||
+		!strings.Contains(err.Error(), "go:devices=3") {
+		t.Errorf("CheckDevices(go:devices=2, 3): %v", err)
 	}
 }
