@@ -22,6 +22,7 @@ import (
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/schedule"
 )
 
 // Version is written into checkpoints and run logs.
@@ -424,14 +425,14 @@ func Run(cfg config.Config, opts RunOptions) (res Result, err error) {
 		it := feed.iterate(micro/microPerEpoch, micro%microPerEpoch)
 		for shards, ok := it.next(); ok && optStep < total; shards, ok = it.next() {
 			j := micro % k // position in the accumulation group
-			lr := LearningRate(cfg, optStep, total, perEpoch) * guard.lrScale
+			lr := schedule.LearningRate(cfg, optStep, total, perEpoch) * guard.lrScale
 			// A group with a non-finite micro-batch is not applied (guard.nonfinite skip/reduce_lr).
 			sc := stepScalars{LR: lr, Host: opt.HostScalars(optStep + 1), Apply: j == k-1 && !guard.groupBad}
 			if j > 0 {
 				sc.Keep = 1
 			}
 			if useEMA {
-				sc.EMADecay, sc.EMAFresh = EMADecay(cfg.EMA, optStep), s.emaFresh
+				sc.EMADecay, sc.EMAFresh = schedule.EMADecay(cfg.EMA, optStep), s.emaFresh
 			}
 			images, labels := make([]*tensors.Tensor, len(shards)), make([]*tensors.Tensor, len(shards))
 			for r, b := range shards {

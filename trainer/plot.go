@@ -18,6 +18,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/schedule"
 )
 
 // Series is one line of a chart.
@@ -248,8 +249,8 @@ func ScheduleCharts(cfg config.Config, total int, perEpoch float64) []Chart {
 	decays := make([]float64, total)
 	for t := range total {
 		steps[t] = float64(t)
-		lrs[t] = LearningRate(cfg, t, total, perEpoch)
-		decays[t] = EMADecay(cfg.EMA, t)
+		lrs[t] = schedule.LearningRate(cfg, t, total, perEpoch)
+		decays[t] = schedule.EMADecay(cfg.EMA, t)
 	}
 	charts := []Chart{{Title: fmt.Sprintf("%s: learning rate (%s, peak %g)", cfg.Name, cfg.Schedule.Name, cfg.PeakLR()),
 		XLabel: "optimizer step", Series: []Series{{Name: "lr", X: steps, Y: lrs, Color: Blue}}}}
@@ -271,16 +272,11 @@ func ScheduleLength(cfg config.Config) (total int, perEpoch float64, err error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	k := max(cfg.Optimizer.AccumulateSteps, 1)
 	micro := loader.StepsPerEpoch()
 	if micro == 0 {
 		return 0, 0, fmt.Errorf("data.batch_size %d is larger than the training split", cfg.Data.BatchSize)
 	}
-	total = cfg.Epochs * micro / k
-	if cfg.Steps > 0 {
-		total = cfg.Steps
-	}
-	perEpoch = float64(micro) / float64(k)
+	total, perEpoch = schedule.Length(cfg, micro)
 	return total, perEpoch, cfg.CheckScheduleLength(total, perEpoch)
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/schedule"
 )
 
 // testBNNet is a small MNIST net with what the recipe engine must handle: BatchNorm statistics (for the
@@ -299,7 +300,7 @@ func TestEMAShadowsWeightsAndStatistics(t *testing.T) {
 		}
 	}
 	for tt := range 3 {
-		d := EMADecay(cfg.EMA, tt)
+		d := schedule.EMADecay(cfg.EMA, tt)
 		if _, _, err := step.run(x, y, stepScalars{LR: 0.1, EMADecay: d, EMAFresh: tt == 0}); err != nil {
 			t.Fatal(err)
 		}

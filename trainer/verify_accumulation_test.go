@@ -18,6 +18,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/schedule"
 )
 
 // verifyRegressionNet is a softmax regression on 2x2 grey images, 3 classes: fc/weight [4, 3]
@@ -434,7 +435,7 @@ func TestVerifyEMAStep(t *testing.T) {
 	for st, lr := range verifyLRs {
 		x, y := regressionBatch(rng, 4)
 		// The loop feeds EMADecay(cfg.EMA, st); the law computes its own d.
-		sc := stepScalars{LR: lr, EMADecay: EMADecay(cfg.EMA, st), EMAFresh: st == 0}
+		sc := stepScalars{LR: lr, EMADecay: schedule.EMADecay(cfg.EMA, st), EMAFresh: st == 0}
 		images := tensors.FromFlatDataAndDimensions(x, 4, 2, 2, 1)
 		if _, _, err := step.run(images, tensors.FromFlatDataAndDimensions(y, 4), sc); err != nil {
 			t.Fatal(err)

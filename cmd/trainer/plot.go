@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/trainer/trainer/schedule"
 	"github.com/trainer/trainer/trainer"
 )
 
@@ -46,7 +47,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("plot schedule: %w", err)
 		}
 		fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch), peak lr %g, last lr %g\n",
-			path, total, perEpoch, cfg.PeakLR(), trainer.LearningRate(cfg, total-1, total, perEpoch))
+			path, total, perEpoch, cfg.PeakLR(), schedule.LearningRate(cfg, total-1, total, perEpoch))
 		return nil
 	case "run":
 		positional, err := parse(fs, args)
