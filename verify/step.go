@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/trainstep"
 	"github.com/trainer/trainer/verify/reference"
 )
 
@@ -29,9 +29,9 @@ var stepLRs = []float64{0.0625, 0.03125, 0.09375}
 func stepChecks() []Check {
 	const mu, wd = 0.9, 0.01
 	checks := []Check{
-		sgdStepCase("sgd_step", trainer.SGD{WeightDecay: wd}).check(),
-		sgdStepCase("sgd_heavy_ball_step", trainer.SGD{Momentum: mu, WeightDecay: wd}).check(),
-		sgdStepCase("sgd_nesterov_step", trainer.SGD{Momentum: mu, Nesterov: true, WeightDecay: wd}).check(),
+		sgdStepCase("sgd_step", trainstep.SGD{WeightDecay: wd}).check(),
+		sgdStepCase("sgd_heavy_ball_step", trainstep.SGD{Momentum: mu, WeightDecay: wd}).check(),
+		sgdStepCase("sgd_nesterov_step", trainstep.SGD{Momentum: mu, Nesterov: true, WeightDecay: wd}).check(),
 	}
 	return append(checks, optimizerStepChecks()...)
 }
@@ -57,7 +57,7 @@ type stepCase struct {
 	vars []stepVar
 	// host returns the optimizer's runtime scalars for update t (HostScalars); nil when there are none.
 	host func(t int) []float64
-	// update builds the step's update in the graph, as trainer/step.go does.
+	// update builds the step's update in the graph, as trainstep/step.go does.
 	update func(ctx *context.Context, vars []*context.Variable, grads []*Node, decay []bool, lr *Node, host ...*Node)
 	// newLaw makes a fresh closed form. exercised, when set, reads the law after the run: a note on what
 	// the steps went through, and false when they missed what the check is about (the update row then
@@ -122,7 +122,7 @@ func (c stepCase) run(backend backends.Backend) []Result {
 			logits = Add(logits, InsertAxes(v.ValueGraph(g), 0))
 			nodes = append(nodes, v.ValueGraph(g))
 		}
-		loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
+		loss := trainstep.SoftmaxCrossEntropy(logits, labels, 0)
 		grads := Gradient(loss, nodes...)
 		c.update(ctx, vars, grads, decay, lr, inputs[3:]...)
 		return grads
@@ -142,7 +142,7 @@ func (c stepCase) run(backend backends.Backend) []Result {
 			theta[i] = tensors.MustCopyFlatData[float64](v.MustValue())
 			flat = append(flat, theta[i]...)
 		}
-		// Runtime scalars go in as float32, as trainer/step.go feeds them.
+		// Runtime scalars go in as float32, as trainstep/step.go feeds them.
 		args := []any{hostTensor(x, dtypes.Float64, false), hostTensor(reference.FromData(lab, batch), dtypes.Float64, true), float32(lr)}
 		if c.host != nil {
 			host := c.host(t)
@@ -238,8 +238,8 @@ func (l *sgdLaw) step(theta, grads [][]float64, decay []bool, lr float64, _ int)
 	return out
 }
 
-// sgdStepCase trains the softmax regression (weight decayed, bias not) with trainer.SGD.
-func sgdStepCase(name string, opt trainer.SGD) stepCase {
+// sgdStepCase trains the softmax regression (weight decayed, bias not) with trainstep.SGD.
+func sgdStepCase(name string, opt trainstep.SGD) stepCase {
 	return stepCase{
 		name:   name,
 		vars:   regressionVars(),

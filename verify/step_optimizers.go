@@ -9,19 +9,19 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/trainstep"
 )
 
 // optimizerStepChecks are the step checks of the adaptive optimizers and of global-norm clipping, with
 // the seeds' hyperparameters where they have them (weight decays raised so the decay term shows).
 func optimizerStepChecks() []Check {
 	return []Check{
-		adamWStepCase("adamw_step", trainer.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.05}).check(),
-		lambStepCase("lamb_step", trainer.LAMB{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-6, WeightDecay: 0.02}).check(),
-		rmspropStepCase("rmsprop_tf_step", trainer.RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3, WeightDecay: 1e-2}).check(),
-		rmspropStepCase("rmsprop_tf_lr_outside_step", trainer.RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3, WeightDecay: 1e-2, LROutside: true}).check(),
+		adamWStepCase("adamw_step", trainstep.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.05}).check(),
+		lambStepCase("lamb_step", trainstep.LAMB{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-6, WeightDecay: 0.02}).check(),
+		rmspropStepCase("rmsprop_tf_step", trainstep.RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3, WeightDecay: 1e-2}).check(),
+		rmspropStepCase("rmsprop_tf_lr_outside_step", trainstep.RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3, WeightDecay: 1e-2, LROutside: true}).check(),
 		{Name: "clip_global_norm_step", Run: func(b backends.Backend) []Result {
-			sgd := trainer.SGD{Momentum: 0.9, WeightDecay: 0.01}
+			sgd := trainstep.SGD{Momentum: 0.9, WeightDecay: 0.01}
 			// The gradient norm of this regression is about 0.8: 0.05 clips every step, 100 none.
 			return append(clipStepCase("clip_global_norm_step/above", sgd, 0.05, true).run(b),
 				clipStepCase("clip_global_norm_step/below", sgd, 100, false).run(b)...)
@@ -104,7 +104,7 @@ func (l *adamLaw) step(theta, grads [][]float64, decay []bool, lr float64, t int
 	return out
 }
 
-func adamWStepCase(name string, opt trainer.AdamW) stepCase {
+func adamWStepCase(name string, opt trainstep.AdamW) stepCase {
 	return stepCase{
 		name:   name,
 		vars:   regressionVars(),
@@ -116,7 +116,7 @@ func adamWStepCase(name string, opt trainer.AdamW) stepCase {
 
 // lambStepCase adds to the regression a decayed [classes] vector that starts at zero: its first update
 // has ‖θ‖ = 0, so τ = 1; the bias is the no-decay group, stepped as Adam.
-func lambStepCase(name string, opt trainer.LAMB) stepCase {
+func lambStepCase(name string, opt trainstep.LAMB) stepCase {
 	zero := func(_ *rand.Rand, dims []int) []float64 { return make([]float64, prod(dims)) }
 	return stepCase{
 		name:   name,
@@ -181,7 +181,7 @@ func (l *rmspropLaw) step(theta, grads [][]float64, decay []bool, lr float64, _ 
 	return out
 }
 
-func rmspropStepCase(name string, opt trainer.RMSPropTF) stepCase {
+func rmspropStepCase(name string, opt trainstep.RMSPropTF) stepCase {
 	return stepCase{
 		name:   name,
 		vars:   regressionVars(),
@@ -218,14 +218,14 @@ func (l *clipLaw) step(theta, grads [][]float64, decay []bool, lr float64, t int
 	return l.inner.step(theta, clipped, decay, lr, t)
 }
 
-// clipStepCase clips at c before SGD, as trainer/step.go does (after accumulation, before the
+// clipStepCase clips at c before SGD, as trainstep/step.go does (after accumulation, before the
 // optimizer adds weight decay); clips says whether every step must be above the threshold or none.
-func clipStepCase(name string, opt trainer.SGD, c float64, clips bool) stepCase {
+func clipStepCase(name string, opt trainstep.SGD, c float64, clips bool) stepCase {
 	return stepCase{
 		name: name,
 		vars: regressionVars(),
 		update: func(ctx *context.Context, vars []*context.Variable, grads []*Node, decay []bool, lr *Node, host ...*Node) {
-			opt.Update(ctx, vars, trainer.ClipGlobalNorm(grads, c), decay, lr, host...)
+			opt.Update(ctx, vars, trainstep.ClipGlobalNorm(grads, c), decay, lr, host...)
 		},
 		newLaw: func() stepLaw {
 			return &clipLaw{c: c, inner: &sgdLaw{momentum: opt.Momentum, wd: opt.WeightDecay, nesterov: opt.Nesterov}}

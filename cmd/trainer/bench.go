@@ -19,7 +19,7 @@ import (
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/trainstep"
 )
 
 // benchReport is `trainer bench --json`'s output.
@@ -116,16 +116,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	opts := graphs.Options{ImageSize: h, Width: *width, Seed: 1, Stats: stats, Precision: *precision}
 	classes := spec.NumClasses
 	ctx := context.New()
-	opt := trainer.SGD{Momentum: 0.9}
+	opt := trainstep.SGD{Momentum: 0.9}
 	exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, images, labels, lr *Node) *Node {
 		g := images.Graph()
 		ctx.SetTraining(g, true)
 		stats.MACs = 0 // Count one build (the graph may be traced more than once).
 		if images.DType() == dtypes.Uint8 {
-			images = trainer.NormalizePixels(images, table)
+			images = trainstep.NormalizePixels(images, table)
 		}
 		logits := spec.Build(ctx.In(graphs.ModelScope), images, true, opts)
-		loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
+		loss := trainstep.SoftmaxCrossEntropy(logits, labels, 0)
 		var vars []*context.Variable
 		ctx.EnumerateVariables(func(v *context.Variable) {
 			if v.Trainable && v.InUseByGraph(g) {

@@ -11,14 +11,14 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/pjrt"
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/trainstep"
 )
 
 const emitUsage = `trainer emit NET|CONFIG.yaml [--batch N] [--precision bf16] [--optimizer NAME] [--replicas R] [--set key=value]... --out step.mlir
 
-Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, as a run
-compiles it) without any device or PJRT plugin. NET starts from the defaults; a CONFIG is the recipe.
---batch is the global batch of one step (over all replicas).`
+Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, guard:
+trainstep's step, as a run compiles it) without any device or PJRT plugin. NET starts from the
+defaults; a CONFIG is the recipe. --batch is the global batch of one step (over all replicas).`
 
 // cmdEmit writes the StableHLO module of a train step (docs/distributed.md).
 func cmdEmit(args []string, stdout, stderr io.Writer) error {
@@ -67,7 +67,7 @@ func cmdEmit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	text, err := trainer.EmitTrainStep(cfg)
+	text, err := trainstep.Emit(cfg)
 	if err != nil {
 		return err
 	}
