@@ -33,7 +33,7 @@ Usage:
   trainer data verify DIR [--decode]
   trainer data bench SPLIT [--source imagefolder|shards] [--size 224] [--batch 64] [--workers N]
   trainer emit NET|CONFIG [--batch N] [--precision bf16] [--optimizer NAME] [--replicas R] [--set k=v] --out FILE
-  trainer bench --net NAME --batch N --size S [--steps K] [--width W] [--backend B] [--cpuprofile F] [--json]
+  trainer bench CONFIG | --net NAME [--batch N] [--size S] [--steps K] [--data device|host] [--input uint8] [--backend B] [--json]
   trainer plot schedule CONFIG [--out FILE.png] | trainer plot run DIR [--out DIR]
   trainer export CONFIG_OR_NET --checkpoint CKPT --out FILE.safetensors
   trainer import NET FILE.safetensors --out CKPT
