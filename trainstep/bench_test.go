@@ -18,6 +18,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	for _, net := range []string{"linear", "mlp", "mnist_cnn"} {
 		b.Run(net, func(b *testing.B) {
 			cfg := config.Defaults()
+			cfg.Name = "bench"
 			cfg.Net.Name = net
 			_, step := testStep(b, cfg)
 			const batch = 128

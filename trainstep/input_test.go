@@ -111,6 +111,7 @@ func BenchmarkTrainStepInput(b *testing.B) {
 	for _, dn := range []config.Switch{"false", "true"} {
 		b.Run("device_normalize="+string(dn), func(b *testing.B) {
 			cfg := config.Defaults()
+			cfg.Name = "bench"
 			cfg.Net.Name, cfg.Data.Source, cfg.Data.DeviceNormalize = "cifar_cnn", "cifar10", dn
 			_, step := testStep(b, cfg)
 			mean, std := cfg.Data.Normalisation()
