@@ -250,7 +250,7 @@ func (c Config) validateReplicas(cs *checks, devices int) {
 // Some traps cannot be written in this config:
 //   - the run length and the schedule length disagreeing: there is one length, `epochs` (or `steps`,
 //     which replaces it), and the loop computes the schedule's total from that same number
-//     (trainer.LearningRate's total), so a cosine always ends where the run ends. What can still
+//     (schedule.LearningRate's total), so a cosine always ends where the run ends. What can still
 //     disagree are schedule positions given in epochs (warmup, step decay, milestones):
 //     CheckScheduleLength checks them against the run's optimizer steps once the split is open, as the
 //     epochs of a `steps` run depend on the split's size;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes trainer/testdata/torch_optimizers.json: PyTorch's SGD (momentum, Nesterov) and AdamW on small
+"""Writes trainstep/testdata/torch_optimizers.json: PyTorch's SGD (momentum, Nesterov) and AdamW on small
 float64 tensors over five steps, with a changing learning rate, a zero gradient and a no-decay group, for
 trainer's TestOptimizersMatchPyTorch. Run from the repository root with Debian's python3-torch (/usr/bin/python3):
 
@@ -38,6 +38,6 @@ for name, (cls, kw) in CASES.items():
         steps.append({k: p.detach().flatten().tolist() for k, p in params.items()})
     out["cases"][name] = steps
 
-with open("trainer/testdata/torch_optimizers.json", "w") as f:
+with open("trainstep/testdata/torch_optimizers.json", "w") as f:
     json.dump(out, f, indent=1)
-print("wrote trainer/testdata/torch_optimizers.json with", ", ".join(CASES))
+print("wrote trainstep/testdata/torch_optimizers.json with", ", ".join(CASES))

@@ -27,7 +27,7 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 		}
 		d.Workers = max(1, workers/replicas)
 	}
-	want := s.spec.InputShape
+	want := s.net.Spec.InputShape
 	if size := s.cfg.Net.ImageSize; size > 0 {
 		want[0], want[1] = size, size
 	}
@@ -98,11 +98,11 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 			tf = nil // stored at the net's size: used as they are
 		} else if h > 0 && (d.Source == "mnist" || d.Source == "fashion-mnist") {
 			return nil, fmt.Errorf("data.source %q gives %dx%dx%d images, net %q expects %dx%dx%d",
-				d.Source, h, w, c, s.spec.Name, want[0], want[1], want[2])
+				d.Source, h, w, c, s.net.Spec.Name, want[0], want[1], want[2])
 		}
 	}
 	if want[0] != want[1] {
-		return nil, fmt.Errorf("net %q expects %dx%d images: the image sources produce square ones", s.spec.Name, want[0], want[1])
+		return nil, fmt.Errorf("net %q expects %dx%d images: the image sources produce square ones", s.net.Spec.Name, want[0], want[1])
 	}
 	opts.Transform = tf
 	l, err := data.NewSourceLoader(src, opts)

@@ -10,14 +10,12 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/trainstep"
 )
 
 // deviceNormConfig trains a narrow VGG with BatchNorm (cifar8_bn, 3 channels at 16 px) from a
@@ -64,20 +62,21 @@ func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
 	root := t.TempDir()
 	imagenetteTree(t, root, 3, 4, 2) // 12 train, 6 eval images: the last eval batch is padded
 	var floatSteps, byteSteps int
-	testHookImages = func(_, _ int, images []float32) {
-		if images == nil {
-			byteSteps++ // the batch holds uint8 Pixels
-		} else {
-			floatSteps++
-		}
+	counted := func(f feed) feed {
+		return watchedFeed{feed: f, k: 1, see: func(_, _ int, sh shards) {
+			if sh.images[0].DType() == dtypes.Uint8 {
+				byteSteps++ // the batch holds uint8 pixels
+			} else {
+				floatSteps++
+			}
+		}}
 	}
-	t.Cleanup(func() { testHookImages = nil })
 
 	results := map[config.Switch]Result{}
 	for _, dn := range []config.Switch{"true", "false"} {
 		floatSteps, byteSteps = 0, 0
 		cfg := deviceNormConfig(t, "dn_"+string(dn), t.TempDir(), root, dn)
-		res, err := Run(cfg, RunOptions{Out: io.Discard})
+		res, err := runWith(t, cfg, RunOptions{Out: io.Discard}, nil, counted)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,15 +159,18 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 		if train.Uint8() != (dn == "true") || eval.Uint8() != (dn == "true") {
 			t.Fatalf("device_normalize %s: loaders give uint8 %v (train), %v (eval)", dn, train.Uint8(), eval.Uint8())
 		}
-		opt, step := testStepOn(t, s)
+		step, err := s.newStep()
+		if err != nil {
+			t.Fatal(err)
+		}
 		it := train.Iterate(0, 0)
 		i := 0
 		for b, ok := it.Next(); ok; b, ok = it.Next() {
 			i++
-			sc := stepScalars{LR: 0.05, Host: opt.HostScalars(i), Apply: true}
+			sc := trainstep.Scalars{LR: 0.05, Update: i, Apply: true}
 			images, labels := imagesTensor(train, b), targetsTensor(b)
 			in0, _ := counter.Transferred()
-			if _, _, err := step.run(images, labels, sc); err != nil {
+			if _, err := step.Run(images, labels, sc); err != nil {
 				t.Fatal(err)
 			}
 			in1, _ := counter.Transferred()
@@ -177,7 +179,7 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 			if i == 1 {
 				continue // the variables go over once
 			}
-			sent := in1 - in0 - int64(n*4+4*len(step.scalarArgs(sc)))
+			sent := in1 - in0 - int64(n*4+4*step.NumScalars())
 			if prev, seen := perStep[dn]; seen && prev != sent {
 				t.Errorf("device_normalize %s: step %d sent %d pixel bytes, an earlier one %d", dn, i, sent, prev)
 			}
@@ -208,63 +210,5 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 	if perEval["false"] != 2*floatPixels || perEval["true"] != 2*bytePixels {
 		t.Errorf("an eval sent %d bytes with host normalisation, %d with device_normalize; want %d and %d",
 			perEval["false"], perEval["true"], 2*floatPixels, 2*bytePixels)
-	}
-}
-
-// NormalizePixels is a lookup of the loader's own table: every byte value of every channel gives
-// the host's float, for 1 and 3 channels.
-func TestNormalizePixelsIsTheLoadersTable(t *testing.T) {
-	backend, err := gobackend.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Finalize()
-	for _, c := range []int{1, 3} {
-		mean, std := []float32{0.485, 0.456, 0.406}[:c], []float32{0.229, 0.224, 0.225}[:c]
-		table, err := data.NormalizeTable(mean, std, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pixels := make([]uint8, 2*256*c) // [2, 16, 16, c]: every value in every channel, then reversed
-		for i := range 256 * c {
-			pixels[i] = uint8(i / c)
-			pixels[256*c+i] = uint8(255 - i/c)
-		}
-		out := MustExecOnce(backend, func(x *Node) *Node { return NormalizePixels(x, table) },
-			tensors.FromFlatDataAndDimensions(pixels, 2, 16, 16, c))
-		if out.DType() != dtypes.Float32 || out.Shape().Size() != len(pixels) {
-			t.Fatalf("%d channels: output %s", c, out.Shape())
-		}
-		got := tensors.MustCopyFlatData[float32](out)
-		for i, v := range pixels {
-			if want := table[int(v)*c+i%c]; got[i] != want {
-				t.Fatalf("%d channels: value %d (byte %d, channel %d) = %g, want %g", c, i, v, i%c, got[i], want)
-			}
-		}
-	}
-}
-
-// trainer emit (for xla:cuda, where auto is on) writes the step with uint8 images that it gathers
-// through the table first; with device_normalize false the step takes float32 images.
-func TestEmitTrainStepTakesUint8(t *testing.T) {
-	if !pjrt.EmitAvailable {
-		t.Skip("built without cgo: no StableHLO emit")
-	}
-	gathers := map[config.Switch]int{}
-	for _, dn := range []config.Switch{"auto", "false"} {
-		cfg := emitConfig(t, "cifar_cnn", "sgd", 8, 2)
-		cfg.Data.Source, cfg.Data.DeviceNormalize = "cifar10", dn
-		text, err := EmitTrainStep(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		arg := map[config.Switch]string{"auto": "%arg0: tensor<8x32x32x3xui8>", "false": "%arg0: tensor<8x32x32x3xf32>"}[dn]
-		if !strings.Contains(text, arg+` { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}, {}, {}, {}]> }`) {
-			t.Errorf("device_normalize %s: the step does not take %s sharded over the replicas", dn, arg)
-		}
-		gathers[dn] = count(text, `"stablehlo.gather"`)
-	}
-	if gathers["auto"] != gathers["false"]+1 {
-		t.Errorf("%d gathers with uint8 input, %d without: want one more (the table lookup)", gathers["auto"], gathers["false"])
 	}
 }

@@ -1,3 +1,4 @@
-// Package trainer runs a validated config.Config: the training loop, the optimizers and the
-// learning-rate schedule, when to checkpoint and how to resume, and the metrics log.
+// Package trainer runs a validated config.Config from the host: the loop over the training feed and
+// its hooks (the guard's policy, progress, metrics log, checkpoints, best checkpoint, eval, signal
+// stop), resume, and eval; the compiled step it drives is trainstep's.
 package trainer

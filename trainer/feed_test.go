@@ -9,15 +9,13 @@ import (
 )
 
 // With replicas R the loop feeds R loaders in lockstep, each a share of the global batch. Joined in
-// device order (replicaSimulation, one device) their shards must be the one-loader run's batches:
+// device order (joinedShards, one device) their shards must be the one-loader run's batches:
 // the same losses and, through BatchNorm (global-batch statistics), augmentation, EMA and a mid-epoch
 // resume, the same final state bit for bit. On R devices only the last hop differs: shard r goes to
 // device r (runReplicas) and XLA's partitioner computes the same global step.
 func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
 	root := t.TempDir()
 	imagenetteTree(t, root, 3, 8, 2) // 24 train images: 3 global batches of 8 per epoch
-	replicaSimulation = true
-	t.Cleanup(func() { replicaSimulation = false })
 	runConfig := func(name string, replicas int) config.Config {
 		c := deviceNormConfig(t, name, t.TempDir(), root, "false")
 		c.Data.BatchSize, c.Replicas = 8, replicas
@@ -31,9 +29,14 @@ func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The replicas' step is the one-device step fed the joined shards: the step for R devices needs
+	// a backend with R.
+	joined := func(cfg config.Config, opts RunOptions) (Result, error) {
+		return runWith(t, cfg, opts, oneDeviceStep(t), nil)
+	}
 	for _, r := range []int{2, 4} {
 		cfg := runConfig("replicas", r)
-		got, err := Run(cfg, RunOptions{Out: io.Discard})
+		got, err := joined(cfg, RunOptions{Out: io.Discard})
 		if err != nil {
 			t.Fatalf("%d replicas: %v", r, err)
 		}
@@ -45,7 +48,7 @@ func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
 		}
 		sameCheckpoints(t, one.Checkpoint, got.Checkpoint, 20)
 		if r == 2 {
-			resumed := rerunFrom(t, runConfig("resumed", r), 5)
+			resumed := rerunWith(t, joined, runConfig("resumed", r), 5)
 			sameCheckpoints(t, one.Checkpoint, resumed.Checkpoint, 20)
 		}
 	}

@@ -13,19 +13,8 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/trainstep"
 )
-
-// poisonStep makes one pixel of the micro-batch (step, micro) NaN, which makes that batch's loss and
-// every gradient non-finite; it is undone when the test ends.
-func poisonStep(t *testing.T, step, micro int) {
-	t.Helper()
-	testHookImages = func(s, m int, images []float32) {
-		if s == step && m == micro {
-			images[0] = float32(math.NaN())
-		}
-	}
-	t.Cleanup(func() { testHookImages = nil })
-}
 
 // metricsRecords reads a run's metrics.jsonl.
 func metricsRecords(t *testing.T, dir string) []map[string]any {
@@ -94,8 +83,7 @@ func allFinite(t *testing.T, c *checkpoint.Checkpoint) {
 func TestGuardStopNamesStepTensorAndCheckpoint(t *testing.T) {
 	cfg := smallRun(t, "stop")
 	cfg.Checkpoint.EverySteps = 5
-	poisonStep(t, 7, 0)
-	_, err := Run(cfg, RunOptions{Out: io.Discard})
+	_, err := runPoisoned(t, cfg, RunOptions{Out: io.Discard}, 7, 0)
 	if err == nil {
 		t.Fatal("a NaN batch at step 7 did not stop the run")
 	}
@@ -140,9 +128,8 @@ func TestGuardSkipLeavesStateUnchanged(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			poisonStep(t, 5, 0)
 			var out strings.Builder
-			res, err := Run(cfg, RunOptions{Out: &out})
+			res, err := runPoisoned(t, cfg, RunOptions{Out: &out}, 5, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +139,7 @@ func TestGuardSkipLeavesStateUnchanged(t *testing.T) {
 			// Under accumulation the group's good micro-batch still lands in the gradient sums, which
 			// the next group's first micro-batch resets; nothing else may move.
 			for _, name := range differingTensors(loadCkpt(t, res.Dir, 4), loadCkpt(t, res.Dir, 5)) {
-				if k == 1 || !strings.HasPrefix(name, accumulatorScope+"/") {
+				if k == 1 || !strings.HasPrefix(name, trainstep.AccumulatorScope+"/") {
 					t.Errorf("the skipped step 5 changed %s", name)
 				}
 			}
@@ -195,9 +182,8 @@ func TestGuardReduceLRHalvesAndResumes(t *testing.T) {
 		cfg.Checkpoint = config.CheckpointConfig{EverySteps: 10, Keep: 5}
 		return cfg
 	}
-	poisonStep(t, 3, 0)
 	a := run("a")
-	resA, err := Run(a, RunOptions{Out: io.Discard})
+	resA, err := runPoisoned(t, a, RunOptions{Out: io.Discard}, 3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +200,7 @@ func TestGuardReduceLRHalvesAndResumes(t *testing.T) {
 	}
 
 	b := run("b")
-	if _, err := Run(b, RunOptions{Out: io.Discard}); err != nil {
+	if _, err := runPoisoned(t, b, RunOptions{Out: io.Discard}, 3, 0); err != nil {
 		t.Fatal(err)
 	}
 	ckptDir := filepath.Join(b.Dir(), "checkpoints")
@@ -223,7 +209,7 @@ func TestGuardReduceLRHalvesAndResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resB, err := Run(b, RunOptions{Out: io.Discard, Resume: true}) // from step 10
+	resB, err := runPoisoned(t, b, RunOptions{Out: io.Discard, Resume: true}, 3, 0) // from step 10
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/trainstep"
 )
 
 // checkpointConfig returns the config of the run that wrote ckpt: the one in its header, else the run
@@ -116,4 +118,99 @@ func truncateMetrics(path string, step int) (dropped int, err error) {
 		return 0, fmt.Errorf("metrics log %s: %w", path, err)
 	}
 	return dropped, nil
+}
+
+// resumePoint loads the checkpoint to continue from and checks it belongs to this net.
+func (s *session) resumePoint(ckptDir, from string) (*checkpoint.Checkpoint, error) {
+	var ckpt *checkpoint.Checkpoint
+	var err error
+	if from != "" {
+		ckpt, err = checkpoint.Load(from)
+	} else {
+		var ok bool
+		ckpt, ok, err = checkpoint.Latest(ckptDir)
+		if err == nil && !ok {
+			return nil, fmt.Errorf("--resume: no checkpoint in %s", ckptDir)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ckpt.Header.Net != s.cfg.Net.Name {
+		return nil, fmt.Errorf("checkpoint %s: net %q, the config trains %q", ckpt.Path, ckpt.Header.Net, s.cfg.Net.Name)
+	}
+	return ckpt, nil
+}
+
+// load makes the checkpoint the source of every variable the graphs ask for.
+func (s *session) load(ckpt *checkpoint.Checkpoint) {
+	s.ctx.SetLoader(ckpt)
+	s.loaded = true
+	s.emaFresh = true
+	for name := range ckpt.Tensors {
+		if strings.HasPrefix(name, trainstep.EMAScope+"/") {
+			s.emaFresh = false
+			break
+		}
+	}
+}
+
+// runDir is the run directory opened for training: where the run starts and its metrics log.
+type runDir struct {
+	startStep int
+	resumed   *checkpoint.Checkpoint // the checkpoint continued from, if any
+	metrics   *metricsLog
+}
+
+// openRunDir prepares cfg.Dir() for the run: it resumes from a checkpoint when opts ask (loading it and
+// printing what changed), refuses to train over another run's checkpoints otherwise, writes the
+// resolved config and opens the metrics log without the records past the starting step.
+func (s *session) openRunDir(opts RunOptions, out io.Writer) (rd runDir, err error) {
+	dir := s.cfg.Dir()
+	ckptDir := filepath.Join(dir, "checkpoints")
+	var accepted []config.Change // config changes on resume, all on the allow-list (config.Resumable)
+	switch {
+	case opts.ResumeFrom != "" || opts.Resume:
+		ckpt, err := s.resumePoint(ckptDir, opts.ResumeFrom)
+		if err != nil {
+			return rd, err
+		}
+		if accepted, err = s.resumeConfig(ckpt); err != nil {
+			return rd, err
+		}
+		rd.resumed, rd.startStep = ckpt, ckpt.Header.Step
+		s.load(ckpt)
+		fmt.Fprintf(out, "resuming %s from %s (step %d)\n", s.cfg.Name, ckpt.Path, rd.startStep)
+		for _, c := range accepted {
+			fmt.Fprintf(out, "config change accepted on resume: %s\n", c)
+		}
+	default:
+		if paths, _ := checkpoint.List(ckptDir); len(paths) > 0 {
+			return rd, fmt.Errorf("run directory %s already holds checkpoints: pass --resume to continue it, "+
+				"or choose another run name (--set name=...), or delete the directory", dir)
+		}
+	}
+	if err := os.MkdirAll(ckptDir, 0o755); err != nil {
+		return rd, err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, "config.yaml"), s.cfg.YAML()); err != nil {
+		return rd, fmt.Errorf("writing resolved config: %w", err)
+	}
+	// Records past the starting step were written by an interrupted run and are about to be written
+	// again: drop them (a fresh run starts the log anew).
+	metricsPath := filepath.Join(dir, "metrics.jsonl")
+	dropped, err := truncateMetrics(metricsPath, rd.startStep)
+	if err != nil {
+		return rd, err
+	}
+	if rd.metrics, err = openMetrics(metricsPath); err != nil {
+		return rd, err
+	}
+	if rd.resumed != nil {
+		if err := rd.metrics.write(resumeRecord(rd.resumed, accepted, dropped)); err != nil {
+			rd.metrics.Close()
+			return rd, err
+		}
+	}
+	return rd, nil
 }

@@ -17,13 +17,19 @@ import (
 // earlier, mid-run one) and resumes: the resumed run's result.
 func rerunFrom(t *testing.T, cfg config.Config, last int) Result {
 	t.Helper()
-	if _, err := Run(cfg, RunOptions{Out: io.Discard}); err != nil {
+	return rerunWith(t, Run, cfg, last)
+}
+
+// rerunWith is rerunFrom with run in place of Run.
+func rerunWith(t *testing.T, run func(config.Config, RunOptions) (Result, error), cfg config.Config, last int) Result {
+	t.Helper()
+	if _, err := run(cfg, RunOptions{Out: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(cfg.Dir(), "checkpoints", checkpoint.FileName(last))); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(cfg, RunOptions{Out: io.Discard, Resume: true})
+	res, err := run(cfg, RunOptions{Out: io.Discard, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}

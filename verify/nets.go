@@ -15,7 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/trainstep"
 )
 
 // NetConfig sizes a whole-net gradient check. Zero fields take the defaults.
@@ -188,7 +188,7 @@ func (r *netRun) loss(ctx *context.Context, images, labels *Node, dropPath *floa
 		panic(fmt.Errorf("logits are %s under Precision \"float64\": the net must call graphs.ToCompute on its input "+
 			"and graphs.FromCompute on its logits", logits.DType()))
 	}
-	return trainer.SoftmaxCrossEntropy(logits, labels, 0)
+	return trainstep.SoftmaxCrossEntropy(logits, labels, 0)
 }
 
 // setup draws the batch, builds the variables, jitters them and snapshots every variable.

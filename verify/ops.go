@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/trainstep"
 	"github.com/trainer/trainer/verify/reference"
 )
 
@@ -256,7 +256,7 @@ func crossEntropyCase(name string, smoothing float64) opCase {
 		inputs: []operand{input("logits", normal(2), b, k), {name: "labels", dims: []int{b}, gen: labels(k), fixed: true, integer: true}},
 		smooth: true,
 		build: func(_ *context.Context, in []*Node, _ graphs.Options) *Node {
-			return trainer.SoftmaxCrossEntropy(in[0], in[1], smoothing)
+			return trainstep.SoftmaxCrossEntropy(in[0], in[1], smoothing)
 		},
 		ref: func(in, _ []reference.Tensor) reference.Tensor {
 			lab := make([]int, b)
@@ -275,7 +275,7 @@ func softCrossEntropyCase() opCase {
 		inputs: []operand{input("logits", normal(2), b, k), {name: "targets", dims: []int{b, k}, gen: simplex(), fixed: true}},
 		smooth: true,
 		build: func(_ *context.Context, in []*Node, _ graphs.Options) *Node {
-			return trainer.SoftCrossEntropy(in[0], in[1])
+			return trainstep.SoftCrossEntropy(in[0], in[1])
 		},
 		ref: func(in, _ []reference.Tensor) reference.Tensor {
 			return scalar(reference.SoftCrossEntropy(in[0], in[1]))
@@ -298,7 +298,7 @@ func bceCase() opCase {
 		inputs: []operand{input("logits", withZeros, b, k), {name: "targets", dims: []int{b, k}, gen: uniform(0, 1), fixed: true}},
 		smooth: true,
 		build: func(_ *context.Context, in []*Node, _ graphs.Options) *Node {
-			return trainer.BCEWithLogits(in[0], in[1])
+			return trainstep.BCEWithLogits(in[0], in[1])
 		},
 		ref: func(in, _ []reference.Tensor) reference.Tensor {
 			return scalar(reference.BCEWithLogits(in[0], in[1]))

@@ -11,7 +11,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/trainstep"
 	"github.com/trainer/trainer/verify/reference"
 )
 
@@ -23,17 +24,28 @@ const stepTol = 1e-12
 // (which separates RMSProp's two forms) and are exact in float32, the dtype the loop feeds.
 var stepLRs = []float64{0.0625, 0.03125, 0.09375}
 
-// stepChecks check one train step of the trainer's optimizers: the parameters after each of three
-// steps equal the update law of ARCHITECTURE.md applied to the step's gradient, which is itself
-// compared with central differences of the reference.
+// stepChecks check the train step every command compiles (trainstep.New, from a config naming the
+// optimizer) on a softmax regression: the parameters after each of three steps equal the update law
+// of ARCHITECTURE.md applied to the step's gradient, which is itself compared with central
+// differences of the reference.
 func stepChecks() []Check {
 	const mu, wd = 0.9, 0.01
+	plain, heavy, nesterov := optimizer("sgd"), optimizer("sgd"), optimizer("sgd")
+	plain.Momentum, plain.WeightDecay = 0, wd
+	heavy.Momentum, heavy.WeightDecay = mu, wd
+	nesterov.Momentum, nesterov.Nesterov, nesterov.WeightDecay = mu, true, wd
 	checks := []Check{
-		sgdStepCase("sgd_step", trainer.SGD{WeightDecay: wd}).check(),
-		sgdStepCase("sgd_heavy_ball_step", trainer.SGD{Momentum: mu, WeightDecay: wd}).check(),
-		sgdStepCase("sgd_nesterov_step", trainer.SGD{Momentum: mu, Nesterov: true, WeightDecay: wd}).check(),
+		sgdStepCase("sgd_step", plain).check(),
+		sgdStepCase("sgd_heavy_ball_step", heavy).check(),
+		sgdStepCase("sgd_nesterov_step", nesterov).check(),
 	}
 	return append(checks, optimizerStepChecks()...)
+}
+
+// optimizer is the config of the named optimizer with every hyperparameter at its default (−1).
+func optimizer(name string) config.OptimizerConfig {
+	return config.OptimizerConfig{Name: name, LR: stepLRs[0], Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
+		AccumulateSteps: 1}
 }
 
 // stepVar is one trained variable of the step checks' softmax regression: logits = x·W + Σ vectors,
@@ -51,14 +63,13 @@ type stepLaw interface {
 	step(theta, grads [][]float64, decay []bool, lr float64, t int) [][]float64
 }
 
-// stepCase is one step check: a graph update (the trainer's code) against a host law (written here).
+// stepCase is one step check: the train step of a config (trainstep's code) against a host law
+// (written here).
 type stepCase struct {
 	name string
 	vars []stepVar
-	// host returns the optimizer's runtime scalars for update t (HostScalars); nil when there are none.
-	host func(t int) []float64
-	// update builds the step's update in the graph, as trainer/step.go does.
-	update func(ctx *context.Context, vars []*context.Variable, grads []*Node, decay []bool, lr *Node, host ...*Node)
+	// opt is the step's optimizer.* config (its clip_grad_norm included).
+	opt config.OptimizerConfig
 	// newLaw makes a fresh closed form. exercised, when set, reads the law after the run: a note on what
 	// the steps went through, and false when they missed what the check is about (the update row then
 	// fails). A law of another type (a test's wrong law) is not inspected.
@@ -108,29 +119,33 @@ func (c stepCase) run(backend backends.Backend) []Result {
 		parts = append(parts, fmt.Sprintf("%s/%s %s (%s)", strings.TrimPrefix(sv.scope, "/model/"), sv.name, dimsString(dims), group))
 	}
 	shapes := strings.Join(parts, ", ")
-	nHost := 0
-	if c.host != nil {
-		nHost = len(c.host(1))
+	model := regression{vars: vars, decay: map[string]bool{}}
+	for i, v := range vars {
+		model.decay[v.ScopeAndName()] = decay[i]
 	}
-
-	exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, inputs []*Node) []*Node {
-		xs, labels, lr := inputs[0], inputs[1], inputs[2]
-		g := xs.Graph()
-		logits := Dot(xs, vars[0].ValueGraph(g))
-		nodes := []*Node{vars[0].ValueGraph(g)}
-		for _, v := range vars[1:] {
-			logits = Add(logits, InsertAxes(v.ValueGraph(g), 0))
-			nodes = append(nodes, v.ValueGraph(g))
+	cfg := config.Defaults()
+	cfg.Name, cfg.Optimizer = "verify_step", c.opt
+	if err := cfg.Validate(); err != nil {
+		return []Result{failed(name, shapes, err)}
+	}
+	train, err := trainstep.New(backend, ctx, cfg, model)
+	if err != nil {
+		return []Result{failed(name, shapes, err)}
+	}
+	defer train.Finalize()
+	// The step's gradient, read by a graph of the same forward pass and loss over the same variables.
+	gradient, err := context.NewExec(backend, ctx, func(ctx *context.Context, xs, labels *Node) []*Node {
+		loss := trainstep.Loss(cfg.Loss, model.Forward(ctx, xs, true), labels)
+		nodes := make([]*Node, len(vars))
+		for i, v := range vars {
+			nodes[i] = v.ValueGraph(xs.Graph())
 		}
-		loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
-		grads := Gradient(loss, nodes...)
-		c.update(ctx, vars, grads, decay, lr, inputs[3:]...)
-		return grads
+		return Gradient(loss, nodes...)
 	})
 	if err != nil {
 		return []Result{failed(name, shapes, err)}
 	}
-	defer exec.Finalize()
+	defer gradient.Finalize()
 
 	law := c.newLaw()
 	var gradAbs, gradRel, stepAbs, stepRel float64
@@ -142,19 +157,14 @@ func (c stepCase) run(backend backends.Backend) []Result {
 			theta[i] = tensors.MustCopyFlatData[float64](v.MustValue())
 			flat = append(flat, theta[i]...)
 		}
-		// Runtime scalars go in as float32, as trainer/step.go feeds them.
-		args := []any{hostTensor(x, dtypes.Float64, false), hostTensor(reference.FromData(lab, batch), dtypes.Float64, true), float32(lr)}
-		if c.host != nil {
-			host := c.host(t)
-			if len(host) != nHost {
-				return []Result{failed(name, shapes, fmt.Errorf("update %d has %d host scalars, update 1 had %d", t, len(host), nHost))}
-			}
-			for _, h := range host {
-				args = append(args, float32(h))
-			}
-		}
-		outs, err := exec.Exec(args...)
+		images := func() *tensors.Tensor { return hostTensor(x, dtypes.Float64, false) }
+		targets := func() *tensors.Tensor { return hostTensor(reference.FromData(lab, batch), dtypes.Float64, true) }
+		outs, err := gradient.Exec(images(), targets())
 		if err != nil {
+			return []Result{failed(name, shapes, err)}
+		}
+		// The step feeds the runtime scalars (lr, the optimizer's HostScalars(t)) as float32.
+		if _, err := train.Run(images(), targets(), trainstep.Scalars{LR: lr, Update: t}); err != nil {
 			return []Result{failed(name, shapes, err)}
 		}
 		// The step's gradient against the reference.
@@ -238,12 +248,35 @@ func (l *sgdLaw) step(theta, grads [][]float64, decay []bool, lr float64, _ int)
 	return out
 }
 
-// sgdStepCase trains the softmax regression (weight decayed, bias not) with trainer.SGD.
-func sgdStepCase(name string, opt trainer.SGD) stepCase {
+// sgdStepCase trains the softmax regression (weight decayed, bias not) with opt, an sgd config.
+func sgdStepCase(name string, opt config.OptimizerConfig) stepCase {
+	o := opt.Resolved()
 	return stepCase{
 		name:   name,
 		vars:   regressionVars(),
-		update: opt.Update,
-		newLaw: func() stepLaw { return &sgdLaw{momentum: opt.Momentum, wd: opt.WeightDecay, nesterov: opt.Nesterov} },
+		opt:    opt,
+		newLaw: func() stepLaw { return &sgdLaw{momentum: o.Momentum, wd: o.WeightDecay, nesterov: o.Nesterov} },
 	}
+}
+
+// regression is the step checks' model: logits = x·W + Σ vectors over the check's variables, which
+// exist before the step is built; decay says, by scope and name, which ones weight decay applies to.
+type regression struct {
+	vars  []*context.Variable
+	decay map[string]bool
+}
+
+// Forward implements trainstep.Model.
+func (r regression) Forward(_ *context.Context, xs *Node, _ bool) *Node {
+	g := xs.Graph()
+	logits := Dot(xs, r.vars[0].ValueGraph(g))
+	for _, v := range r.vars[1:] {
+		logits = Add(logits, InsertAxes(v.ValueGraph(g), 0))
+	}
+	return logits
+}
+
+// ExcludedFromWeightDecay implements trainstep.Model.
+func (r regression) ExcludedFromWeightDecay(scope, name string) bool {
+	return !r.decay[context.JoinScope(scope, name)]
 }

@@ -6,10 +6,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/gomlx/gomlx/backends"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
-	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/config"
 )
 
 // optimizerStepChecks are the step checks of the adaptive optimizers and of global-norm clipping, with
@@ -17,17 +15,43 @@ import (
 // term shows).
 func optimizerStepChecks() []Check {
 	return []Check{
-		adamWStepCase("adamw_step", trainer.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.05}).check(),
-		lambStepCase("lamb_step", trainer.LAMB{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-6, WeightDecay: 0.02}).check(),
-		rmspropStepCase("rmsprop_tf_step", trainer.RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3, WeightDecay: 1e-2}).check(),
-		rmspropStepCase("rmsprop_tf_lr_outside_step", trainer.RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3, WeightDecay: 1e-2, LROutside: true}).check(),
+		adamWStepCase("adamw_step", adamWConfig()).check(),
+		lambStepCase("lamb_step", lambConfig()).check(),
+		rmspropStepCase("rmsprop_tf_step", rmspropConfig(false)).check(),
+		rmspropStepCase("rmsprop_tf_lr_outside_step", rmspropConfig(true)).check(),
 		{Name: "clip_global_norm_step", Run: func(b backends.Backend) []Result {
-			sgd := trainer.SGD{Momentum: 0.9, WeightDecay: 0.01}
+			sgd := heavyBallConfig()
 			// The gradient norm of this regression is about 0.8: 0.05 clips every step, 100 none.
 			return append(clipStepCase("clip_global_norm_step/above", sgd, 0.05, true).run(b),
 				clipStepCase("clip_global_norm_step/below", sgd, 100, false).run(b)...)
 		}},
 	}
+}
+
+// The optimizers of the checks, with the seeds' hyperparameters.
+
+func adamWConfig() config.OptimizerConfig {
+	o := optimizer("adamw")
+	o.Beta1, o.Beta2, o.Epsilon, o.WeightDecay = 0.9, 0.999, 1e-8, 0.05
+	return o
+}
+
+func lambConfig() config.OptimizerConfig {
+	o := optimizer("lamb")
+	o.Beta1, o.Beta2, o.Epsilon, o.WeightDecay = 0.9, 0.999, 1e-6, 0.02
+	return o
+}
+
+func rmspropConfig(lrOutside bool) config.OptimizerConfig {
+	o := optimizer("rmsprop_tf")
+	o.Rho, o.Momentum, o.Epsilon, o.WeightDecay, o.LROutside = 0.9, 0.9, 1e-3, 1e-2, lrOutside
+	return o
+}
+
+func heavyBallConfig() config.OptimizerConfig {
+	o := optimizer("sgd")
+	o.Momentum, o.WeightDecay = 0.9, 0.01
+	return o
 }
 
 // adamLaw is AdamW's and LAMB's closed form: m' = β1m + (1−β1)g; v' = β2v + (1−β2)g²;
@@ -105,26 +129,26 @@ func (l *adamLaw) step(theta, grads [][]float64, decay []bool, lr float64, t int
 	return out
 }
 
-func adamWStepCase(name string, opt trainer.AdamW) stepCase {
+func adamWStepCase(name string, opt config.OptimizerConfig) stepCase {
+	o := opt.Resolved()
 	return stepCase{
 		name:   name,
 		vars:   regressionVars(),
-		host:   opt.HostScalars,
-		update: opt.Update,
-		newLaw: func() stepLaw { return newAdamLaw(opt.Beta1, opt.Beta2, opt.Epsilon, opt.WeightDecay, false) },
+		opt:    opt,
+		newLaw: func() stepLaw { return newAdamLaw(o.Beta1, o.Beta2, o.Epsilon, o.WeightDecay, false) },
 	}
 }
 
 // lambStepCase adds to the regression a decayed [classes] vector that starts at zero: its first update
 // has ‖θ‖ = 0, so τ = 1; the bias is the no-decay group, stepped as Adam.
-func lambStepCase(name string, opt trainer.LAMB) stepCase {
+func lambStepCase(name string, opt config.OptimizerConfig) stepCase {
 	zero := func(_ *rand.Rand, dims []int) []float64 { return make([]float64, prod(dims)) }
+	o := opt.Resolved()
 	return stepCase{
 		name:   name,
 		vars:   regressionVars(stepVar{scope: "/model/fc", name: "offset", init: zero, decay: true}),
-		host:   opt.HostScalars,
-		update: opt.Update,
-		newLaw: func() stepLaw { return newAdamLaw(opt.Beta1, opt.Beta2, opt.Epsilon, opt.WeightDecay, true) },
+		opt:    opt,
+		newLaw: func() stepLaw { return newAdamLaw(o.Beta1, o.Beta2, o.Epsilon, o.WeightDecay, true) },
 		exercised: func(l stepLaw) (string, bool) {
 			law, ok := l.(*adamLaw)
 			if !ok {
@@ -182,13 +206,14 @@ func (l *rmspropLaw) step(theta, grads [][]float64, decay []bool, lr float64, _ 
 	return out
 }
 
-func rmspropStepCase(name string, opt trainer.RMSPropTF) stepCase {
+func rmspropStepCase(name string, opt config.OptimizerConfig) stepCase {
+	o := opt.Resolved()
 	return stepCase{
-		name:   name,
-		vars:   regressionVars(),
-		update: opt.Update,
+		name: name,
+		vars: regressionVars(),
+		opt:  opt,
 		newLaw: func() stepLaw {
-			return &rmspropLaw{rho: opt.Rho, momentum: opt.Momentum, eps: opt.Epsilon, wd: opt.WeightDecay, s0: 1, lrOutside: opt.LROutside}
+			return &rmspropLaw{rho: o.Rho, momentum: o.Momentum, eps: o.Epsilon, wd: o.WeightDecay, s0: 1, lrOutside: o.LROutside}
 		},
 	}
 }
@@ -219,17 +244,18 @@ func (l *clipLaw) step(theta, grads [][]float64, decay []bool, lr float64, t int
 	return l.inner.step(theta, clipped, decay, lr, t)
 }
 
-// clipStepCase clips at c before SGD, as trainer/step.go does (after accumulation, before the
-// optimizer adds weight decay); clips says whether every step must be above the threshold or none.
-func clipStepCase(name string, opt trainer.SGD, c float64, clips bool) stepCase {
+// clipStepCase clips at c (optimizer.clip_grad_norm) before SGD, as the step does (after
+// accumulation, before the optimizer adds weight decay); clips says whether every step must be above
+// the threshold or none.
+func clipStepCase(name string, opt config.OptimizerConfig, c float64, clips bool) stepCase {
+	opt.ClipGradNorm = c
+	o := opt.Resolved()
 	return stepCase{
 		name: name,
 		vars: regressionVars(),
-		update: func(ctx *context.Context, vars []*context.Variable, grads []*Node, decay []bool, lr *Node, host ...*Node) {
-			opt.Update(ctx, vars, trainer.ClipGlobalNorm(grads, c), decay, lr, host...)
-		},
+		opt:  opt,
 		newLaw: func() stepLaw {
-			return &clipLaw{c: c, inner: &sgdLaw{momentum: opt.Momentum, wd: opt.WeightDecay, nesterov: opt.Nesterov}}
+			return &clipLaw{c: c, inner: &sgdLaw{momentum: o.Momentum, wd: o.WeightDecay, nesterov: o.Nesterov}}
 		},
 		exercised: func(l stepLaw) (string, bool) {
 			law, ok := l.(*clipLaw)

@@ -4,8 +4,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/trainer/trainer/trainer"
 )
 
 // stepRow returns the row of res whose name ends in suffix.
@@ -35,12 +33,9 @@ func (l decayAll) step(theta, grads [][]float64, decay []bool, lr float64, t int
 // so the /update rows can fail; the /grad rows are untouched by the law.
 func TestStepChecksFailWrongLaws(t *testing.T) {
 	debugPanics = true
-	adamW := trainer.AdamW{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.05}
-	lamb := trainer.LAMB{Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-6, WeightDecay: 0.02}
-	rms := trainer.RMSPropTF{Rho: 0.9, Momentum: 0.9, Epsilon: 1e-3, WeightDecay: 1e-2}
-	rmsOut := rms
-	rmsOut.LROutside = true
-	heavy := trainer.SGD{Momentum: 0.9, WeightDecay: 0.01}
+	adamW, lamb := adamWConfig(), lambConfig()
+	rms, rmsOut := rmspropConfig(false), rmspropConfig(true)
+	heavy := heavyBallConfig()
 	withLaw := func(c stepCase, law func() stepLaw) stepCase {
 		c.newLaw = law
 		return c

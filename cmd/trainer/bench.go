@@ -15,16 +15,28 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/schedule"
+	"github.com/trainer/trainer/trainstep"
 )
+
+const benchDescription = `Times the train step every command compiles (trainstep) on synthetic data, and counts the bytes it
+moves between host and device; a timed step ends when its loss is on the host. With a CONFIG it is the
+recipe's step (its optimizer, EMA, clipping, accumulation micro-step, guard, precision and input) at
+its batch and image size, on its backend unless --backend says otherwise; the flags given override the
+recipe's keys. With --net (default mnist_cnn) it is the peer-comparable step of a registered net:
+softmax cross-entropy and SGD momentum 0.9 at a constant rate, no weight decay, EMA or clipping
+(scripts/cpu-peer.sh, scripts/jax_peer.py and docs/benchmarks.md compare it).`
 
 // benchReport is `trainer bench --json`'s output.
 type benchReport struct {
 	Net       string    `json:"net"`
+	Config    string    `json:"config,omitempty"` // the recipe timed, if any
 	Backend   string    `json:"backend"`
 	Batch     int       `json:"batch"`
 	Size      int       `json:"size"`
@@ -45,40 +57,41 @@ type benchReport struct {
 	VariableBytes int64 `json:"variable_bytes"`
 }
 
-// newBenchCommand declares `trainer bench` and its flags.
+// newBenchCommand declares `trainer bench [CONFIG]` and its flags.
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Time one train step of a registered net on random data",
-		Long: `Times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a registered
-net on random data and counts the bytes it moves between host and device. A timed step ends when its
-loss is on the host (docs/benchmarks.md).`,
-		Args: cobra.NoArgs,
+		Use:   "bench [CONFIG]",
+		Short: "Time one train step of a recipe or of a registered net on synthetic data",
+		Long:  benchDescription,
+		Args:  cobra.MaximumNArgs(1),
 	}
 	fs := cmd.Flags()
-	netName := fs.String("net", "mnist_cnn", "registered net `NAME` (trainer nets)")
-	batch := fs.Int("batch", 128, "batch size `N`")
-	size := fs.Int("size", 0, "square input resolution `S` (0: the net's default)")
+	netName := fs.String("net", "", "registered net `NAME` (trainer nets), when no CONFIG is given (default mnist_cnn)")
+	batch := fs.Int("batch", 128, "batch size `N` (data.batch_size; with a CONFIG, its own unless given)")
+	size := fs.Int("size", 0, "square input resolution `S` (net.image_size; 0: the net's default)")
 	steps := fs.Int("steps", 5, "timed steps `K` (after one untimed step that compiles)")
-	width := fs.Float64("width", 1, "width multiplier `W` of the net")
+	width := fs.Float64("width", 1, "width multiplier `W` of the net (net.width)")
 	precision := fs.String("precision", "float32", "compute precision `float32|bf16` (bf16: bfloat16 compute, float32 master weights)")
 	dataPlace := fs.String("data", "device", "`device|host`: one synthetic batch sent once and reused (no input transfer), or sent every step")
 	input := fs.String("input", "float32", "`float32|uint8`: normalised images, or pixels the graph normalises first (data.device_normalize)")
-	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
+	sets := fs.StringArray("set", nil, "override a key of the CONFIG: `key=value` (repeatable)")
+	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (with a CONFIG, its own unless given)")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to the file `F`")
 	asJSON := fs.Bool("json", false, "print JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return benchMain(cmd.OutOrStdout(), netName, backendName, cpuProfile, precision, dataPlace, input, batch, size, steps, width, asJSON)
+	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		given := map[string]bool{}
+		fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
+		return benchMain(cmd.OutOrStdout(), positional, given, fs, *sets, netName, backendName, cpuProfile,
+			precision, dataPlace, input, batch, size, steps, width, asJSON)
 	}
 	return cmd
 }
 
-// benchMain times one train step (forward, softmax cross-entropy, backward, SGD momentum 0.9) of a
-// registered net on random data: `trainer bench --net NAME --batch N --size S [--steps K]
-// [--precision bf16] [--data device|host] [--input uint8]`. A timed step ends when its loss is on the host. The
-// PyTorch peer is scripts/cpu-peer.sh, the JAX one scripts/jax_peer.py; docs/benchmarks.md has them.
-func benchMain(stdout io.Writer, netName, backendName, cpuProfile, precision, dataPlace, input *string,
-	batch, size, steps *int, width *float64, asJSON *bool) error {
+// benchMain times one train step (trainstep.Step: what `trainer run` compiles) on random data; see
+// benchDescription. given names the flags set on the command line.
+func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs *pflag.FlagSet, sets []string,
+	netName, backendName, cpuProfile, precision, dataPlace, input *string, batch, size, steps *int, width *float64, asJSON *bool) error {
+	var err error
 	if *batch < 1 || *steps < 1 || *size < 0 || *width <= 0 {
 		return errors.New("bench: --batch and --steps must be >= 1, --size >= 0, --width > 0")
 	}
@@ -96,125 +109,171 @@ func benchMain(stdout io.Writer, netName, backendName, cpuProfile, precision, da
 	if *input != "float32" && *input != "uint8" {
 		return fmt.Errorf("bench: --input %q: expected float32 or uint8", *input)
 	}
-	spec, err := graphs.Get(*netName)
-	if err != nil {
-		return err
-	}
-	h, w, c := spec.InputShape[0], spec.InputShape[1], spec.InputShape[2]
-	if *size > 0 {
-		h, w = *size, *size
-	}
-	opened, err := pjrt.Open(*backendName)
-	if err != nil {
-		return err
-	}
-	defer opened.Finalize()
-	backend := pjrt.CountTransfers(opened)
-
-	var table []float32 // ImageNet's normalisation, for --input uint8
-	if *input == "uint8" {
-		mean, std := make([]float32, c), make([]float32, c)
-		for i := range c {
-			mean[i], std[i] = float32(data.ImageNetMean[i%3]), float32(data.ImageNetStd[i%3])
+	var cfg config.Config
+	var recipe string
+	if len(positional) == 1 {
+		if given["net"] {
+			return errors.New("bench: give a CONFIG or --net NAME, not both")
 		}
-		if table, err = data.NormalizeTable(mean, std, c); err != nil {
+		// The flags given override the recipe's keys; the others leave them as they are.
+		var overrides []string
+		for flagName, key := range map[string]string{"backend": "backend", "batch": "data.batch_size",
+			"size": "net.image_size", "width": "net.width", "precision": "net.precision"} {
+			if given[flagName] {
+				overrides = append(overrides, key+"="+fs.Lookup(flagName).Value.String())
+			}
+		}
+		if given["input"] {
+			overrides = append(overrides, fmt.Sprintf("data.device_normalize=%v", *input == "uint8"))
+		}
+		slices.Sort(overrides)
+		recipe = positional[0]
+		if cfg, err = config.Load(recipe, append(overrides, sets...)); err != nil {
+			return err
+		}
+	} else {
+		if len(sets) > 0 {
+			return errors.New("bench: --set needs a CONFIG")
+		}
+		name := *netName
+		if name == "" {
+			name = "mnist_cnn"
+		}
+		if cfg, err = peerConfig(name, *backendName, *batch, *size, *width, *precision, *input == "uint8"); err != nil {
 			return err
 		}
 	}
-	stats := &graphs.Stats{}
-	opts := graphs.Options{ImageSize: h, Width: *width, Seed: 1, Stats: stats, Precision: *precision}
-	classes := spec.NumClasses
-	ctx := context.New()
-	opt := trainer.SGD{Momentum: 0.9}
-	exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, images, labels, lr *Node) *Node {
-		g := images.Graph()
-		ctx.SetTraining(g, true)
-		stats.MACs = 0 // Count one build (the graph may be traced more than once).
-		if images.DType() == dtypes.Uint8 {
-			images = trainer.NormalizePixels(images, table)
-		}
-		logits := spec.Build(ctx.In(graphs.ModelScope), images, true, opts)
-		loss := trainer.SoftmaxCrossEntropy(logits, labels, 0)
-		var vars []*context.Variable
-		ctx.EnumerateVariables(func(v *context.Variable) {
-			if v.Trainable && v.InUseByGraph(g) {
-				vars = append(vars, v)
-			}
-		})
-		nodes := make([]*Node, len(vars))
-		for i, v := range vars {
-			nodes[i] = v.ValueGraph(g)
-		}
-		grads := Gradient(loss, nodes...)
-		opt.Update(ctx, vars, grads, make([]bool, len(vars)), lr)
-		return loss
-	})
+	rep, err := benchStep(cfg, *steps, *dataPlace == "host", *cpuProfile)
 	if err != nil {
 		return err
 	}
-	defer exec.Finalize()
+	rep.Config = recipe
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	times := slices.Sorted(slices.Values(rep.StepsMS))
+	fmt.Fprintf(stdout, "%s batch=%d size=%d %s threads=%d: median %.1f ms/step (min %.1f, max %.1f over %d), %.0f images/s, %.2f GFLOP/step, %.1f GFLOP/s\n",
+		rep.Net, rep.Batch, rep.Size, rep.Precision, rep.Threads, rep.MedianMS, times[0], times[len(times)-1], len(times),
+		rep.ImagesPS, rep.GFLOPs, rep.GFLOPPerS)
+	fmt.Fprintf(stdout, "per step: %d bytes to the device, %d to the host (data on %s; variables %d bytes); first step with compile %.1f s\nbackend: %s\n",
+		rep.ToDeviceBytes, rep.ToHostBytes, rep.Data, rep.VariableBytes, rep.CompileS, rep.Backend)
+	return nil
+}
 
-	rng := rand.New(rand.NewPCG(1, 2))
-	pixels := make([]float32, *batch*h*w*c)
-	for i := range pixels {
-		pixels[i] = rng.Float32()*2 - 1
+// peerConfig is the minimal recipe of `bench --net`: the net at batch n, softmax cross-entropy, SGD
+// momentum 0.9 at a constant 0.01, no weight decay, EMA or clipping, the guard as by default;
+// uint8 input is normalised with ImageNet's statistics.
+func peerConfig(net, backend string, n, size int, width float64, precision string, uint8Input bool) (config.Config, error) {
+	spec, err := graphs.Get(net)
+	if err != nil {
+		return config.Config{}, err
 	}
-	bytePixels := make([]uint8, len(pixels))
-	for i := range bytePixels {
-		bytePixels[i] = uint8(rng.IntN(256))
+	cfg := config.Defaults()
+	cfg.Name, cfg.Backend = "bench", backend
+	cfg.Net.Name, cfg.Net.ImageSize, cfg.Net.Width, cfg.Net.Precision = net, size, width, precision
+	cfg.Data.BatchSize = n
+	cfg.Data.DeviceNormalize = "false"
+	if uint8Input {
+		cfg.Data.DeviceNormalize = "true"
 	}
-	newImages := func() *tensors.Tensor {
-		if *input == "uint8" {
-			return tensors.FromFlatDataAndDimensions(bytePixels, *batch, h, w, c)
+	cfg.Data.Mean, cfg.Data.Std = nil, nil
+	for i := range spec.InputShape[2] {
+		cfg.Data.Mean = append(cfg.Data.Mean, data.ImageNetMean[i%3])
+		cfg.Data.Std = append(cfg.Data.Std, data.ImageNetStd[i%3])
+	}
+	cfg.Optimizer = config.OptimizerConfig{Name: "sgd", LR: 0.01, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
+		AccumulateSteps: 1}
+	return cfg, nil
+}
+
+// macCounter counts the forward's multiply-accumulates of one build of the step graph.
+type macCounter struct {
+	trainstep.Net
+	stats *graphs.Stats
+}
+
+func (m macCounter) Forward(ctx *context.Context, images *Node, train bool) *Node {
+	m.stats.MACs = 0 // count one build (the graph may be traced more than once)
+	return m.Net.Forward(ctx, images, train)
+}
+
+// benchStep compiles cfg's train step and times steps executions of it on synthetic data (sent every
+// step with host, else once), after one that compiles.
+func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benchReport, error) {
+	net, err := trainstep.NetOf(cfg)
+	if err != nil {
+		return benchReport{}, err
+	}
+	stats := &graphs.Stats{}
+	net.Options.Stats = stats
+	opened, err := pjrt.Open(cfg.Backend)
+	if err != nil {
+		return benchReport{}, err
+	}
+	defer opened.Finalize()
+	backend := pjrt.CountTransfers(opened)
+	ctx := trainstep.NewContext(cfg)
+	step, err := trainstep.New(backend, ctx, cfg, macCounter{net, stats})
+	if err != nil {
+		return benchReport{}, err
+	}
+	defer step.Finalize()
+
+	form := trainstep.BatchOf(cfg, net)
+	newBatch := syntheticBatch(form, cfg.Data.BatchSize, max(cfg.Replicas, 1))
+	x, y := newBatch()
+	k := max(cfg.Optimizer.AccumulateSteps, 1)
+	done := 0 // micro-steps run
+	run := func() (time.Duration, error) {
+		if host {
+			finalizeAll(x, y)
+			x, y = newBatch()
 		}
-		return tensors.FromFlatDataAndDimensions(pixels, *batch, h, w, c)
-	}
-	labels := make([]int32, *batch)
-	for i := range labels {
-		labels[i] = int32(rng.IntN(classes))
-	}
-	x := newImages()
-	y := tensors.FromFlatDataAndDimensions(labels, *batch)
-	step := func() (time.Duration, error) {
-		if *dataPlace == "host" {
-			x = newImages()
-			y = tensors.FromFlatDataAndDimensions(labels, *batch)
-		}
+		j, t := done%k, done/k // place in the accumulation group, optimizer step (0-based)
+		sc := trainstep.Scalars{LR: cfg.PeakLR(), Update: t + 1, Apply: j == k-1, Keep: float64(min(j, 1)),
+			EMADecay: schedule.EMADecay(cfg.EMA, t), EMAFresh: t == 0}
 		start := time.Now()
-		outs, err := exec.Exec(x, y, float32(0.01))
+		outs, err := step.Execute(x, y, sc)
 		if err != nil {
 			return 0, err
 		}
-		loss := tensors.ToScalar[float32](outs[0]) // Waits for the step: execution may be asynchronous.
+		loss := outs.Loss() // Waits for the step: execution may be asynchronous.
 		elapsed := time.Since(start)
-		if outs[0].DType() != dtypes.Float32 || loss != loss {
+		outs.Finalize()
+		done++
+		if loss != loss {
 			return 0, fmt.Errorf("bench: loss is %v", loss)
-		}
-		for _, o := range outs {
-			o.FinalizeAll()
 		}
 		return elapsed, nil
 	}
 	compileStart := time.Now()
-	if _, err := step(); err != nil { // Compiles.
-		return err
+	if _, err := run(); err != nil { // Compiles.
+		return benchReport{}, err
 	}
 	compileS := time.Since(compileStart).Seconds()
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := startCPUProfile(cpuProfile)
 	if err != nil {
-		return err
+		return benchReport{}, err
 	}
 	defer stopProfile()
-	rep := benchReport{Net: *netName, Backend: backend.Description(), Batch: *batch, Size: h, Threads: runtime.GOMAXPROCS(0),
-		Precision: *precision, Data: *dataPlace, Input: *input, CompileS: compileS}
+	rep := benchReport{Net: cfg.Net.Name, Backend: backend.Description(), Batch: cfg.Data.BatchSize, Size: form.Height,
+		Threads: runtime.GOMAXPROCS(0), Precision: cfg.Net.Precision, Data: "device", Input: "float32", CompileS: compileS}
+	if host {
+		rep.Data = "host"
+	}
+	if form.Pixels == dtypes.Uint8 {
+		rep.Input = "uint8"
+	}
 	ctx.EnumerateVariables(func(v *context.Variable) { rep.VariableBytes += int64(v.Shape().Memory()) })
 	var times []float64
 	var toDevice, toHost []int64
-	for range *steps {
+	for range steps {
 		in0, out0 := backend.Transferred()
-		d, err := step()
+		d, err := run()
 		if err != nil {
-			return err
+			return rep, err
 		}
 		in1, out1 := backend.Transferred()
 		times = append(times, d.Seconds()*1000)
@@ -226,18 +285,60 @@ func benchMain(stdout io.Writer, netName, backendName, cpuProfile, precision, da
 	rep.StepsMS = slices.Clone(times)
 	slices.Sort(times)
 	rep.MedianMS = times[len(times)/2]
-	rep.ImagesPS = float64(*batch) / (rep.MedianMS / 1000)
-	rep.GFLOPs = 3 * 2 * float64(stats.MACs) * float64(*batch) / 1e9
+	rep.ImagesPS = float64(rep.Batch) / (rep.MedianMS / 1000)
+	rep.GFLOPs = 3 * 2 * float64(stats.MACs) * float64(rep.Batch) / 1e9
 	rep.GFLOPPerS = rep.GFLOPs / (rep.MedianMS / 1000)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	return rep, nil
+}
+
+// syntheticBatch returns a maker of one random global batch of n examples of form, as one shard per
+// replica: images uniform in [-1, 1) (or uint8 pixels), labels uniform over the classes (one-hot
+// rows when the step takes soft targets). Every call makes new tensors of the same values.
+func syntheticBatch(form trainstep.Batch, n, replicas int) func() (images, labels []*tensors.Tensor) {
+	h, w, c := form.Height, form.Width, form.Channels
+	rng := rand.New(rand.NewPCG(1, 2))
+	pixels := make([]float32, n*h*w*c)
+	for i := range pixels {
+		pixels[i] = rng.Float32()*2 - 1
 	}
-	fmt.Fprintf(stdout, "%s batch=%d size=%d %s threads=%d: median %.1f ms/step (min %.1f, max %.1f over %d), %.0f images/s, %.2f GFLOP/step, %.1f GFLOP/s\n",
-		rep.Net, rep.Batch, rep.Size, rep.Precision, rep.Threads, rep.MedianMS, times[0], times[len(times)-1], len(times),
-		rep.ImagesPS, rep.GFLOPs, rep.GFLOPPerS)
-	fmt.Fprintf(stdout, "per step: %d bytes to the device, %d to the host (data on %s; variables %d bytes); first step with compile %.1f s\nbackend: %s\n",
-		rep.ToDeviceBytes, rep.ToHostBytes, rep.Data, rep.VariableBytes, rep.CompileS, rep.Backend)
-	return nil
+	bytePixels := make([]uint8, len(pixels))
+	for i := range bytePixels {
+		bytePixels[i] = uint8(rng.IntN(256))
+	}
+	labels := make([]int32, n)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(form.Classes))
+	}
+	onehot := make([]float32, n*form.Classes)
+	for i, l := range labels {
+		onehot[i*form.Classes+int(l)] = 1
+	}
+	per, px := n/replicas, h*w*c
+	return func() (images, targets []*tensors.Tensor) {
+		for r := range replicas {
+			rows := func(width int) (int, int) { return r * per * width, (r + 1) * per * width }
+			a, b := rows(px)
+			if form.Pixels == dtypes.Uint8 {
+				images = append(images, tensors.FromFlatDataAndDimensions(bytePixels[a:b], per, h, w, c))
+			} else {
+				images = append(images, tensors.FromFlatDataAndDimensions(pixels[a:b], per, h, w, c))
+			}
+			if form.SoftTargets {
+				a, b = rows(form.Classes)
+				targets = append(targets, tensors.FromFlatDataAndDimensions(onehot[a:b], per, form.Classes))
+			} else {
+				a, b = rows(1)
+				targets = append(targets, tensors.FromFlatDataAndDimensions(labels[a:b], per))
+			}
+		}
+		return images, targets
+	}
+}
+
+func finalizeAll(groups ...[]*tensors.Tensor) {
+	for _, g := range groups {
+		for _, t := range g {
+			t.FinalizeAll()
+		}
+	}
 }

@@ -78,3 +78,33 @@ func TestBenchBytesPerStep(t *testing.T) {
 		t.Errorf("--input int8: %v", err)
 	}
 }
+
+// bench CONFIG times the recipe's own step: AdamW's bias corrections and the EMA's decay and fresh
+// flag cross every step beside the lr (5 scalars, where the peer step of --net sends the lr alone),
+// with the recipe's batch unless --batch is given; --set overrides any key, and a CONFIG with --net is
+// refused.
+func TestBenchRecipe(t *testing.T) {
+	const recipe = "../../configs/mnist_cnn_adamw_ema.yaml"
+	var out, errOut bytes.Buffer
+	args := []string{recipe, "--set", "net.name=mlp", "--batch", "4", "--steps", "2", "--json"}
+	if err := cmdBench(args, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if rep.Config != recipe || rep.Net != "mlp" || rep.Batch != 4 || len(rep.StepsMS) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.ToDeviceBytes != 5*4 || rep.ToHostBytes != 4 {
+		t.Errorf("%d bytes in, %d out per step; want 20 (lr, two bias corrections, EMA decay and flag) and 4", rep.ToDeviceBytes, rep.ToHostBytes)
+	}
+	// mlp's parameters, AdamW's two moments and the EMA shadows: four copies of the weights at least.
+	if params := int64(784*512+512+512*256+256+256*10+10) * 4; rep.VariableBytes < 4*params {
+		t.Errorf("variables %d bytes, want at least %d (weights, two moments, shadows)", rep.VariableBytes, 4*params)
+	}
+	if err := cmdBench([]string{recipe, "--net", "mlp"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("CONFIG with --net: %v", err)
+	}
+}

@@ -12,12 +12,12 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/pjrt"
-	"github.com/trainer/trainer/trainer"
+	"github.com/trainer/trainer/trainstep"
 )
 
-const emitDescription = `Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, as a run
-compiles it) without any device or PJRT plugin. NET starts from the defaults; a CONFIG is the recipe.
---batch is the global batch of one step (over all replicas).`
+const emitDescription = `Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, guard:
+trainstep's step, as a run compiles it) without any device or PJRT plugin. NET starts from the
+defaults; a CONFIG is the recipe. --batch is the global batch of one step (over all replicas).`
 
 // newEmitCommand declares `trainer emit` and its flags.
 func newEmitCommand() *cobra.Command {
@@ -67,7 +67,7 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 	if err != nil {
 		return err
 	}
-	text, err := trainer.EmitTrainStep(cfg)
+	text, err := trainstep.Emit(cfg)
 	if err != nil {
 		return err
 	}

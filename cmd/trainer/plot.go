@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/plot"
+	"github.com/trainer/trainer/schedule"
 	"github.com/trainer/trainer/trainer"
 )
 
@@ -21,14 +22,14 @@ func newPlotCommand() *cobra.Command {
 		Short: "Draw a recipe's schedule or a run's metrics as PNGs",
 		RunE:  requireSubcommand,
 	}
-	schedule := &cobra.Command{
+	scheduleCmd := &cobra.Command{
 		Use:   "schedule CONFIG",
 		Short: "Draw the learning rate and EMA decay over a whole run of a recipe",
 		Args:  cobra.ExactArgs(1),
 	}
-	scheduleOut := schedule.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
-	sets := schedule.Flags().StringArray("set", nil, setFlagUsage)
-	schedule.RunE = func(cmd *cobra.Command, positional []string) error {
+	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
+	sets := scheduleCmd.Flags().StringArray("set", nil, setFlagUsage)
+	scheduleCmd.RunE = func(cmd *cobra.Command, positional []string) error {
 		return plotScheduleMain(positional[0], scheduleOut, *sets, cmd.OutOrStdout())
 	}
 	runPlot := &cobra.Command{
@@ -42,7 +43,7 @@ func newPlotCommand() *cobra.Command {
 	runPlot.RunE = func(cmd *cobra.Command, positional []string) error {
 		return plotRunMain(positional[0], runOut, *logLoss, *smooth, cmd.OutOrStdout())
 	}
-	cmd.AddCommand(schedule, runPlot)
+	cmd.AddCommand(scheduleCmd, runPlot)
 	return cmd
 }
 
@@ -64,7 +65,7 @@ func plotScheduleMain(configPath string, out *string, sets []string, stdout io.W
 		return fmt.Errorf("plot schedule: %w", err)
 	}
 	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch), peak lr %g, last lr %g\n",
-		path, total, perEpoch, cfg.PeakLR(), trainer.LearningRate(cfg, total-1, total, perEpoch))
+		path, total, perEpoch, cfg.PeakLR(), schedule.LearningRate(cfg, total-1, total, perEpoch))
 	return nil
 }
 
@@ -109,7 +110,7 @@ func scheduleOf(cfg config.Config, total int, perEpoch float64) plot.Schedule {
 		LR:            make([]float64, total),
 	}
 	for t := range total {
-		s.LR[t] = trainer.LearningRate(cfg, t, total, perEpoch)
+		s.LR[t] = schedule.LearningRate(cfg, t, total, perEpoch)
 	}
 	if cfg.EMA.Decay > 0 {
 		s.EMATitle = fmt.Sprintf("%s: EMA decay (%g", cfg.Name, cfg.EMA.Decay)
@@ -119,7 +120,7 @@ func scheduleOf(cfg config.Config, total int, perEpoch float64) plot.Schedule {
 		s.EMATitle += ")"
 		s.EMADecay = make([]float64, total)
 		for t := range total {
-			s.EMADecay[t] = trainer.EMADecay(cfg.EMA, t)
+			s.EMADecay[t] = schedule.EMADecay(cfg.EMA, t)
 		}
 	}
 	return s

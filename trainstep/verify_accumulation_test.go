@@ -1,10 +1,9 @@
-package trainer
+package trainstep
 
-// Step certificates for gradient accumulation and the EMA, the counterparts of verify's *_step rows:
-// the step graph's accumulation (accumulateGradients, gateUpdates) and EMA (updateEMA) are reachable
-// only through the package's session, so these checks live here. The closed forms below are written
-// independently of the trainer's code: the gradient of the softmax regression is the analytic
-// (softmax − onehot)/N, and the laws are ARCHITECTURE.md's, in float64 on the host.
+// Step certificates for gradient accumulation and the EMA, the counterparts of verify's *_step rows,
+// run on the whole step (accumulateGradients, gateUpdates and updateEMA inside it). The closed forms
+// below are written independently of the step's code: the gradient of the softmax regression is the
+// analytic (softmax − onehot)/N, and the laws are ARCHITECTURE.md's, in float64 on the host.
 
 import (
 	"math"
@@ -12,38 +11,23 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/internal/testnets"
+	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/schedule"
 )
 
-// verifyRegressionNet is a softmax regression on 2x2 grey images, 3 classes: fc/weight [4, 3]
-// (decayed) and fc/bias [3] (the default no-decay group).
-const verifyRegressionNet = "test_verify_regression"
-
 const (
-	vrIn, vrClasses = 4, 3
+	vrIn, vrClasses = testnets.RegressionIn, testnets.RegressionClasses
 	// verifyStepTol: graph and closed form do the same float64 arithmetic, up to the order of sums.
 	verifyStepTol = 1e-12
 )
 
 // verifyLRs change at every step and are exact in float32, the dtype the step is fed.
 var verifyLRs = []float64{0.0625, 0.03125, 0.09375}
-
-func init() {
-	graphs.Register(graphs.Spec{
-		Name: verifyRegressionNet, Description: "test only: softmax regression on 2x2x1 images, 3 classes",
-		InputShape: [3]int{2, 2, 1}, NumClasses: vrClasses,
-		Build: func(ctx *context.Context, x *Node, _ bool, opts graphs.Options) *Node {
-			x = graphs.Flatten(graphs.ToCompute(x, opts))
-			fc := graphs.LinearConfig{Units: vrClasses, Init: graphs.InitNormal(0.5), BiasInit: graphs.InitNormal(0.5)}
-			return graphs.FromCompute(graphs.Linear(ctx.In("fc"), x, fc, opts), opts)
-		},
-	})
-}
 
 // regressionBatch draws n float32 images of 2x2x1 and labels in [0, 3).
 func regressionBatch(rng *rand.Rand, n int) (x []float32, y []int32) {
@@ -92,33 +76,28 @@ func regressionGrad(w, b []float64, x []float32, y []int32) (dw, db []float64) {
 	return dw, db
 }
 
-// openRegression builds a float64 session of the regression for cfg's optimizer, accumulation and EMA,
-// with its variables created before the first step (so the values before it are known).
-func openRegression(t *testing.T, cfg config.Config) (*session, *trainStep, Optimizer) {
+// openRegression builds the float64 step of the regression (testnets.Regression) for cfg's optimizer,
+// accumulation and EMA, with its variables created before the first step (so the values before it
+// are known).
+func openRegression(t *testing.T, cfg config.Config) (*context.Context, *Step) {
 	t.Helper()
-	cfg.Net.Name = verifyRegressionNet
+	cfg.Net.Name = testnets.Regression
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Net.Precision = "float64" // verification dtype: not a recipe value, so set after validation
-	s, err := newSession(cfg)
+	backend, err := pjrt.Open(cfg.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prime := context.MustNewExec(s.backend, s.ctx, func(ctx *context.Context, x *Node) *Node { return s.forward(ctx, x, false) })
-	prime.MustExec(tensors.FromFlatDataAndDimensions(make([]float32, vrIn), 1, 2, 2, 1))
-	prime.Finalize()
-	s.loaded = true // the step reuses them
-	opt, err := NewOptimizer(cfg.Optimizer)
+	t.Cleanup(backend.Finalize)
+	net, err := NetOf(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	step, err := s.newTrainStep(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(step.Finalize)
-	return s, step, opt
+	ctx := NewContext(cfg)
+	model := primed(t, backend, ctx, net, tensors.FromFlatDataAndDimensions(make([]float32, vrIn), 1, 2, 2, 1))
+	return ctx, testStepOn(t, backend, ctx, cfg, model)
 }
 
 // regressionParams reads fc/weight and fc/bias under prefix ("/model" or "/ema/model") as float64.
@@ -308,35 +287,35 @@ func accumulationRun(t *testing.T, o config.OptimizerConfig, k, n int, law accLa
 	cfg := config.Defaults()
 	cfg.Name, cfg.Optimizer = "verify_acc", o
 	cfg.Optimizer.AccumulateSteps = k
-	s, step, opt := openRegression(t, cfg)
+	ctx, step := openRegression(t, cfg)
 	rng := rand.New(rand.NewPCG(11, 12))
 	var worst float64
 	for st, lr := range verifyLRs {
 		x, y := regressionBatch(rng, k*n)
-		theta := regressionParams(t, s.ctx, "/model")
-		slots := slotValues(s.ctx)
+		theta := regressionParams(t, ctx, "/model")
+		slots := slotValues(ctx)
 		var micro [][2][]float64
 		for j := range k {
 			xs, ys := x[j*n*vrIn:(j+1)*n*vrIn], y[j*n:(j+1)*n]
 			dw, db := regressionGrad(theta[0], theta[1], xs, ys)
 			micro = append(micro, [2][]float64{dw, db})
-			sc := stepScalars{LR: lr, Host: opt.HostScalars(st + 1), Apply: j == k-1}
+			sc := Scalars{LR: lr, Update: st + 1, Apply: j == k-1}
 			if j > 0 {
 				sc.Keep = 1
 			}
 			images := tensors.FromFlatDataAndDimensions(append([]float32(nil), xs...), n, 2, 2, 1)
 			labels := tensors.FromFlatDataAndDimensions(append([]int32(nil), ys...), n)
-			if _, _, err := step.run(images, labels, sc); err != nil {
+			if _, err := step.Run(images, labels, sc); err != nil {
 				t.Fatal(err)
 			}
 			if j < k-1 {
-				now := regressionParams(t, s.ctx, "/model")
-				if maxRelErr(now, theta) != 0 || (st > 0 && !sameSlots(slotValues(s.ctx), slots)) {
+				now := regressionParams(t, ctx, "/model")
+				if maxRelErr(now, theta) != 0 || (st > 0 && !sameSlots(slotValues(ctx), slots)) {
 					t.Fatalf("step %d: micro-batch %d of %d moved the weights or the slots", st+1, j+1, k)
 				}
 			}
 		}
-		worst = max(worst, maxRelErr(regressionParams(t, s.ctx, "/model"), law(theta, micro, lr, st+1)))
+		worst = max(worst, maxRelErr(regressionParams(t, ctx, "/model"), law(theta, micro, lr, st+1)))
 	}
 	return worst
 }
@@ -418,9 +397,9 @@ func TestVerifyEMAStep(t *testing.T) {
 	cfg.Optimizer = config.OptimizerConfig{Name: "sgd", LR: 0.0625, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1, WeightDecay: 0.01}
 	cfg.Optimizer.AccumulateSteps = 1
 	cfg.EMA = config.EMAConfig{Decay: decay, Warmup: true}
-	s, step, _ := openRegression(t, cfg)
+	ctx, step := openRegression(t, cfg)
 	rng := rand.New(rand.NewPCG(13, 14))
-	before := regressionParams(t, s.ctx, "/model")
+	before := regressionParams(t, ctx, "/model")
 	shadows := make([][2][]float64, len(laws))
 	for i, l := range laws {
 		for p := range before {
@@ -434,13 +413,13 @@ func TestVerifyEMAStep(t *testing.T) {
 	for st, lr := range verifyLRs {
 		x, y := regressionBatch(rng, 4)
 		// The loop feeds EMADecay(cfg.EMA, st); the law computes its own d.
-		sc := stepScalars{LR: lr, EMADecay: EMADecay(cfg.EMA, st), EMAFresh: st == 0}
+		sc := Scalars{LR: lr, Update: st + 1, EMADecay: schedule.EMADecay(cfg.EMA, st), EMAFresh: st == 0}
 		images := tensors.FromFlatDataAndDimensions(x, 4, 2, 2, 1)
-		if _, _, err := step.run(images, tensors.FromFlatDataAndDimensions(y, 4), sc); err != nil {
+		if _, err := step.Run(images, tensors.FromFlatDataAndDimensions(y, 4), sc); err != nil {
 			t.Fatal(err)
 		}
-		after := regressionParams(t, s.ctx, "/model")
-		got := regressionParams(t, s.ctx, emaScope+"/model")
+		after := regressionParams(t, ctx, "/model")
+		got := regressionParams(t, ctx, EMAScope+"/model")
 		for i, l := range laws {
 			d := float64(float32(l.d(st))) // fed as float32
 			src := after

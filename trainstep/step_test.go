@@ -1,11 +1,8 @@
-package trainer
+package trainstep
 
 import (
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,27 +13,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/internal/testnets"
+	"github.com/trainer/trainer/schedule"
 )
-
-// testBNNet is a small MNIST net with what the recipe engine must handle: BatchNorm statistics (for the
-// EMA's second shadow and accumulation's BN compensation) and dropout (RNG state across a resume).
-const testBNNet = "test_bn_dropout_mlp"
-
-func init() {
-	graphs.Register(graphs.Spec{
-		Name: testBNNet, Description: "test only: fc1 16, BatchNorm, ReLU, dropout 0.25, fc2",
-		InputShape: [3]int{28, 28, 1}, NumClasses: 10,
-		Build: func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
-			x = graphs.Flatten(graphs.ToCompute(x, opts))
-			x = graphs.Linear(ctx.In("fc1"), x, graphs.LinearConfig{Units: 16, Init: graphs.InitTorchDefault}, opts)
-			x = graphs.ReLU(graphs.BatchNorm(ctx.In("bn"), x, train, graphs.TorchBN, opts))
-			x = graphs.Dropout(ctx, x, opts.Dropout(0.25), train)
-			x = graphs.Linear(ctx.In("fc2"), x, graphs.LinearConfig{Units: 10, Init: graphs.InitTorchDefault}, opts)
-			return graphs.FromCompute(x, opts)
-		},
-	})
-}
 
 func randomBatch(rng *rand.Rand, n int) (*tensors.Tensor, *tensors.Tensor) {
 	images := make([]float32, n*28*28)
@@ -57,35 +36,6 @@ func sliceBatch(images, labels *tensors.Tensor, from, to int) (*tensors.Tensor, 
 	const px = 28 * 28
 	return tensors.FromFlatDataAndDimensions(img[from*px:to*px], to-from, 28, 28, 1),
 		tensors.FromFlatDataAndDimensions(lab[from:to], to-from)
-}
-
-// testSession opens a session of cfg and builds its step.
-func testSession(t *testing.T, cfg config.Config) (*session, *trainStep, Optimizer) {
-	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := newSession(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, step := testStepOn(t, s)
-	return s, step, opt
-}
-
-// testStepOn builds the optimizer and the train step of session s.
-func testStepOn(t testing.TB, s *session) (Optimizer, *trainStep) {
-	t.Helper()
-	opt, err := NewOptimizer(s.cfg.Optimizer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.newTrainStep(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(step.Finalize)
-	return opt, step
 }
 
 // values returns the flat float32 values of every variable whose scope starts with prefix.
@@ -151,8 +101,7 @@ func TestBCETargetsAndDivisor(t *testing.T) {
 	}{{"elements", sum / 8}, {"batch", sum / 2}} {
 		cfg := config.Defaults()
 		cfg.Loss = config.LossConfig{Name: "bce", LabelSmoothing: 0.1, BCEDivisor: c.divisor}
-		s := &session{cfg: cfg}
-		e := MustNewExec(lossBackend(), func(l, y *Node) *Node { return s.trainLoss(l, y) })
+		e := MustNewExec(lossBackend(), func(l, y *Node) *Node { return Loss(cfg.Loss, l, y) })
 		got := float64(tensors.ToScalar[float32](e.MustExec(logits, []int32{2, 0})[0]))
 		e.Finalize()
 		if math.Abs(got-c.want) > 1e-6*c.want {
@@ -180,31 +129,31 @@ func TestAccumulationEqualsTheLargeBatch(t *testing.T) {
 			cfg := config.Defaults()
 			cfg.Name, cfg.Net.Name, cfg.Optimizer = "acc", "linear", o
 			cfg.Optimizer.AccumulateSteps = accumulate
-			s, step, opt := testSession(t, cfg)
+			ctx, step := testStep(t, cfg)
 			var initial map[string][]float32
 			for st, b := range batches {
 				per := k * n / accumulate
 				for j := range accumulate {
 					x, y := sliceBatch(b[0], b[1], j*per, (j+1)*per)
-					sc := stepScalars{LR: o.LR, Host: opt.HostScalars(st + 1), Apply: j == accumulate-1}
+					sc := Scalars{LR: o.LR, Update: st + 1, Apply: j == accumulate-1}
 					if j > 0 {
 						sc.Keep = 1
 					}
-					if _, _, err := step.run(x, y, sc); err != nil {
+					if _, err := step.Run(x, y, sc); err != nil {
 						t.Fatal(err)
 					}
 					if st == 0 && j == 0 {
-						initial = values(s.ctx, "/model")
+						initial = values(ctx, "/model")
 					}
 					if st == 0 && j > 0 && j < accumulate-1 {
-						if now := values(s.ctx, "/model"); !sameValues(now, initial) {
+						if now := values(ctx, "/model"); !sameValues(now, initial) {
 							t.Fatalf("%s: micro-batch %d changed the weights before the apply step", o.Name, j)
 						}
 					}
 				}
 			}
-			out := values(s.ctx, "/model")
-			for name, v := range values(s.ctx, "/optimizer") {
+			out := values(ctx, "/model")
+			for name, v := range values(ctx, "/optimizer") {
 				out[name] = v
 			}
 			return out
@@ -243,20 +192,20 @@ func sameValues(a, b map[string][]float32) bool {
 // micro-batch, so the same batch seen twice moves them exactly as one update at d.
 func TestAccumulationCompensatesBatchNorm(t *testing.T) {
 	cfg := config.Defaults()
-	cfg.Name, cfg.Net.Name, cfg.Net.Dropout = "bn", testBNNet, 0
+	cfg.Name, cfg.Net.Name, cfg.Net.Dropout = "bn", testnets.BNDropoutMLP, 0
 	cfg.Optimizer.AccumulateSteps = 2
 	stats := func(k int) map[string][]float32 {
 		x, y := randomBatch(rand.New(rand.NewPCG(8, 9)), 16) // the same batch for both, one tensor per backend
 		c := cfg
 		c.Optimizer.AccumulateSteps = k
-		s, step, _ := testSession(t, c)
+		ctx, step := testStep(t, c)
 		for j := range k {
-			if _, _, err := step.run(x, y, stepScalars{LR: 0.1, Keep: float64(min(j, 1)), Apply: j == k-1}); err != nil {
+			if _, err := step.Run(x, y, Scalars{LR: 0.1, Update: 1, Keep: float64(min(j, 1)), Apply: j == k-1}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		out := map[string][]float32{}
-		for name, v := range values(s.ctx, "/model/bn") {
+		for name, v := range values(ctx, "/model/bn") {
 			if strings.Contains(name, "running") {
 				out[name] = v
 			}
@@ -280,17 +229,12 @@ func TestAccumulationCompensatesBatchNorm(t *testing.T) {
 // shadow starts at the weights before the first step) for a weight and a BatchNorm running mean.
 func TestEMAShadowsWeightsAndStatistics(t *testing.T) {
 	cfg := config.Defaults()
-	cfg.Name, cfg.Net.Name = "ema", testBNNet
+	cfg.Name, cfg.Net.Name = "ema", testnets.BNDropoutMLP
 	cfg.EMA = config.EMAConfig{Decay: 0.99, Warmup: true}
-	s, step, _ := testSession(t, cfg)
-	// Create the weights first, so the values before the first step are known.
-	prime := context.MustNewExec(s.backend, s.ctx, func(ctx *context.Context, x *Node) *Node { return s.forward(ctx, x, false) })
 	rng := rand.New(rand.NewPCG(1, 1))
 	x, y := randomBatch(rng, 8)
-	prime.MustExec(x)
-	prime.Finalize()
-	s.loaded = true // the step must reuse them
-	prev := values(s.ctx, "/model")
+	ctx, step := primedStep(t, cfg, x) // the weights exist before the first step, so their values are known
+	prev := values(ctx, "/model")
 	shadow := map[string][]float64{}
 	for name, v := range prev {
 		shadow[name] = make([]float64, len(v))
@@ -299,99 +243,23 @@ func TestEMAShadowsWeightsAndStatistics(t *testing.T) {
 		}
 	}
 	for tt := range 3 {
-		d := EMADecay(cfg.EMA, tt)
-		if _, _, err := step.run(x, y, stepScalars{LR: 0.1, EMADecay: d, EMAFresh: tt == 0}); err != nil {
+		d := schedule.EMADecay(cfg.EMA, tt)
+		if _, err := step.Run(x, y, Scalars{LR: 0.1, Update: tt + 1, EMADecay: d, EMAFresh: tt == 0}); err != nil {
 			t.Fatal(err)
 		}
-		now := values(s.ctx, "/model")
-		got := values(s.ctx, emaScope)
+		now := values(ctx, "/model")
+		got := values(ctx, EMAScope)
 		df := float64(float32(d))
 		for _, name := range []string{"/model/fc1/weight", "/model/bn/running_mean", "/model/bn/weight"} {
 			for i, th := range now[name] {
 				shadow[name][i] = df*shadow[name][i] + (1-df)*float64(th)
-				g := got[emaScope+name][i]
+				g := got[EMAScope+name][i]
 				if math.Abs(float64(g)-shadow[name][i]) > 1e-5*max(1, math.Abs(shadow[name][i])) {
 					t.Fatalf("step %d %s[%d]: shadow %g, law %g", tt, name, i, g, shadow[name][i])
 				}
 			}
 		}
 	}
-	// The EMA eval context holds the shadows under the model scope.
-	ectx, err := s.emaContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, want := values(ectx, "/model")["/model/bn/running_var"], values(s.ctx, emaScope)[emaScope+"/model/bn/running_var"]
-	if len(want) == 0 || !slices.Equal(got, want) {
-		t.Errorf("EMA eval context running_var %v, shadow %v", got, want)
-	}
-}
-
-// TestRecipeRunResumesExactly: AdamW + EMA + dropout + BatchNorm + accumulation + clipping + BCE,
-// stopped at a checkpoint and resumed, ends bit-identical to the uninterrupted run, EMA shadows
-// and optimizer moments included.
-func TestRecipeRunResumesExactly(t *testing.T) {
-	mk := func(name string) config.Config {
-		cfg := smallRun(t, name)
-		cfg.Net.Name = testBNNet
-		cfg.Steps = 12
-		cfg.Data.BatchSize = 32
-		cfg.Optimizer = config.OptimizerConfig{Name: "adamw", LR: 2e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
-			WeightDecay: 0.05, ClipGradNorm: 1, AccumulateSteps: 2}
-		cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupSteps: 3}
-		cfg.EMA = config.EMAConfig{Decay: 0.9, Warmup: true}
-		cfg.Loss = config.LossConfig{Name: "bce", LabelSmoothing: 0.1, BCEDivisor: "elements", BCETargetThreshold: 0.2}
-		cfg.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 5}
-		cfg.Log.EverySteps = 4
-		if err := cfg.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-	a := mk("a")
-	resA, err := Run(a, RunOptions{Out: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resA.EMAEval.Examples != 10000 || resA.EMAEval.Top1 < 0.3 || resA.Eval.Top1 < 0.3 {
-		t.Errorf("live %+v, EMA %+v: want both scored on 10000 images and above chance", resA.Eval, resA.EMAEval)
-	}
-	log, _ := os.ReadFile(filepath.Join(resA.Dir, "metrics.jsonl"))
-	for _, key := range []string{`"ema_top1"`, `"ema_decay"`} {
-		if !strings.Contains(string(log), key) {
-			t.Errorf("metrics.jsonl lacks %s", key)
-		}
-	}
-	b := mk("b")
-	resB := rerunFrom(t, b, 12)
-	ckA, ckB := loadBoth(t, resA.Checkpoint, resB.Checkpoint)
-	for _, want := range []string{"/ema/model/bn/running_mean", "/ema/model/fc1/weight", "/optimizer/model/fc1/weight/exp_avg_sq", "/#rngState"} {
-		if _, ok := ckA.Tensors[want]; !ok {
-			t.Errorf("checkpoint lacks %s", want)
-		}
-	}
-	if len(ckA.Tensors) != len(ckB.Tensors) {
-		t.Fatalf("checkpoints hold %d and %d tensors", len(ckA.Tensors), len(ckB.Tensors))
-	}
-	for name, ta := range ckA.Tensors {
-		tb, ok := ckB.Tensors[name]
-		if !ok {
-			t.Fatalf("resumed checkpoint lacks %s", name)
-		}
-		if !equalBytes(ta, tb) {
-			t.Errorf("%s differs between the uninterrupted and the resumed run", name)
-		}
-	}
-	if resA.EMAEval != resB.EMAEval {
-		t.Errorf("EMA eval: uninterrupted %+v, resumed %+v", resA.EMAEval, resB.EMAEval)
-	}
-}
-
-func equalBytes(a, b *tensors.Tensor) bool {
-	var x, y []byte
-	a.ConstBytes(func(d []byte) { x = append(x, d...) })
-	b.ConstBytes(func(d []byte) { y = append(y, d...) })
-	return string(x) == string(y)
 }
 
 // TestBFloat16StepTracksFloat32: the same 12 AdamW steps of the MLP and of the MNIST-CNN (quarter
@@ -409,15 +277,15 @@ func testBFloat16StepTracksFloat32(t *testing.T, net string) {
 		cfg.Name, cfg.Net.Name, cfg.Net.Precision, cfg.Net.Width = "bf16", net, precision, 0.25
 		cfg.Optimizer = config.OptimizerConfig{Name: "adamw", LR: 1e-3, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
 			WeightDecay: 0.05, AccumulateSteps: 1}
-		_, step, opt := testSession(t, cfg)
+		_, step := testStep(t, cfg)
 		x, y := randomBatch(rand.New(rand.NewPCG(21, 22)), 32)
 		var out []float64
 		for st := range 12 {
-			loss, _, err := step.run(x, y, stepScalars{LR: 1e-3, Host: opt.HostScalars(st + 1)})
+			res, err := step.Run(x, y, Scalars{LR: 1e-3, Update: st + 1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, loss)
+			out = append(out, res.Loss)
 		}
 		return out
 	}

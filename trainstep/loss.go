@@ -1,8 +1,51 @@
-package trainer
+package trainstep
 
 import (
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+
+	"github.com/trainer/trainer/config"
 )
+
+// Loss is the configured loss of logits [batch, classes] against integer labels [batch], or
+// against soft targets [batch, classes] (mixup/cutmix, smoothing already folded in by the loader):
+// SoftCrossEntropy, or BCE on the soft targets binarised at the threshold as timm does.
+func Loss(l config.LossConfig, logits, labels *Node) *Node {
+	soft := labels.Rank() == 2
+	if l.Name != "bce" {
+		if soft {
+			return SoftCrossEntropy(logits, labels)
+		}
+		return SoftmaxCrossEntropy(logits, labels, l.LabelSmoothing)
+	}
+	classes := logits.Shape().Dimensions[logits.Rank()-1]
+	var targets *Node
+	if soft {
+		targets = ConvertDType(labels, logits.DType())
+		if l.BCETargetThreshold > 0 {
+			targets = ConvertDType(GreaterThan(targets, Scalar(labels.Graph(), targets.DType(), l.BCETargetThreshold)), targets.DType())
+		}
+	} else {
+		targets = BCETargets(labels, classes, l.LabelSmoothing, l.BCETargetThreshold, logits.DType())
+	}
+	loss := BCEWithLogits(logits, targets)
+	if l.BCEDivisor == "batch" {
+		loss = MulScalar(loss, float64(classes)) // BCEWithLogits divides by batch × classes
+	}
+	return loss
+}
+
+// BCETargets are timm's BinaryCrossEntropy targets for integer labels: off = ε/K everywhere and
+// on = 1 − ε + ε/K at the label; with threshold > 0 they are binarised as target > threshold.
+func BCETargets(labels *Node, classes int, smoothing, threshold float64, dtype dtypes.DType) *Node {
+	off := smoothing / float64(classes)
+	onehot := OneHot(labels, classes, dtype)
+	targets := AddScalar(MulScalar(onehot, 1-smoothing), off)
+	if threshold > 0 {
+		targets = ConvertDType(GreaterThan(targets, Scalar(labels.Graph(), dtype, threshold)), dtype)
+	}
+	return targets
+}
 
 // SoftmaxCrossEntropy is the batch mean of the label-smoothed cross-entropy of logits [batch, classes]
 // against integer labels [batch]: (1−ε)·(−log p[label]) + ε·mean over classes of (−log p), which is

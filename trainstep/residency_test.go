@@ -1,4 +1,4 @@
-package trainer
+package trainstep
 
 import (
 	"math/rand/v2"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
+	"github.com/trainer/trainer/internal/testnets"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -23,40 +24,37 @@ func TestStepKeepsStateResident(t *testing.T) {
 	counter := pjrt.CountTransfers(backend)
 	defer counter.Finalize()
 	cfg := config.Defaults()
-	cfg.Name, cfg.Net.Name = "residency", testBNNet
+	cfg.Name, cfg.Net.Name = "residency", testnets.BNDropoutMLP
 	cfg.Optimizer.Name, cfg.Optimizer.LR, cfg.Optimizer.WeightDecay = "adamw", 1e-3, 0.05
 	cfg.EMA.Decay = 0.99
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sessionOn(cfg, counter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt, step := testStepOn(t, s)
+	ctx := NewContext(cfg)
+	step := testStepOn(t, counter, ctx, cfg, nil)
 
 	const n = 2
 	rng := rand.New(rand.NewPCG(1, 2))
 	batchBytes := int64(n*28*28*4 + n*4)
 	for i := 1; i <= 4; i++ {
 		x, y := randomBatch(rng, n) // A new batch every step, as the loader gives.
-		sc := stepScalars{LR: 1e-3, Host: opt.HostScalars(i), EMADecay: 0.99, EMAFresh: i == 1}
+		sc := Scalars{LR: 1e-3, Update: i, EMADecay: 0.99, EMAFresh: i == 1}
 		in0, out0 := counter.Transferred()
-		if _, _, err := step.run(x, y, sc); err != nil {
+		if _, err := step.Run(x, y, sc); err != nil {
 			t.Fatal(err)
 		}
 		in1, out1 := counter.Transferred()
 		if i == 1 {
 			continue // Variables are initialised and sent once.
 		}
-		scalars := int64(4 * len(step.scalarArgs(sc)))
+		scalars := int64(4 * step.NumScalars())
 		if in, out := in1-in0, out1-out0; in != batchBytes+scalars || out > 256 {
 			t.Errorf("step %d moved %d bytes in and %d out; want %d in (batch %d + %d scalars) and at most 256 out (loss, correct count, the guard's flags)",
 				i, in, out, batchBytes+scalars, batchBytes, scalars)
 		}
 	}
 	var state int64
-	s.ctx.EnumerateVariables(func(v *context.Variable) { state += int64(v.Shape().Memory()) })
+	ctx.EnumerateVariables(func(v *context.Variable) { state += int64(v.Shape().Memory()) })
 	if state < 25*batchBytes {
 		t.Errorf("the state is %d bytes, only %.0f× the batch: the test would not see it move", state, float64(state)/float64(batchBytes))
 	}

@@ -1,4 +1,4 @@
-package trainer
+package schedule
 
 import (
 	"math"
@@ -70,4 +70,16 @@ func EMADecay(c config.EMAConfig, t int) float64 {
 		return c.Decay
 	}
 	return min(c.Decay, float64(1+t)/float64(10+t))
+}
+
+// Length is the run's length in optimizer steps and its optimizer steps per epoch, given the training
+// split's micro-batches per epoch: each optimizer step takes optimizer.accumulate_steps micro-batches,
+// so perEpoch is fractional under accumulation; steps, when set, replaces epochs.
+func Length(c config.Config, batchesPerEpoch int) (total int, perEpoch float64) {
+	k := max(c.Optimizer.AccumulateSteps, 1)
+	total = c.Epochs * batchesPerEpoch / k
+	if c.Steps > 0 {
+		total = c.Steps
+	}
+	return total, float64(batchesPerEpoch) / float64(k)
 }

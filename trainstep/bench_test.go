@@ -1,4 +1,4 @@
-package trainer
+package trainstep
 
 import (
 	"math/rand/v2"
@@ -13,17 +13,14 @@ import (
 // each small net at batch 128 on the pure-Go backend, on random data. The numbers and the PyTorch peer
 // are in docs/benchmarks.md; rerun with:
 //
-//	go test ./trainer/ -run XXX -bench TrainStep -benchtime 5x
+//	go test ./trainstep/ -run XXX -bench TrainStep -benchtime 5x
 func BenchmarkTrainStep(b *testing.B) {
 	for _, net := range []string{"linear", "mlp", "mnist_cnn"} {
 		b.Run(net, func(b *testing.B) {
 			cfg := config.Defaults()
+			cfg.Name = "bench"
 			cfg.Net.Name = net
-			s, err := newSession(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, step := testStepOn(b, s)
+			_, step := testStep(b, cfg)
 			const batch = 128
 			rng := rand.New(rand.NewPCG(1, 2))
 			images := make([]float32, batch*28*28)
@@ -37,7 +34,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			run := func() {
 				x := tensors.FromFlatDataAndDimensions(images, batch, 28, 28, 1)
 				y := tensors.FromFlatDataAndDimensions(labels, batch)
-				if _, _, err := step.run(x, y, stepScalars{LR: 0.01}); err != nil {
+				if _, err := step.Run(x, y, Scalars{LR: 0.01, Update: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}

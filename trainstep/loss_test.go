@@ -1,4 +1,4 @@
-package trainer
+package trainstep
 
 import (
 	"math"
@@ -10,6 +10,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/verify/reference"
 )
@@ -124,6 +125,91 @@ func TestBCEWithLogits(t *testing.T) {
 		want := (reference.Sigmoid(x) - targets.Data[i]) / n
 		if math.Abs(grad[i]-want) > 1e-15 {
 			t.Errorf("d/dx at x=%v, t=%v: %v, want (σ(x)−t)/n = %v", x, targets.Data[i], grad[i], want)
+		}
+	}
+}
+
+// The step takes soft targets [batch, classes]: smoothed one-hot rows score exactly as the integer
+// labels do (softmax CE and BCE, with and without the threshold), and a mixed row scores as the plain
+// formulas say (−Σ t·log p; BCE on t, or on t > threshold).
+func TestSoftTargetsInTheStep(t *testing.T) {
+	const b, k, eps = 4, 5, 0.1
+	rng := rand.New(rand.NewPCG(4, 5))
+	logits := randomLogits(rng, b, k, 2)
+	labels := []int32{0, 3, 4, 3}
+	onehot := make([]float32, b*k)
+	for i, l := range labels {
+		for c := range k {
+			onehot[i*k+c] = eps / k
+			if int(l) == c {
+				onehot[i*k+c] += 1 - eps
+			}
+		}
+	}
+	// A mix of rows i and b−1−i at λ = 0.7.
+	mixed := make([]float64, b*k)
+	for i := range b {
+		for c := range k {
+			mixed[i*k+c] = 0.7*float64(onehot[i*k+c]) + 0.3*float64(onehot[(b-1-i)*k+c])
+		}
+	}
+	mixed32 := make([]float32, len(mixed))
+	for i, v := range mixed {
+		mixed32[i] = float32(v)
+	}
+	refLoss := func(l config.LossConfig) float64 {
+		var sum float64
+		for i := range b {
+			row := logits.Data[i*k : (i+1)*k]
+			maxv := math.Inf(-1)
+			for _, v := range row {
+				maxv = math.Max(maxv, v)
+			}
+			var z float64
+			for _, v := range row {
+				z += math.Exp(v - maxv)
+			}
+			for c, x := range row {
+				tgt := float64(float32(mixed[i*k+c]))
+				if l.Name == "softmax_ce" {
+					sum -= tgt * (x - maxv - math.Log(z))
+					continue
+				}
+				if l.BCETargetThreshold > 0 {
+					tgt = map[bool]float64{true: 1, false: 0}[tgt > l.BCETargetThreshold]
+				}
+				sum += math.Max(x, 0) - x*tgt + math.Log1p(math.Exp(-math.Abs(x)))
+			}
+		}
+		switch {
+		case l.Name == "softmax_ce":
+			return sum / b
+		case l.BCEDivisor == "batch":
+			return sum / b
+		}
+		return sum / (b * k)
+	}
+	for _, l := range []config.LossConfig{
+		{Name: "softmax_ce", LabelSmoothing: eps},
+		{Name: "bce", LabelSmoothing: eps, BCEDivisor: "elements"},
+		{Name: "bce", LabelSmoothing: eps, BCEDivisor: "batch", BCETargetThreshold: 0.2},
+	} {
+		cfg := config.Defaults()
+		cfg.Loss = l
+		loss := func(logits, targets *Node) *Node { return Loss(cfg.Loss, logits, targets) }
+		hard, hardGrad := lossAndGrad(t, loss, logits, tensors.FromFlatDataAndDimensions(labels, b))
+		soft, softGrad := lossAndGrad(t, loss, logits, tensors.FromFlatDataAndDimensions(onehot, b, k))
+		if math.Abs(hard-soft) > 1e-6 {
+			t.Errorf("%+v: one-hot soft targets give %v, integer labels %v", l, soft, hard)
+		}
+		for i := range hardGrad {
+			if math.Abs(hardGrad[i]-softGrad[i]) > 1e-7 {
+				t.Fatalf("%+v: gradient %d: soft %v, hard %v", l, i, softGrad[i], hardGrad[i])
+			}
+		}
+		got, _ := lossAndGrad(t, loss, logits, tensors.FromFlatDataAndDimensions(mixed32, b, k))
+		if want := refLoss(l); math.Abs(got-want) > 1e-12*math.Max(1, want) {
+			t.Errorf("%+v: mixed targets give %v, want %v", l, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package trainer
+package schedule
 
 import (
 	"math"
@@ -113,3 +113,18 @@ func TestLearningRateSchedule(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+
+// Length counts optimizer steps: epochs × batches / k, or steps when set; per epoch is fractional
+// under accumulation.
+func TestLength(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Epochs = 3
+	cfg.Optimizer.AccumulateSteps = 4
+	if total, perEpoch := Length(cfg, 10); total != 7 || perEpoch != 2.5 {
+		t.Errorf("3 epochs of 10 batches, k = 4: %d steps, %g per epoch; want 7 and 2.5", total, perEpoch)
+	}
+	cfg.Steps = 5
+	if total, _ := Length(cfg, 10); total != 5 {
+		t.Errorf("steps 5: %d", total)
+	}
+}

@@ -1,4 +1,4 @@
-package trainer
+package trainstep
 
 import (
 	"encoding/json"
@@ -266,7 +266,7 @@ func TestNewOptimizerResolvesDefaults(t *testing.T) {
 }
 
 // TestOptimizersMatchPyTorch replays PyTorch's SGD (momentum, Nesterov) and AdamW trajectories from
-// trainer/testdata/torch_optimizers.json (scripts/torch_optimizer_fixtures.py): five float64 steps with
+// trainstep/testdata/torch_optimizers.json (scripts/torch_optimizer_fixtures.py): five float64 steps with
 // a changing lr, a zero gradient, and the bias in the no-decay group.
 func TestOptimizersMatchPyTorch(t *testing.T) {
 	raw, err := os.ReadFile("testdata/torch_optimizers.json")

@@ -1,0 +1,214 @@
+package trainer
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/trainer/trainer/checkpoint"
+	"github.com/trainer/trainer/data"
+)
+
+// The loop's hooks (loop.go), in the order a run attaches them: the guard (guard.go), progress,
+// metrics log, checkpoint every N steps, signal stop, eval (with the best checkpoint), final checkpoint.
+
+// progressHook shows the run on the terminal (trainer/progress.go): a bar redrawn every step, or one
+// plain line per log record when the output is not a terminal; a spinner while the step compiles and
+// while eval runs; and the lines the other hooks print, each after ending the bar's live line.
+type progressHook struct {
+	bar    *progress
+	redraw bool
+	batch  int
+}
+
+func newProgressHook(out io.Writer, redraw bool, st *loopState) *progressHook {
+	return &progressHook{bar: newProgress(out, redraw, st.step, st.total, st.perEpoch), redraw: redraw,
+		batch: st.cfg.Data.BatchSize}
+}
+
+// say prints one line.
+func (p *progressHook) say(format string, args ...any) {
+	fmt.Fprintf(p.bar, format+"\n", args...)
+}
+
+// phase names what the run does until the next step or line (compiling, evaluating).
+func (p *progressHook) phase(msg string) { p.bar.Phase(msg) }
+
+// atStart shows the compile phase: the first step of a process compiles the train step (minutes on
+// first use of a large net on an accelerator).
+func (p *progressHook) atStart(*loopState) error {
+	p.phase("compiling train step…")
+	return nil
+}
+
+func (p *progressHook) afterStep(st *loopState) error {
+	if p.redraw || st.logDue {
+		p.bar.Update(st.step, st.window.meanLoss(), st.lr, st.window.imagesPerSec(p.batch))
+	}
+	return nil
+}
+
+func (p *progressHook) atEnd(*loopState) error {
+	p.bar.Done()
+	return nil
+}
+
+// logHook writes a train record to metrics.jsonl at the end of each log window and starts the next.
+type logHook struct {
+	metrics   *metricsLog
+	batchSize int
+}
+
+func (h *logHook) afterStep(st *loopState) error {
+	if !st.logDue {
+		return nil
+	}
+	w := st.window
+	record := map[string]any{"type": "train", "step": st.step, "epoch": st.epoch(), "loss": w.meanLoss(),
+		"accuracy": w.correct / float64(w.batches*h.batchSize), "lr": st.lr, "images_per_sec": w.imagesPerSec(h.batchSize)}
+	if st.cfg.EMA.Decay > 0 {
+		record["ema_decay"] = st.emaDecay
+	}
+	if err := h.metrics.write(record); err != nil {
+		return err
+	}
+	st.window = window{start: time.Now()}
+	return nil
+}
+
+// checkpointHook writes a checkpoint every checkpoint.every_steps optimizer steps (the final one is
+// finalCheckpoint's).
+type checkpointHook struct {
+	s   *session
+	dir string
+}
+
+// header describes the state at optimizer step st.step.
+func (h *checkpointHook) header(st *loopState) checkpoint.Header {
+	cfg := h.s.cfg
+	return checkpoint.Header{TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name, Step: st.step,
+		Epoch: st.step * st.k / st.batchesPerEpoch, Config: string(cfg.YAML()), LRScale: st.lrScale}
+}
+
+// save writes the checkpoint of st.step and records it as the last one.
+func (h *checkpointHook) save(st *loopState) error {
+	path, err := checkpoint.Save(h.dir, h.s.ctx, h.header(st), h.s.cfg.Checkpoint.Keep)
+	if err != nil {
+		return err
+	}
+	st.lastCheckpoint = path
+	return nil
+}
+
+func (h *checkpointHook) afterStep(st *loopState) error {
+	if every := h.s.cfg.Checkpoint.EverySteps; every > 0 && st.step%every == 0 && st.step < st.total {
+		return h.save(st)
+	}
+	return nil
+}
+
+// final is the hook that checkpoints the state the run ends with (stopped or done), after the
+// final eval.
+func (h *checkpointHook) final() finalCheckpoint { return finalCheckpoint{h} }
+
+type finalCheckpoint struct{ *checkpointHook }
+
+func (h finalCheckpoint) atEnd(st *loopState) error { return h.save(st) }
+
+// signalHook asks the loop to stop after the optimizer step in flight once stop is closed.
+type signalHook struct{ stop <-chan struct{} }
+
+func (h signalHook) afterStep(st *loopState) error {
+	select {
+	case <-h.stop:
+		st.stop = st.step < st.total
+	default:
+	}
+	return nil
+}
+
+// evalHook scores the live weights (and the EMA shadows) every eval.every_epochs epochs and at the
+// end, logs both and hands the record to the best checkpoint.
+type evalHook struct {
+	s             *session
+	loader        *data.Loader
+	metrics       *metricsLog
+	term          *progressHook
+	best          *bestHook
+	last, lastEMA EvalResult
+	lastEval      int // the optimizer step of the last eval
+}
+
+func (h *evalHook) afterEpoch(st *loopState) error {
+	every := h.s.cfg.Eval.EveryEpochs
+	if epochs := st.micro / st.batchesPerEpoch; every > 0 && epochs%every == 0 {
+		return h.eval(st, fmt.Sprintf("epoch %d", epochs))
+	}
+	return nil
+}
+
+func (h *evalHook) atEnd(st *loopState) error {
+	if st.stop || h.lastEval == st.step {
+		return nil
+	}
+	return h.eval(st, fmt.Sprintf("final eval at step %d", st.step))
+}
+
+func (h *evalHook) eval(st *loopState, label string) error {
+	h.term.phase("evaluating…")
+	ev, err := h.s.evaluate(h.loader)
+	if err != nil {
+		return err
+	}
+	h.last, h.lastEval = ev, st.step
+	record := map[string]any{"type": "eval", "step": st.step, "epoch": st.epoch(),
+		"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples}
+	line := fmt.Sprintf("%s: eval top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%d images)", label, 100*ev.Top1, 100*ev.Top5, ev.Loss, ev.Examples)
+	if h.s.cfg.EMA.Decay > 0 {
+		em, err := h.s.evaluateEMA(h.loader)
+		if err != nil {
+			return err
+		}
+		h.lastEMA = em
+		record["ema_top1"], record["ema_top5"], record["ema_loss"] = em.Top1, em.Top5, em.Loss
+		line += fmt.Sprintf("; EMA top-1 %.2f%%  top-5 %.2f%%  loss %.4f", 100*em.Top1, 100*em.Top5, em.Loss)
+	}
+	h.term.say("%s", line)
+	if err := h.metrics.write(record); err != nil {
+		return err
+	}
+	return h.best.afterEval(st, record)
+}
+
+// bestHook rewrites checkpoints/best.tckpt when the chosen metric improves; a resumed run starts from
+// the score in the existing file.
+type bestHook struct {
+	ckpts  *checkpointHook
+	metric string
+	score  float64
+	path   string
+	term   *progressHook
+}
+
+func newBestHook(ckpts *checkpointHook, term *progressHook) *bestHook {
+	b := &bestHook{ckpts: ckpts, metric: ckpts.s.cfg.BestMetric(), score: math.Inf(-1),
+		path: filepath.Join(ckpts.dir, checkpoint.BestName), term: term}
+	if prev, err := checkpoint.Load(b.path); err == nil && prev.Header.Metric == b.metric {
+		b.score = prev.Header.Score
+	}
+	return b
+}
+
+func (b *bestHook) afterEval(st *loopState, record map[string]any) error {
+	score, ok := record[b.metric].(float64)
+	if b.metric == "" || !ok || score <= b.score {
+		return nil
+	}
+	b.score = score
+	b.term.say("new best %s %.4f at step %d: %s", b.metric, score, st.step, b.path)
+	header := b.ckpts.header(st)
+	header.Metric, header.Score = b.metric, score
+	return checkpoint.SaveFile(b.path, b.ckpts.s.ctx, header)
+}

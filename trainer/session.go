@@ -1,0 +1,91 @@
+package trainer
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/trainstep"
+)
+
+// session is everything a run or an eval holds open: the config, its net, the backend and the
+// variables.
+type session struct {
+	cfg     config.Config
+	net     trainstep.Net
+	backend backends.Backend
+	ctx     *context.Context
+	// loaded is set once variables come from a checkpoint: the net must then reuse them, not create them.
+	loaded bool
+	// evalExec is the compiled eval forward pass, built at the first eval.
+	evalExec *context.Exec
+	// emaCtx holds copies of the EMA shadows under the model scope; emaEvalExec scores them.
+	emaCtx      *context.Context
+	emaEvalExec *context.Exec
+	// emaFresh is set when the shadows must start from the weights at the first step: a new run, or a
+	// checkpoint written without EMA.
+	emaFresh bool
+}
+
+func newSession(cfg config.Config) (*session, error) {
+	if _, err := graphs.Get(cfg.Net.Name); err != nil {
+		return nil, err
+	}
+	backend, err := pjrt.Open(cfg.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: %w", cfg.Backend, err)
+	}
+	s, err := sessionOn(cfg, backend)
+	if err != nil {
+		backend.Finalize()
+		return nil, err
+	}
+	return s, nil
+}
+
+// sessionOn is newSession on a backend already open.
+func sessionOn(cfg config.Config, backend backends.Backend) (*session, error) {
+	net, err := trainstep.NetOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &session{cfg: cfg, net: net, backend: backend, ctx: trainstep.NewContext(cfg), emaFresh: true}, nil
+}
+
+// newStep builds the session's train step (trainstep.New: sharded over cfg.Replicas devices, which
+// the backend must have).
+func (s *session) newStep() (*trainstep.Step, error) {
+	return trainstep.New(s.backend, s.ctx, s.cfg, s)
+}
+
+// Forward implements trainstep.Model: the session's net, reusing its variables once they come from
+// a checkpoint.
+func (s *session) Forward(ctx *context.Context, images *Node, train bool) *Node {
+	if s.loaded {
+		ctx = ctx.Reuse()
+	}
+	return s.net.Forward(ctx, images, train)
+}
+
+// ExcludedFromWeightDecay implements trainstep.Model.
+func (s *session) ExcludedFromWeightDecay(scope, name string) bool {
+	return s.net.ExcludedFromWeightDecay(scope, name)
+}
+
+// loader opens a split and checks it fits the net's input (trainer/data.go).
+func (s *session) loader(split string, batch int, train bool) (*data.Loader, error) {
+	return s.openLoader(split, batch, train)
+}
+
+func (s *session) numClasses() int {
+	if s.cfg.Net.NumClasses > 0 {
+		return s.cfg.Net.NumClasses
+	}
+	return s.net.Spec.NumClasses
+}

@@ -1,0 +1,272 @@
+package trainstep
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/pjrt"
+)
+
+// Step is the compiled train step of a config: forward, loss, backward, (accumulation), clipping,
+// optimizer, EMA and the guard. Every value that changes during a run is an input (Scalars), so it
+// compiles once.
+type Step struct {
+	exec       *context.Exec
+	cfg        config.Config
+	model      Model
+	opt        Optimizer
+	hostCount  int // the optimizer's HostScalars per update
+	accumulate int // micro-batches per optimizer step
+	ema        bool
+	replicas   int
+	guard      guard
+}
+
+// Scalars are the host values one execution of the step reads.
+type Scalars struct {
+	LR float64
+	// Update is the optimizer update t (1-based) the micro-batch belongs to: the step feeds the
+	// optimizer's HostScalars(t) (Adam's bias corrections).
+	Update int
+	// EMADecay is d of the weights' EMA; EMAFresh makes the shadows start from the weights as they
+	// were before this step (the first update, or shadows a checkpoint did not hold).
+	EMADecay float64
+	EMAFresh bool
+	// Keep multiplies the gradient sum before this micro-batch's gradient is added (0 on the first
+	// micro-batch of a step, 1 after); Apply is set on the last one, which updates the weights.
+	Keep  float64
+	Apply bool
+}
+
+// Inputs are the step graph's inputs by name, in the order the host feeds them (Step.scalarArgs):
+// the batch, the learning rate, the optimizer's host scalars, then the EMA's and the accumulation's
+// scalars when the config has them (nil otherwise).
+type Inputs struct {
+	Images, Labels     *Node
+	LR                 *Node
+	Host               []*Node
+	EMADecay, EMAFresh *Node
+	Keep, Apply        *Node
+}
+
+// New builds cfg's train step for model over ctx's variables on backend, compiled at its first run.
+// With cfg.Replicas R > 1 it is one program over R devices: the batch axis sharded, every variable
+// replicated (docs/distributed.md); the backend must have the devices.
+func New(backend backends.Backend, ctx *context.Context, cfg config.Config, model Model) (*Step, error) {
+	opt, err := NewOptimizer(cfg.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	replicas := max(cfg.Replicas, 1)
+	if err := pjrt.CheckDevices(backend, replicas); err != nil {
+		return nil, err
+	}
+	s := &Step{cfg: cfg, model: model, opt: opt, hostCount: len(opt.HostScalars(1)),
+		accumulate: max(cfg.Optimizer.AccumulateSteps, 1), ema: cfg.EMA.Decay > 0, replicas: replicas,
+		guard: guard{gate: cfg.Guard.SkipsNonFinite()}}
+	s.exec, err = context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
+		return s.build(ctx, s.inputs(in))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := distribute(s.exec, replicas); err != nil {
+		s.exec.Finalize()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Finalize releases the compiled graph.
+func (s *Step) Finalize() { s.exec.Finalize() }
+
+// inputs names the graph's positional inputs.
+func (s *Step) inputs(in []*Node) Inputs {
+	x := Inputs{Images: in[0], Labels: in[1], LR: in[2], Host: in[3 : 3+s.hostCount]}
+	next := 3 + s.hostCount
+	if s.ema {
+		x.EMADecay, x.EMAFresh = in[next], in[next+1]
+		next += 2
+	}
+	if s.accumulate > 1 {
+		x.Keep, x.Apply = in[next], in[next+1]
+	}
+	return x
+}
+
+// scalarArgs are the host values of Inputs after the batch, in the same order, as float32.
+func (s *Step) scalarArgs(sc Scalars) []any {
+	args := []any{float32(sc.LR)}
+	for _, h := range s.opt.HostScalars(sc.Update) {
+		args = append(args, float32(h))
+	}
+	if s.ema {
+		args = append(args, float32(sc.EMADecay), flag(sc.EMAFresh))
+	}
+	if s.accumulate > 1 {
+		args = append(args, float32(sc.Keep), flag(sc.Apply))
+	}
+	return args
+}
+
+// NumScalars is the number of runtime scalars (4 bytes each) an execution sends besides the batch.
+func (s *Step) NumScalars() int { return len(s.scalarArgs(Scalars{Update: 1})) }
+
+func flag(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// build is the step graph: it updates the variables in ctx and returns the batch's mean loss
+// (float32), its number of correct top-1 predictions and the guard's finiteness flags.
+func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
+	g := in.Images.Graph()
+	ctx.SetTraining(g, true)
+	logits := s.model.Forward(ctx.In(graphs.ModelScope), NormalizeInput(s.cfg.Data, in.Images), true)
+	loss := Loss(s.cfg.Loss, logits, in.Labels)
+	vars, decay := trainables(ctx, g, s.model)
+	nodes := make([]*Node, len(vars))
+	for i, v := range vars {
+		nodes[i] = v.ValueGraph(g)
+	}
+	grads := Gradient(loss, nodes...)
+	sums := squaredNorms(grads)
+	flags, ok := s.guard.measure(loss, vars, sums)
+	if in.Keep != nil {
+		grads = accumulateGradients(ctx, vars, grads, in.Keep, s.accumulate)
+	}
+	if clip := s.cfg.Optimizer.ClipGradNorm; clip > 0 {
+		if in.Keep != nil {
+			sums = squaredNorms(grads) // of the accumulated mean, not of this micro-batch
+		}
+		grads = clipWithSquaredNorms(grads, sums, clip)
+	}
+	s.opt.Update(ctx, vars, grads, decay, in.LR, in.Host...)
+	if in.EMADecay != nil {
+		updateEMA(ctx, g, in.EMADecay, in.EMAFresh)
+	}
+	if in.Apply != nil {
+		gateUpdates(ctx, g, in.Apply)
+	}
+	s.guard.gateAll(ctx, g, ok) // last: a skipped step changes nothing
+	return []*Node{ConvertDType(loss, dtypes.Float32), correctCount(logits, in.Labels), flags}
+}
+
+// correctCount is the number of rows whose top-1 logit is the label (for soft targets, the
+// dominant class), as float32.
+func correctCount(logits, labels *Node) *Node {
+	if labels.Rank() == 2 {
+		labels = ArgMax(labels, -1, dtypes.Int32)
+	}
+	return ReduceAllSum(ConvertDType(Equal(ArgMax(logits, -1, dtypes.Int32), labels), dtypes.Float32))
+}
+
+// trainables lists the model's trained variables in g (sorted by name, so the update order is
+// stable) and whether weight decay applies to each.
+func trainables(ctx *context.Context, g *Graph, model Model) ([]*context.Variable, []bool) {
+	var vars []*context.Variable
+	ctx.EnumerateVariables(func(v *context.Variable) {
+		if v.Trainable && v.InUseByGraph(g) && strings.HasPrefix(v.Scope(), "/"+graphs.ModelScope) {
+			vars = append(vars, v)
+		}
+	})
+	sort.Slice(vars, func(i, j int) bool { return vars[i].ScopeAndName() < vars[j].ScopeAndName() })
+	decay := make([]bool, len(vars))
+	for i, v := range vars {
+		decay[i] = !model.ExcludedFromWeightDecay(v.Scope(), v.Name())
+	}
+	return vars, decay
+}
+
+// Result is what one execution tells the host.
+type Result struct {
+	Loss    float64 // the batch's mean loss
+	Correct float64 // top-1 hits in the batch
+	// NonFinite says what was non-finite; its zero value means everything was finite.
+	NonFinite NonFinite
+}
+
+// Outputs are one execution's outputs, still where the backend left them.
+type Outputs struct {
+	step *Step
+	outs []*tensors.Tensor
+}
+
+// Execute runs one (micro-)step on a batch given as one shard per replica (one shard on one
+// device): shard r of the images and labels goes to device r.
+func (s *Step) Execute(images, labels []*tensors.Tensor, sc Scalars) (Outputs, error) {
+	args, err := s.args(images, labels, sc)
+	if err != nil {
+		return Outputs{}, err
+	}
+	outs, err := s.exec.Exec(args...)
+	if err != nil {
+		return Outputs{}, err
+	}
+	return Outputs{step: s, outs: outs}, nil
+}
+
+// Loss copies the batch's mean loss to the host, which waits for the execution to end.
+func (o Outputs) Loss() float64 { return float64(tensors.ToScalar[float32](o.outs[0])) }
+
+// Result reads the loss, the correct count and the guard's flags (with several devices, device
+// 0's replicated copies).
+func (o Outputs) Result() Result {
+	return Result{Loss: o.Loss(), Correct: float64(tensors.ToScalar[float32](o.outs[1])),
+		NonFinite: o.step.guard.read(tensors.MustCopyFlatData[float32](o.outs[2]))}
+}
+
+// Finalize frees the outputs.
+func (o Outputs) Finalize() {
+	for _, t := range o.outs {
+		t.FinalizeAll()
+	}
+}
+
+// RunShards executes one (micro-)step on the replicas' shards of a batch and reads its Result.
+func (s *Step) RunShards(images, labels []*tensors.Tensor, sc Scalars) (Result, error) {
+	outs, err := s.Execute(images, labels, sc)
+	if err != nil {
+		return Result{}, err
+	}
+	defer outs.Finalize()
+	return outs.Result(), nil
+}
+
+// Run executes one (micro-)step on one device's batch.
+func (s *Step) Run(images, labels *tensors.Tensor, sc Scalars) (Result, error) {
+	return s.RunShards([]*tensors.Tensor{images}, []*tensors.Tensor{labels}, sc)
+}
+
+// args lays out one execution's inputs device by device, as GoMLX's Exec takes them: replica r's
+// images and labels, then the (replicated) scalars, for r = 0..R-1.
+func (s *Step) args(images, labels []*tensors.Tensor, sc Scalars) ([]any, error) {
+	if len(images) != len(labels) || len(images) != s.replicas {
+		return nil, fmt.Errorf("train step: %d image shards and %d label shards for %d replica(s)", len(images), len(labels), s.replicas)
+	}
+	for r, im := range images {
+		// Every shard feeds the same program input: float32 images, or uint8 pixels under
+		// data.device_normalize, never a mix.
+		if im.DType() != images[0].DType() {
+			return nil, fmt.Errorf("train step: image shard %d is %s, shard 0 %s", r, im.DType(), images[0].DType())
+		}
+	}
+	scalars := s.scalarArgs(sc)
+	var args []any
+	for r := range images {
+		args = append(args, images[r], labels[r])
+		args = append(args, scalars...)
+	}
+	return args, nil
+}
