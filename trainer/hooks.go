@@ -153,7 +153,7 @@ func (h *evalHook) atEnd(st *loopState) error {
 	if st.stop || h.lastEval == st.step {
 		return nil
 	}
-	return h.eval(st, fmt.Sprintf("final eval at step %d", st.step))
+	return h.eval(st, fmt.Sprintf("step %d (final)", st.step))
 }
 
 func (h *evalHook) eval(st *loopState, label string) error {
@@ -165,7 +165,8 @@ func (h *evalHook) eval(st *loopState, label string) error {
 	h.last, h.lastEval = ev, st.step
 	record := map[string]any{"type": "eval", "step": st.step, "epoch": st.epoch(),
 		"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples}
-	line := fmt.Sprintf("%s: eval top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%d images)", label, 100*ev.Top1, 100*ev.Top5, ev.Loss, ev.Examples)
+	// One short line per scored set of weights, so an 80-column terminal does not wrap them.
+	line := fmt.Sprintf("%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f (%d images)", label, 100*ev.Top1, 100*ev.Top5, ev.Loss, ev.Examples)
 	if h.s.cfg.EMA.Decay > 0 {
 		em, err := h.s.evaluateEMA(h.loader)
 		if err != nil {
@@ -173,7 +174,7 @@ func (h *evalHook) eval(st *loopState, label string) error {
 		}
 		h.lastEMA = em
 		record["ema_top1"], record["ema_top5"], record["ema_loss"] = em.Top1, em.Top5, em.Loss
-		line += fmt.Sprintf("; EMA top-1 %.2f%%  top-5 %.2f%%  loss %.4f", 100*em.Top1, 100*em.Top5, em.Loss)
+		line += fmt.Sprintf("\n%s: EMA top-1 %.2f%%  top-5 %.2f%%  loss %.4f", label, 100*em.Top1, 100*em.Top5, em.Loss)
 	}
 	h.term.say("%s", line)
 	if err := h.metrics.write(record); err != nil {

@@ -281,8 +281,9 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	if cfg.Replicas > 1 {
 		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.ReplicaBatch())
 	}
-	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d, backend %s\n",
-		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k, s.backend.Name())
+	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d\n",
+		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
+	fmt.Fprintf(out, "backend %s; run directory %s\n", s.backend.Name(), res.Dir)
 
 	err = l.run(st)
 	res.Eval, res.EMAEval = eval.last, eval.lastEMA
