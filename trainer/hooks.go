@@ -153,7 +153,7 @@ func (h *evalHook) atEnd(st *loopState) error {
 	if st.stop || h.lastEval == st.step {
 		return nil
 	}
-	return h.eval(st, fmt.Sprintf("step %d (final)", st.step))
+	return h.eval(st, fmt.Sprintf("final eval at step %d", st.step))
 }
 
 func (h *evalHook) eval(st *loopState, label string) error {
