@@ -43,10 +43,11 @@ type Backend struct {
 	config       string
 	numDevices   int // From devices=R; when > 1, buffers are deviceBuffers (devices.go).
 	capabilities backends.Capabilities
-	convMode     convMode
-	fastDot      bool // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (slice.go).
-	noFuse       bool // Element-wise chains are not fused at compile time (fuse.go).
-	strictConv   bool // A failed im2col/col2im composition is an error, not simplego's ConvGeneral (conv.go).
+	convMode     convMode // conv=MODE (conv.go)
+	im2colLimit  int      // im2col_limit=N: larger im2col/col2im convolutions run simplego's own (conv.go)
+	fastDot      bool     // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (slice.go).
+	noFuse       bool     // Element-wise chains are not fused at compile time (fuse.go).
+	strictConv   bool     // A failed im2col/col2im composition is an error, not simplego's ConvGeneral (conv.go).
 }
 
 var _ backends.Backend = (*Backend)(nil)
@@ -57,7 +58,10 @@ var _ backends.Backend = (*Backend)(nil)
 // "simplego_dot" keeps all of simplego's own executors (no packed GEMM, fused convolution, copies,
 // row loops or fusion), and "nofuse" keeps the fast executors but doesn't fuse element-wise chains.
 // For checking the convolution compositions, "strict_conv" makes a failed im2col or col2im composition
-// an error instead of a silent fallback to simplego's native ConvGeneral (the tests use it).
+// an error instead of a silent fallback to simplego's native ConvGeneral (the tests use it),
+// "conv=auto|native|im2col|col2im" forces one algorithm for every convolution (auto: the default
+// choice per convolution), and "im2col_limit=N" sets the largest im2col/col2im intermediate, in
+// elements, above which a convolution runs simplego's own (default 1<<28).
 //
 // "devices=R" makes R devices in this process (default 1): each runs the per-device program of an SPMD
 // executable (graph.Exec.SPMD) on its own buffers, the cores shared among them, and AllReduce meets
@@ -77,6 +81,10 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	if err != nil {
 		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
 	}
+	config, conv, err := takeConvOptions(config)
+	if err != nil {
+		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
+	}
 	inner, err := simplego.New(config)
 	if err != nil {
 		return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
@@ -90,7 +98,7 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 		caps.Operations[op] = true
 	}
 	b := &Backend{Backend: sg, config: config, numDevices: numDevices, capabilities: caps, fastDot: !simplegoDot,
-		noFuse: noFuse || simplegoDot, strictConv: strictConv}
+		noFuse: noFuse || simplegoDot, strictConv: strictConv, convMode: conv.mode, im2colLimit: conv.im2colLimit}
 	installCollectives()
 	if b.fastDot {
 		enableFastOps(sg)
@@ -106,6 +114,7 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	if numDevices > 1 {
 		b.config += ",devices=" + strconv.Itoa(numDevices)
 	}
+	b.config += conv.suffix
 	if opStatsEnabled() {
 		installOpStats() // After the fast ops, so it times them.
 	}
@@ -154,6 +163,41 @@ func takeDevices(config string) (string, int, error) {
 			"simplego's op workers that the other devices may need; use ops_sequential (the default)", n)
 	}
 	return strings.Join(kept, ","), n, nil
+}
+
+// convOptions are the backend's convolution options (conv.go), taken out of the config string.
+type convOptions struct {
+	mode        convMode
+	im2colLimit int
+	suffix      string // the options as given, appended to the backend's config for Name and Description
+}
+
+// takeConvOptions removes "conv=MODE" and "im2col_limit=N" from a comma-separated config.
+func takeConvOptions(config string) (string, convOptions, error) {
+	opts := convOptions{mode: convAuto, im2colLimit: defaultIm2colLimit}
+	var kept []string
+	for _, p := range strings.Split(config, ",") {
+		if v, ok := strings.CutPrefix(p, "conv="); ok {
+			mode, known := convModes[v]
+			if !known {
+				return "", opts, errors.Errorf("conv=%s: want auto, native, im2col or col2im", v)
+			}
+			opts.mode = mode
+			opts.suffix += ",conv=" + v
+			continue
+		}
+		if v, ok := strings.CutPrefix(p, "im2col_limit="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return "", opts, errors.Errorf("im2col_limit=%s: want a number of elements >= 0", v)
+			}
+			opts.im2colLimit = n
+			opts.suffix += ",im2col_limit=" + v
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, ","), opts, nil
 }
 
 // Finalize releases simplego's resources and unhooks the backend from the packed GEMM.

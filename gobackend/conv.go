@@ -10,20 +10,25 @@ import (
 	"github.com/pkg/errors"
 )
 
-// maxIm2colElements bounds the intermediate tensors of the im2col/col2im convolutions (elements, not
+// defaultIm2colLimit bounds the intermediate tensors of the im2col/col2im convolutions (elements, not
 // bytes; simplego's DotGeneral makes a blocked copy of its operands too): larger convolutions use
 // simplego's native ConvGeneral, slow but memory-light. (Splitting the batch would be the better answer.)
-var maxIm2colElements = 1 << 28
+// The backend option im2col_limit=N changes it.
+const defaultIm2colLimit = 1 << 28
 
-// convMode selects how ConvGeneral is computed; tests and benchmarks force one.
+// convMode selects how ConvGeneral is computed: the backend option conv=auto|native|im2col|col2im
+// (auto unless given; the others are for comparing the algorithms and for checking each of them).
 type convMode int
 
 const (
-	convAuto   convMode = iota // col2im for input-dilated convolutions when it does less work, else im2col.
+	convAuto   convMode = iota // the fused GEMM where it applies, else col2im when it does less work, else im2col.
 	convNative                 // simplego's own ConvGeneral (with sanitized parameters).
 	convIm2col
 	convCol2im // Falls back to im2col where col2im doesn't apply (grouped convolutions).
 )
+
+// convModes are the values of the conv= option.
+var convModes = map[string]convMode{"auto": convAuto, "native": convNative, "im2col": convIm2col, "col2im": convCol2im}
 
 // convParams holds ConvGeneral's parameters with every optional one filled in, and derived sizes.
 type convParams struct {
@@ -99,7 +104,7 @@ func (b *goBuilder) ConvGeneral(input, kernel backends.Op, axes backends.Convolv
 		return newFusedConv(node, p)
 	}
 	useCol2im := p.col2imApplies() && (b.convMode == convCol2im || (b.convMode == convAuto && p.col2imCost() < p.im2colCost()))
-	if (useCol2im && p.col2imCost() > maxIm2colElements) || (!useCol2im && p.im2colCost() > maxIm2colElements) {
+	if limit := b.backend.im2colLimit; (useCol2im && p.col2imCost() > limit) || (!useCol2im && p.im2colCost() > limit) {
 		return native()
 	}
 	var out backends.Op

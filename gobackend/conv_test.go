@@ -3,6 +3,7 @@ package gobackend
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -135,14 +136,14 @@ func runConv(t *testing.T, b backends.Backend, cc convCase, x, k tt) tt {
 
 func TestConvForward(t *testing.T) {
 	b := testBackend(t)
-	native := &Backend{Backend: b.Backend, convMode: convNative, strictConv: true}
+	native := &Backend{Backend: b.Backend, convMode: convNative, strictConv: true, im2colLimit: defaultIm2colLimit}
 	rng := rand.New(rand.NewSource(11))
 	for _, cc := range convCases() {
 		t.Run(cc.name, func(t *testing.T) {
 			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
 			want := refConv(x, k, cc)
 			for _, mode := range []convMode{convAuto, convIm2col, convCol2im} {
-				mb := &Backend{Backend: b.Backend, convMode: mode, strictConv: true}
+				mb := &Backend{Backend: b.Backend, convMode: mode, strictConv: true, im2colLimit: defaultIm2colLimit}
 				assertClose(t, fmt.Sprintf("ConvGeneral mode %d", mode), runConv(t, mb, cc, x, k), want, 1e-12)
 			}
 			if cc.batchGroups > 1 {
@@ -194,7 +195,7 @@ func TestConvGradients(t *testing.T) {
 				if tc.skipShortMode && testing.Short() {
 					t.Skip("short mode")
 				}
-				mb := &Backend{Backend: b.Backend, convMode: mode, strictConv: true}
+				mb := &Backend{Backend: b.Backend, convMode: mode, strictConv: true, im2colLimit: defaultIm2colLimit}
 				checkGradient(t, mb, func(in []*Node) *Node { return tc.conv(in[0], in[1]) }, []tt{x, k}, 0, 1)
 			})
 		}
@@ -205,7 +206,7 @@ func TestConvGradients(t *testing.T) {
 func TestConvFloat32MatchesNative(t *testing.T) {
 	b := testBackend(t)
 	// simplego's own ConvGeneral: float32 ConvGeneral nodes on a fast-ops backend run the fused GEMM.
-	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true}
+	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true, im2colLimit: defaultIm2colLimit}
 	rng := rand.New(rand.NewSource(13))
 	x, k := randTT(rng, 4, 12, 12, 3), randTT(rng, 3, 3, 3, 8)
 	fn := func(in []*Node) []*Node {
@@ -224,11 +225,37 @@ func TestConvFloat32MatchesNative(t *testing.T) {
 // Convolutions too large for im2col fall back to simplego's, with nil strides and dilations filled in
 // (simplego's grouped conv indexes nil dilations in a worker goroutine, killing the process).
 func TestConvNativeFallback(t *testing.T) {
-	b := testBackend(t)
-	defer func(limit int) { maxIm2colElements = limit }(maxIm2colElements)
-	maxIm2colElements = 0
+	shared := testBackend(t)
+	b := &Backend{Backend: shared.Backend, convMode: shared.convMode, fastDot: shared.fastDot, strictConv: shared.strictConv,
+		im2colLimit: 0}
 	rng := rand.New(rand.NewSource(14))
 	cc := convCase{name: "grouped-nil-dilations", inDims: []int{2, 5, 5, 4}, kDims: []int{3, 3, 2, 6}, axes: channelsLast(2), groups: 2}
 	x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
 	assertClose(t, "fallback ConvGeneral", runConv(t, b, cc, x, k), refConv(x, k, cc), 1e-12)
+}
+
+// The conv= and im2col_limit= options choose the convolution algorithm and the fallback size, and
+// refuse what they do not know, naming the option.
+func TestConvOptions(t *testing.T) {
+	b, err := newBackend("conv=col2im,im2col_limit=1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Finalize()
+	if b.convMode != convCol2im || b.im2colLimit != 1000 || !strings.Contains(b.config, "conv=col2im,im2col_limit=1000") {
+		t.Errorf("conv=col2im,im2col_limit=1000: mode %d, limit %d, config %q", b.convMode, b.im2colLimit, b.config)
+	}
+	d, err := newBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Finalize()
+	if d.convMode != convAuto || d.im2colLimit != defaultIm2colLimit {
+		t.Errorf("default: mode %d, limit %d; want auto and %d", d.convMode, d.im2colLimit, defaultIm2colLimit)
+	}
+	for _, bad := range []string{"conv=winograd", "im2col_limit=-1", "im2col_limit=many"} {
+		if _, err := newBackend(bad); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]+"=") {
+			t.Errorf("%s: error %v, want one naming the option", bad, err)
+		}
+	}
 }

@@ -80,7 +80,7 @@ func TestFusedConvMatchesReference(t *testing.T) {
 // a few roundings on the cases it applies to, and simplego's own float64 ConvGeneral.
 func TestFusedConvFloat64(t *testing.T) {
 	b := countCompiledOps(testBackend(t))
-	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true}
+	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true, im2colLimit: defaultIm2colLimit}
 	rng := rand.New(rand.NewSource(62))
 	for _, cc := range fusedConvCases() {
 		if max(cc.groups, 1) != 1 || max(cc.batchGroups, 1) != 1 || cc.axes.OutputChannels != len(cc.inDims)-1 {
