@@ -8,6 +8,8 @@ import (
 	_ "image/png"  // registers the PNG decoder for image.Decode
 	"math"
 	"os"
+
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // Eval preprocessing of single images, as the references evaluate: torchvision's
@@ -176,7 +178,7 @@ func ParseInterp(s string) (Interp, error) {
 	case "bicubic":
 		return Bicubic, nil
 	}
-	return 0, fmt.Errorf("interpolation %q, want bilinear or bicubic", s)
+	return 0, fmt.Errorf("interpolation %s, want bilinear or bicubic", echo.Quote(s))
 }
 
 func (f Interp) String() string {
