@@ -220,6 +220,10 @@ func (d DataConfig) validate(cs *checks) {
 		cs.check(!a.Mixing(), "data.device_normalize", "true, but data.augment.mixup_alpha %g / cutmix_alpha %g blend normalised "+
 			"images on the host, which uint8 batches cannot carry: expected auto or false, or both alphas 0", a.MixupAlpha, a.CutmixAlpha)
 	}
+	cs.check(slices.Contains(BadRecordPolicies, d.OnBadRecord), "data.on_bad_record", "got %s, expected %s",
+		echo.Quote(d.OnBadRecord), orList(BadRecordPolicies))
+	cs.check(d.MaxImagePixels >= 1, "data.max_image_pixels", "got %d, expected >= 1 (default %d, Pillow's limit)",
+		d.MaxImagePixels, data.DefaultMaxImagePixels)
 	cs.check(a.RepeatedAug >= 0 && a.RepeatedAug <= 64, "data.augment.repeated_aug", "got %d, expected 0 to 64 (0 or 1: off; DeiT uses 3)", a.RepeatedAug)
 	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
 	// augmentations need the image sources' transform.
