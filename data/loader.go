@@ -605,7 +605,8 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 			l.setup(&s.b, epoch, step)
 			s.err, s.done = nil, make(chan struct{})
 			order := l.Order(epoch)
-			n := (s.b.Size + chunk - 1) / chunk
+			size := s.b.Size // finish may shrink it once the chunks below are decoded
+			n := (size + chunk - 1) / chunk
 			s.pending.Store(int32(n))
 			if n == 0 {
 				l.finish(&s.b)
@@ -616,9 +617,9 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 			case <-it.stop:
 				return
 			}
-			for lo := 0; lo < s.b.Size; lo += chunk {
+			for lo := 0; lo < size; lo += chunk {
 				select {
-				case it.tasks <- task{s: s, order: order, lo: lo, hi: min(lo+chunk, s.b.Size)}:
+				case it.tasks <- task{s: s, order: order, lo: lo, hi: min(lo+chunk, size)}:
 				case <-it.stop:
 					return
 				}
