@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // A recipe composes: a top-level `base: FILE.yaml` (relative to the file that names it) loads that
@@ -56,11 +58,20 @@ func (l *layered) readFile(path string, chain []string) error {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	settings, _ = normalized(settings).(map[string]any)
+	if !hasValue(settings) {
+		// An empty file (a failed copy, a `>` instead of `>>`) would silently train the default net.
+		where := path
+		if len(chain) > 0 {
+			where = chain[0] + ": base " + strings.Join(append(chain, path), " -> ")
+		}
+		return fmt.Errorf("config %s: the file holds no settings (it is empty, or only comments or keys without values): "+
+			"expected a recipe, e.g. `net: {name: mnist_cnn}` (docs/configs.md)", where)
+	}
 	if base, ok := settings[baseKey]; ok {
 		name, isString := base.(string)
 		if !isString || name == "" {
-			return fmt.Errorf("%s: %s: expected the file name of the base recipe (relative to this file), got %T %v",
-				path, baseKey, base, base)
+			return fmt.Errorf("%s: %s: expected the file name of the base recipe (relative to this file), got %T %s",
+				path, baseKey, base, echo.Value(base))
 		}
 		if !filepath.IsAbs(name) {
 			name = filepath.Join(filepath.Dir(path), name)
@@ -74,12 +85,9 @@ func (l *layered) readFile(path string, chain []string) error {
 	return nil
 }
 
-// set merges one --set override: key is dotted, value a parsed YAML value; no value (`key=`) changes
-// nothing, as `key:` alone in a file does.
+// set merges one --set override: key is dotted, value a parsed YAML value (not nil: Load refuses
+// `key=` and `key=null`).
 func (l *layered) set(key string, value any) {
-	if value == nil {
-		return
-	}
 	parts := strings.Split(key, ".")
 	m := l.tree
 	for i, p := range parts[:len(parts)-1] {
@@ -138,7 +146,9 @@ func (l *layered) attribute(top string, err error) error {
 
 // source names where key was set, for an error: "FILE: key" or "--set key"; top is the file loaded.
 func (l *layered) source(top, key string) string {
-	switch origin := l.origin[key]; origin {
+	origin := l.origin[key]
+	key = echo.Cut(key) // an unknown key is whatever the file says
+	switch origin {
 	case setOrigin:
 		return setOrigin + " " + key
 	case "":
@@ -146,6 +156,16 @@ func (l *layered) source(top, key string) string {
 	default:
 		return origin + ": " + key
 	}
+}
+
+// hasValue reports whether the tree m sets anything: a key with a value that is not a mapping.
+func hasValue(m map[string]any) bool {
+	for _, v := range m {
+		if sub, ok := v.(map[string]any); !ok || hasValue(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // normalized lower-cases every mapping key in v (keys are case-insensitive, as --set's are), turns

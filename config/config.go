@@ -64,7 +64,16 @@ type DataConfig struct {
 	EvalImageSize   int           `yaml:"eval_image_size"`
 	Augment         AugmentConfig `yaml:"augment"`
 	DeviceNormalize Switch        `yaml:"device_normalize"`
+	OnBadRecord     string        `yaml:"on_bad_record"`
+	MaxImagePixels  int           `yaml:"max_image_pixels"`
 }
+
+// data.on_bad_record values: what a record that fails its checksum, does not decode or is above
+// data.max_image_pixels does to the run.
+const (
+	BadRecordStop = "stop" // end the run with an error naming the file and record
+	BadRecordSkip = "skip" // train without it, counting it
+)
 
 // Switch is a key that takes auto, true or false (YAML booleans or strings).
 type Switch string
@@ -181,6 +190,8 @@ var (
 	AutoAugmentInterpolations = []string{"nearest", "bilinear"}
 	// Switches are the values of a Switch key.
 	Switches = []string{"auto", "true", "false"}
+	// BadRecordPolicies are the values of data.on_bad_record.
+	BadRecordPolicies = []string{BadRecordStop, BadRecordSkip}
 )
 
 // DataSources are the names data.source accepts: the idx sources data.Open reads, then the image
@@ -200,6 +211,7 @@ func Defaults() Config {
 		Net: NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0, Precision: "float32",
 			Dropout: -1, DropPath: -1},
 		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000, EvalCropPct: 0.875, DeviceNormalize: "auto",
+			OnBadRecord: BadRecordStop, MaxImagePixels: data.DefaultMaxImagePixels,
 			Augment: AugmentConfig{RandomResizedCropRatio: []float64{3.0 / 4, 4.0 / 3}, Interpolation: "bilinear",
 				MixupProb: 1, MixupSwitchProb: 0.5, RandomErasingMode: "pixel"}},
 		Optimizer: OptimizerConfig{Name: "sgd", LR: 0.1, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,

@@ -85,7 +85,7 @@ func formatFloat(f float64) string {
 // keyMeanings says what each key does: the one place the docs' key tables take their meanings from.
 // Markdown; links are relative to docs/.
 var keyMeanings = map[string]string{
-	"name":     "run name; the run writes `run_dir/name/`; empty: the recipe file's base name",
+	"name":     "run name (at most 255 bytes, no `/`); the run writes `run_dir/name/`; empty: the recipe file's base name",
 	"backend":  "`go` (pure Go, embedded), `go:<simplego options>`, `xla:cpu`, `xla:cuda`, `xla:tpu`, or the path of a PJRT plugin `.so`",
 	"replicas": "data-parallel replicas: `data.batch_size` is the global batch of one step and must divide by it; needs a PJRT backend with that many devices (the pure-Go backend has one); see [distributed.md](distributed.md) — `trainer emit --replicas R` writes the sharded step, `trainer run` does not yet drive several devices and refuses replicas > 1",
 	"seed":     "seeds the initial weights (a pure function of seed and variable name) and the data order (a pure function of seed and epoch); the dropout and drop-path masks start from it too",
@@ -133,6 +133,8 @@ var keyMeanings = map[string]string{
 	"data.augment.auto_augment_interpolation": "`nearest` (empty; the AutoAugment transform's default) or `bilinear` (torchvision's reference training script) for AutoAugment's rotate, shear and translate",
 	"data.augment.repeated_aug":               "k > 1: repeated augmentation (timm's RepeatAugSampler, DeiT uses 3): an epoch's N rows are N/k images each shown k times, every copy augmented on its own and dealt to another replica (with one replica: consecutive rows); 0 or 1: off",
 	"data.device_normalize":                   "`true`: batches cross to the device as uint8 pixels and the train and eval graphs normalise them (a table lookup giving the host's floats bit for bit; a quarter of the bytes per step); `false`: normalised on the host; `auto`: true on the xla backends, false on the pure-Go one (slower there, see [data.md](data.md#the-loader)), and false for training batches with `random_erasing` or mixup/cutmix, which need the floats on the host (`true` with them is an error). May change on resume",
+	"data.on_bad_record":                      "a record that fails its CRC-32C (shards), does not decode or is above `max_image_pixels`: `stop` ends the run naming the file and record; `skip` trains on without it (its training row takes the next example of the epoch's order, eval leaves it out) and counts it; may change on resume, so a run stopped by one resumes with `skip`",
+	"data.max_image_pixels":                   "the most pixels (width × height) an image may declare, checked from its header before decoding (Pillow's `MAX_IMAGE_PIXELS`); a larger image is a bad record (`on_bad_record`); may change on resume",
 
 	"optimizer.name":             "the update law: `sgd`, `adamw`, `lamb`, `rmsprop_tf`",
 	"optimizer.lr":               "peak learning rate (end of warmup)",

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // Load reads the YAML recipe at path with its base chain (compose.go), applies "key=value" overrides,
@@ -23,11 +25,16 @@ func Load(path string, overrides []string) (Config, error) {
 		key, raw, ok := strings.Cut(o, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
 		if !ok || key == "" {
-			return Config{}, fmt.Errorf("--set %q: expected key=value, e.g. --set optimizer.lr=0.05", o)
+			return Config{}, fmt.Errorf("--set %s: expected key=value, e.g. --set optimizer.lr=0.05", echo.Quote(o))
 		}
 		var value any
 		if err := yaml.Unmarshal([]byte(raw), &value); err != nil {
-			return Config{}, fmt.Errorf("--set %s: cannot parse value %q: %v", key, raw, err)
+			return Config{}, fmt.Errorf("--set %s: cannot parse value %s: %v", echo.Cut(key), echo.Quote(raw), err)
+		}
+		if value == nil {
+			// `key=` and `key=null` would leave the key as it was: a --set that silently does nothing.
+			return Config{}, fmt.Errorf("--set %s: no value (got %s): expected key=value with a value; "+
+				"leave the --set out to keep the recipe's value", echo.Cut(key), echo.Quote(raw))
 		}
 		l.set(key, value)
 	}
@@ -82,11 +89,14 @@ func joinPrefixed(prefix string, names []string) string {
 	return strings.Join(out, ", ")
 }
 
+// maxString bounds every string value of a recipe: the longest are paths (PATH_MAX is 4096).
+const maxString = 4096
+
 // setField converts one YAML value into the field's type without guessing: an int field takes only
 // integral numbers, a string field only strings, and so on.
 func setField(field reflect.Value, value any, key string, source func(string) string) error {
 	bad := func(want string) error {
-		return fmt.Errorf("%s: expected %s, got %T %v", source(key), want, value, value)
+		return fmt.Errorf("%s: expected %s, got %T %s", source(key), want, value, echo.Value(value))
 	}
 	switch field.Kind() {
 	case reflect.Struct:
@@ -107,6 +117,9 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 		}
 		if !ok {
 			return bad("a string")
+		}
+		if len(s) > maxString {
+			return fmt.Errorf("%s: expected a string of at most %d bytes, got %s", source(key), maxString, echo.Quote(s))
 		}
 		field.SetString(s)
 	case reflect.Bool:

@@ -132,6 +132,12 @@ func (g GuardConfig) SkipsNonFinite() bool {
 	return g.NonFinite == GuardSkip || g.NonFinite == GuardReduceLR
 }
 
+// BadInput sets the loader's policy for bad records from data.on_bad_record and data.max_image_pixels.
+func (d DataConfig) BadInput(opts *data.LoaderOptions) {
+	opts.SkipBadRecords = d.OnBadRecord == BadRecordSkip
+	opts.MaxImagePixels = int64(d.MaxImagePixels)
+}
+
 // DataPaths returns the paths of the train and eval splits of an image source: data.train and
 // data.eval when set, else under data.dir: DIR/train and DIR/val (imagefolder, shards), DIR for both
 // (cifar10), DIR/train.bin and DIR/val.bin (imagenette-bin).

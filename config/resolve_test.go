@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 )
 
@@ -84,5 +85,20 @@ func TestNetOptionsResolve(t *testing.T) {
 	}
 	if opts.Dropout(0.2) != 0 || opts.DropPath(0.2) != 0.1 || opts.Padding != graphs.PadSame || opts.GELU != graphs.GELUTanh {
 		t.Errorf("overrides not applied: %+v", opts)
+	}
+}
+
+// TestBadInputSetsTheLoaderPolicy: data.on_bad_record and data.max_image_pixels reach the loader.
+func TestBadInputSetsTheLoaderPolicy(t *testing.T) {
+	d := Defaults().Data
+	var opts data.LoaderOptions
+	d.BadInput(&opts)
+	if opts.SkipBadRecords || opts.MaxImagePixels != data.DefaultMaxImagePixels {
+		t.Errorf("defaults: skip %v, max pixels %d", opts.SkipBadRecords, opts.MaxImagePixels)
+	}
+	d.OnBadRecord, d.MaxImagePixels = BadRecordSkip, 1000
+	d.BadInput(&opts)
+	if !opts.SkipBadRecords || opts.MaxImagePixels != 1000 {
+		t.Errorf("skip, 1000: skip %v, max pixels %d", opts.SkipBadRecords, opts.MaxImagePixels)
 	}
 }

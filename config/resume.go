@@ -22,6 +22,9 @@ var resumable = map[string]bool{
 	"data.workers": true, "data.prefetch": true, "data.eval_batch_size": true,
 	"data.device_normalize": true, // where the same floats are computed, not which
 	"guard.nonfinite":       true,
+	// Policies for bad input, as guard.nonfinite is for bad steps: a run stopped by a bad record
+	// resumes skipping it, or with a larger pixel limit.
+	"data.on_bad_record": true, "data.max_image_pixels": true,
 }
 
 // Resumable reports whether a resumed run may change key (dotted, as in --set).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -32,7 +33,7 @@ func (cs *checks) check(ok bool, key, format string, args ...any) {
 
 // oneOf records an error when value is not one of allowed, listing them.
 func (cs *checks) oneOf(value, key string, allowed []string) {
-	cs.check(slices.Contains(allowed, value), key, "got %q, expected one of: %s", value, strings.Join(allowed, ", "))
+	cs.check(slices.Contains(allowed, value), key, "got %s, expected one of: %s", echo.Quote(value), strings.Join(allowed, ", "))
 }
 
 // orList renders names as "a, b or c".
@@ -43,6 +44,9 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// maxName bounds the run name, a directory name (NAME_MAX).
+const maxName = 255
+
 // Validate checks ranges, names and how keys relate. The pure-Go backend counts as one device;
 // a PJRT backend's devices are checked when it opens (pjrt.CheckDevices).
 func (c Config) Validate() error { return c.ValidateWithDevices(0) }
@@ -51,8 +55,8 @@ func (c Config) Validate() error { return c.ValidateWithDevices(0) }
 // 0 takes the count from the backend's name (one for the pure-Go backend, unknown for the others).
 func (c Config) ValidateWithDevices(devices int) error {
 	var cs checks
-	cs.check(c.Name != "" && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
-		"name", "got %q, expected a plain name usable as a directory", c.Name)
+	cs.check(c.Name != "" && len(c.Name) <= maxName && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
+		"name", "got %s, expected a plain name usable as a directory (at most %d bytes)", echo.Quote(c.Name), maxName)
 	cs.check(c.Backend != "", "backend", "expected a backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
 	cs.check(c.Seed >= 0, "seed", "got %d, expected >= 0", c.Seed)
 	cs.check(c.Epochs >= 0, "epochs", "got %d, expected >= 0", c.Epochs)
@@ -71,7 +75,7 @@ func (c Config) ValidateWithDevices(devices int) error {
 	cs.check(c.Checkpoint.EverySteps >= 0, "checkpoint.every_steps", "got %d, expected >= 0 (0: only at the end)", c.Checkpoint.EverySteps)
 	cs.check(c.Checkpoint.Keep >= 1, "checkpoint.keep", "got %d, expected >= 1", c.Checkpoint.Keep)
 	cs.check(c.Checkpoint.Best == "" || slices.Contains(BestMetrics, c.Checkpoint.Best),
-		"checkpoint.best", "got %q, expected %s", c.Checkpoint.Best, orList(BestMetrics))
+		"checkpoint.best", "got %s, expected %s", echo.Quote(c.Checkpoint.Best), orList(BestMetrics))
 	cs.check(c.Checkpoint.Best != "ema_top1" || c.EMA.Decay > 0, "checkpoint.best", "ema_top1 needs ema.decay > 0")
 	cs.check(c.Log.EverySteps >= 1, "log.every_steps", "got %d, expected >= 1", c.Log.EverySteps)
 	if g := c.Guard.NonFinite; g != "" { // empty: stop
@@ -83,7 +87,7 @@ func (c Config) ValidateWithDevices(devices int) error {
 // validate checks the net section.
 func (n NetConfig) validate(cs *checks) {
 	if _, err := graphs.Get(n.Name); err != nil {
-		*cs = append(*cs, &keyError{"net.name", err.Error()})
+		cs.check(false, "net.name", "unknown net %s; registered nets: %s", echo.Quote(n.Name), strings.Join(graphs.Names(), ", "))
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
 	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
@@ -92,9 +96,9 @@ func (n NetConfig) validate(cs *checks) {
 	cs.check(n.Dropout == -1 || (n.Dropout >= 0 && n.Dropout < 1), "net.dropout", "got %g, expected in [0, 1) or -1 (the net's default)", n.Dropout)
 	cs.check(n.DropPath == -1 || (n.DropPath >= 0 && n.DropPath < 1), "net.drop_path", "got %g, expected in [0, 1) or -1 (the net's default)", n.DropPath)
 	_, padErr := graphs.ParsePadding(n.Padding)
-	cs.check(padErr == nil && n.Padding != "valid", "net.padding", "got %q, expected symmetric or same (empty: the net's default)", n.Padding)
+	cs.check(padErr == nil && n.Padding != "valid", "net.padding", "got %s, expected symmetric or same (empty: the net's default)", echo.Quote(n.Padding))
 	_, geluErr := graphs.ParseGELU(n.GELU)
-	cs.check(geluErr == nil, "net.gelu", "got %q, expected erf or tanh (empty: the net's default)", n.GELU)
+	cs.check(geluErr == nil, "net.gelu", "got %s, expected erf or tanh (empty: the net's default)", echo.Quote(n.GELU))
 	cs.check(n.BNEpsilon >= 0 && n.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", n.BNEpsilon)
 	cs.check(n.BNDecay >= 0 && n.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", n.BNDecay)
 }
@@ -103,7 +107,7 @@ func (n NetConfig) validate(cs *checks) {
 func (c Config) validateRecipe(cs *checks) {
 	o := c.Optimizer
 	defs, known := optimizerDefaults[o.Name]
-	cs.check(known, "optimizer.name", "got %q, expected one of: %s", o.Name, strings.Join(Optimizers, ", "))
+	cs.check(known, "optimizer.name", "got %s, expected one of: %s", echo.Quote(o.Name), strings.Join(Optimizers, ", "))
 	cs.check(o.LR > 0 && o.LR <= 100, "optimizer.lr", "got %g, expected in (0, 100]", o.LR)
 	cs.check(o.LRBaseBatch >= 0, "optimizer.lr_base_batch", "got %d, expected >= 0 (0: optimizer.lr is the peak as given)", o.LRBaseBatch)
 	if known {
@@ -135,17 +139,17 @@ func (c Config) validateRecipe(cs *checks) {
 	cs.check(s.WarmupEpochs == 0 || s.WarmupSteps == 0, "schedule.warmup_steps", "set warmup_steps or warmup_epochs, not both")
 	cs.check(s.WarmupStartLR >= 0 && s.WarmupStartLR <= c.PeakLR(), "schedule.warmup_start_lr", "got %g, expected in [0, peak lr %g]", s.WarmupStartLR, c.PeakLR())
 	cs.check(s.MinLR >= 0 && s.MinLR <= c.PeakLR(), "schedule.min_lr", "got %g, expected in [0, peak lr %g]", s.MinLR, c.PeakLR())
-	cs.check(s.MinLR == 0 || s.Name == "cosine", "schedule.min_lr", "only the cosine schedule has a floor, the schedule is %s", s.Name)
+	cs.check(s.MinLR == 0 || s.Name == "cosine", "schedule.min_lr", "only the cosine schedule has a floor, the schedule is %s", echo.Cut(s.Name))
 	decays := s.Name == "step" || s.Name == "multistep" || s.Name == "exponential"
 	if decays {
 		cs.check(s.DecayRate > 0 && s.DecayRate <= 1, "schedule.decay_rate", "got %g, expected in (0, 1] for the %s schedule", s.DecayRate, s.Name)
 	} else {
-		cs.check(s.DecayRate == 0, "schedule.decay_rate", "the %s schedule has no decay rate (leave it at 0)", s.Name)
+		cs.check(s.DecayRate == 0, "schedule.decay_rate", "the %s schedule has no decay rate (leave it at 0)", echo.Cut(s.Name))
 	}
 	if s.Name == "step" || s.Name == "exponential" {
 		cs.check(s.DecayEpochs > 0, "schedule.decay_epochs", "got %g, expected > 0 for the %s schedule", s.DecayEpochs, s.Name)
 	} else {
-		cs.check(s.DecayEpochs == 0, "schedule.decay_epochs", "the %s schedule has no decay_epochs (leave it at 0)", s.Name)
+		cs.check(s.DecayEpochs == 0, "schedule.decay_epochs", "the %s schedule has no decay_epochs (leave it at 0)", echo.Cut(s.Name))
 	}
 	cs.check(!s.Staircase || s.Name == "exponential", "schedule.staircase", "only the exponential schedule has a staircase form")
 	if s.Name == "multistep" {
@@ -153,7 +157,7 @@ func (c Config) validateRecipe(cs *checks) {
 		for i, m := range s.Milestones {
 			ok = ok && m > 0 && (i == 0 || m > s.Milestones[i-1])
 		}
-		cs.check(ok, "schedule.milestones", "got %v, expected increasing epochs > 0", s.Milestones)
+		cs.check(ok, "schedule.milestones", "got %s, expected increasing epochs > 0", echo.Value(s.Milestones))
 	} else {
 		cs.check(len(s.Milestones) == 0, "schedule.milestones", "only the multistep schedule has milestones")
 	}
@@ -163,7 +167,7 @@ func (c Config) validateRecipe(cs *checks) {
 	l := c.Loss
 	cs.oneOf(l.Name, "loss.name", Losses)
 	cs.check(l.LabelSmoothing >= 0 && l.LabelSmoothing < 1, "loss.label_smoothing", "got %g, expected in [0, 1)", l.LabelSmoothing)
-	cs.check(slices.Contains(BCEDivisors, l.BCEDivisor), "loss.bce_divisor", "got %q, expected elements (batch × classes) or batch", l.BCEDivisor)
+	cs.check(slices.Contains(BCEDivisors, l.BCEDivisor), "loss.bce_divisor", "got %s, expected elements (batch × classes) or batch", echo.Quote(l.BCEDivisor))
 	cs.check(l.BCETargetThreshold >= 0 && l.BCETargetThreshold < 1, "loss.bce_target_threshold", "got %g, expected in [0, 1) (0: targets kept soft)", l.BCETargetThreshold)
 	cs.check(l.Name == "bce" || l.BCETargetThreshold == 0, "loss.bce_target_threshold", "applies to loss.name bce only")
 }
@@ -173,21 +177,20 @@ func (d DataConfig) validate(cs *checks) {
 	lenOK := func(n int) bool { return n == 0 || n == 1 || n == 3 }
 	cs.check(lenOK(len(d.Mean)) && lenOK(len(d.Std)) && (len(d.Mean) == 0) == (len(d.Std) == 0), "data.mean",
 		"%d means and %d stds, expected 1 or 3 of each (one per channel), or neither (the source's)", len(d.Mean), len(d.Std))
-	for _, s := range d.Std {
-		cs.check(s > 0, "data.std", "got %v, expected every value > 0", d.Std)
-	}
+	positive := !slices.ContainsFunc(d.Std, func(s float64) bool { return !(s > 0) })
+	cs.check(positive, "data.std", "got %s, expected every value > 0", echo.Value(d.Std))
 	cs.check(d.Workers >= 0, "data.workers", "got %d, expected >= 0 (0: one per core)", d.Workers)
 	cs.check(d.Prefetch >= 0, "data.prefetch", "got %d, expected >= 0 (0: 2)", d.Prefetch)
 	cs.check(d.EvalCropPct > 0 && d.EvalCropPct <= 1, "data.eval_crop_pct", "got %g, expected in (0, 1]", d.EvalCropPct)
 	a := d.Augment
 	sc := a.RandomResizedCropScale
 	cs.check(len(sc) == 0 || (len(sc) == 2 && sc[0] > 0 && sc[0] <= sc[1] && sc[1] <= 1), "data.augment.random_resized_crop_scale",
-		"got %v, expected [min, max] with 0 < min <= max <= 1, or empty (off)", sc)
+		"got %s, expected [min, max] with 0 < min <= max <= 1, or empty (off)", echo.Value(sc))
 	r := a.RandomResizedCropRatio
 	cs.check(len(r) == 2 && r[0] > 0 && r[0] <= r[1], "data.augment.random_resized_crop_ratio",
-		"got %v, expected [min, max] with 0 < min <= max", r)
+		"got %s, expected [min, max] with 0 < min <= max", echo.Value(r))
 	_, err := data.ParseInterp(a.Interpolation)
-	cs.check(err == nil, "data.augment.interpolation", "got %q, expected bilinear or bicubic", a.Interpolation)
+	cs.check(err == nil, "data.augment.interpolation", "got %s, expected bilinear or bicubic", echo.Quote(a.Interpolation))
 	cs.check(a.HFlip >= 0 && a.HFlip <= 1, "data.augment.hflip", "got %g, expected a probability in [0, 1]", a.HFlip)
 	cs.check(a.MixupAlpha >= 0, "data.augment.mixup_alpha", "got %g, expected >= 0 (0: off; timm recipes 0.1-0.8)", a.MixupAlpha)
 	cs.check(a.CutmixAlpha >= 0, "data.augment.cutmix_alpha", "got %g, expected >= 0 (0: off; timm recipes 1.0)", a.CutmixAlpha)
@@ -195,7 +198,7 @@ func (d DataConfig) validate(cs *checks) {
 	cs.check(a.MixupSwitchProb >= 0 && a.MixupSwitchProb <= 1, "data.augment.mixup_switch_prob", "got %g, expected a probability in [0, 1]", a.MixupSwitchProb)
 	cs.check(a.RandomErasing >= 0 && a.RandomErasing <= 1, "data.augment.random_erasing", "got %g, expected a probability in [0, 1] (0: off)", a.RandomErasing)
 	cs.check(slices.Contains(ErasingModes, a.RandomErasingMode),
-		"data.augment.random_erasing_mode", "got %q, expected %s", a.RandomErasingMode, orList(ErasingModes))
+		"data.augment.random_erasing_mode", "got %s, expected %s", echo.Quote(a.RandomErasingMode), orList(ErasingModes))
 	if a.RandAugment != "" {
 		_, err := data.ParseRandAugment(a.RandAugment)
 		cs.check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
@@ -203,13 +206,13 @@ func (d DataConfig) validate(cs *checks) {
 	if a.AutoAugment != "" {
 		_, err := data.ParseAutoAugment(a.AutoAugment)
 		cs.check(err == nil, "data.augment.auto_augment", "%v (empty: off)", err)
-		cs.check(a.RandAugment == "", "data.augment.auto_augment", "got %q with rand_augment %q: the two are exclusive, set one", a.AutoAugment, a.RandAugment)
+		cs.check(a.RandAugment == "", "data.augment.auto_augment", "got %s with rand_augment %s: the two are exclusive, set one", echo.Quote(a.AutoAugment), echo.Quote(a.RandAugment))
 	}
 	cs.check(a.AutoAugmentInterpolation == "" || slices.Contains(AutoAugmentInterpolations, a.AutoAugmentInterpolation),
-		"data.augment.auto_augment_interpolation", "got %q, expected %s (empty: %s)",
-		a.AutoAugmentInterpolation, orList(AutoAugmentInterpolations), AutoAugmentInterpolations[0])
+		"data.augment.auto_augment_interpolation", "got %s, expected %s (empty: %s)",
+		echo.Quote(a.AutoAugmentInterpolation), orList(AutoAugmentInterpolations), AutoAugmentInterpolations[0])
 	cs.check(slices.Contains(Switches, string(d.DeviceNormalize)), "data.device_normalize",
-		"got %q, expected %s (auto: true on xla backends)", d.DeviceNormalize, orList(Switches))
+		"got %s, expected %s (auto: true on xla backends)", echo.Quote(string(d.DeviceNormalize)), orList(Switches))
 	if d.DeviceNormalize == "true" {
 		// The training batches would cross as uint8, which cannot hold what these make.
 		cs.check(a.RandomErasing == 0, "data.device_normalize", "true, but data.augment.random_erasing %g erases in normalised "+
@@ -217,6 +220,10 @@ func (d DataConfig) validate(cs *checks) {
 		cs.check(!a.Mixing(), "data.device_normalize", "true, but data.augment.mixup_alpha %g / cutmix_alpha %g blend normalised "+
 			"images on the host, which uint8 batches cannot carry: expected auto or false, or both alphas 0", a.MixupAlpha, a.CutmixAlpha)
 	}
+	cs.check(slices.Contains(BadRecordPolicies, d.OnBadRecord), "data.on_bad_record", "got %s, expected %s",
+		echo.Quote(d.OnBadRecord), orList(BadRecordPolicies))
+	cs.check(d.MaxImagePixels >= 1, "data.max_image_pixels", "got %d, expected >= 1 (default %d, Pillow's limit)",
+		d.MaxImagePixels, data.DefaultMaxImagePixels)
 	cs.check(a.RepeatedAug >= 0 && a.RepeatedAug <= 64, "data.augment.repeated_aug", "got %d, expected 0 to 64 (0 or 1: off; DeiT uses 3)", a.RepeatedAug)
 	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
 	// augmentations need the image sources' transform.
@@ -238,8 +245,8 @@ func (c Config) validateReplicas(cs *checks, devices int) {
 			"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
 		spec, err := pjrt.ParseConfig(c.Backend)
 		pureGo := err == nil && spec.Backend == "go"
-		cs.check(!pureGo || devices >= r, "replicas", "got %d, but backend %q (pure Go) has one device: "+
-			"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, c.Backend, r)
+		cs.check(!pureGo || devices >= r, "replicas", "got %d, but backend %s (pure Go) has one device: "+
+			"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, echo.Quote(c.Backend), r)
 	}
 }
 
@@ -271,18 +278,18 @@ func (c Config) validateRecipeTraps(cs *checks) {
 		"got %g without a warmup (schedule.warmup_epochs or warmup_steps): it has no effect", s.WarmupStartLR)
 	cs.check(c.EMA.Warmup || c.EMA.Decay > 0, "ema.warmup", "false without an EMA (ema.decay 0): it has no effect")
 	cs.check(c.Loss.BCEDivisor == "elements" || c.Loss.Name == "bce", "loss.bce_divisor",
-		"got %q with loss.name %s: only bce has a divisor", c.Loss.BCEDivisor, c.Loss.Name)
+		"got %s with loss.name %s: only bce has a divisor", echo.Quote(c.Loss.BCEDivisor), echo.Cut(c.Loss.Name))
 	a := c.Data.Augment
 	def := Defaults().Data.Augment
 	cs.check(len(a.RandomResizedCropScale) > 0 || slices.Equal(a.RandomResizedCropRatio, def.RandomResizedCropRatio),
-		"data.augment.random_resized_crop_ratio", "got %v without random_resized_crop_scale (RandomResizedCrop is off): it has no effect",
-		a.RandomResizedCropRatio)
+		"data.augment.random_resized_crop_ratio", "got %s without random_resized_crop_scale (RandomResizedCrop is off): it has no effect",
+		echo.Value(a.RandomResizedCropRatio))
 	cs.check(a.Mixing() || a.MixupProb == def.MixupProb, "data.augment.mixup_prob",
 		"got %g with mixup_alpha and cutmix_alpha both 0: it has no effect", a.MixupProb)
 	cs.check((a.MixupAlpha > 0 && a.CutmixAlpha > 0) || a.MixupSwitchProb == def.MixupSwitchProb, "data.augment.mixup_switch_prob",
 		"got %g, but it chooses between mixup and cutmix and only one of mixup_alpha, cutmix_alpha is > 0: it has no effect", a.MixupSwitchProb)
 	cs.check(a.RandomErasing > 0 || a.RandomErasingMode == def.RandomErasingMode, "data.augment.random_erasing_mode",
-		"got %q with random_erasing 0: it has no effect", a.RandomErasingMode)
+		"got %s with random_erasing 0: it has no effect", echo.Quote(a.RandomErasingMode))
 	if size := c.Data.EvalImageSize; size != 0 {
 		cs.check(size >= 8 && size <= 4096, "data.eval_image_size", "got %d, expected in [8, 4096] (0: the training size)", size)
 		cs.check(!c.Data.idx(), "data.eval_image_size",

@@ -161,6 +161,34 @@ func TestGuardConfigValidation(t *testing.T) {
 	}
 }
 
+// TestBadInputConfig: data.on_bad_record is stop (default) or skip, data.max_image_pixels >= 1
+// (default Pillow's 89478485); both may change on resume, so a run stopped by a bad record resumes.
+func TestBadInputConfig(t *testing.T) {
+	d := Defaults()
+	if d.Data.OnBadRecord != BadRecordStop || d.Data.MaxImagePixels != 89478485 {
+		t.Errorf("defaults: on_bad_record %q, max_image_pixels %d", d.Data.OnBadRecord, d.Data.MaxImagePixels)
+	}
+	for _, c := range []struct {
+		set, want string
+	}{
+		{"data.on_bad_record=ignore", `data.on_bad_record: got "ignore", expected stop or skip`},
+		{"data.max_image_pixels=0", "data.max_image_pixels: got 0, expected >= 1"},
+		{"data.max_image_pixels=1.5", "data.max_image_pixels: expected an integer"},
+		{"data.on_bad_record=skip", ""},
+		{"data.max_image_pixels=400000000", ""},
+	} {
+		_, err := Load(writeConfig(t, "seed: 1\n"), []string{c.set})
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("--set %s: %v, want %q", c.set, err, c.want)
+		}
+	}
+	for _, key := range []string{"data.on_bad_record", "data.max_image_pixels"} {
+		if !Resumable(key) {
+			t.Errorf("%s cannot change on resume", key)
+		}
+	}
+}
+
 func TestAugmentKeysValidated(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.yaml")
 	os.WriteFile(path, []byte("data:\n  augment:\n    mixup_alpha: 0.8\n    cutmix_alpha: 1.0\n"), 0o644)

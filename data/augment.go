@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bytes"
 	"fmt"
 	"image"
 	"image/color"
@@ -139,16 +138,16 @@ func (t Transform) resizeFlip(crop pixels, rng *rand.PCG, sc *augScratch) pixels
 // of a JPEG, when the build decodes with libjpeg-turbo (decodeJPEGRegion), draws its box from the
 // header's size and decodes only that box, at the largest DCT-domain reduction that keeps it at
 // least Size on both sides (dctDenom). sc.dec holds the decoded pixels. Decoding errors start with
-// "decoding: ".
-func (t Transform) decodeApply(b []byte, channels int, rng *rand.PCG, sc *augScratch) (pixels, error) {
+// "decoding: " and are bad records (ErrBadRecord); maxPixels is decodePixels'.
+func (t Transform) decodeApply(b []byte, channels int, maxPixels int64, rng *rand.PCG, sc *augScratch) (pixels, error) {
 	if t.rrc() {
-		crop, ok, err := decodeJPEGRegion(b, channels, sc.dec, func(w, h int) (x, y, bw, bh, denom int) {
+		crop, ok, err := decodeJPEGRegion(b, channels, sc.dec, maxPixels, func(w, h int) (x, y, bw, bh, denom int) {
 			x, y, bw, bh = RandomResizedCropParams(w, h, t.Scale, t.Ratio, rng)
 			return x, y, bw, bh, dctDenom(bw, bh, t.Size)
 		})
 		if ok {
 			if err != nil {
-				return pixels{}, fmt.Errorf("decoding: %w", err)
+				return pixels{}, fmt.Errorf("decoding: %w", badRecord(err))
 			}
 			sc.dec = crop.pix
 			out := t.resizeFlip(crop, rng, sc)
@@ -156,7 +155,7 @@ func (t Transform) decodeApply(b []byte, channels int, rng *rand.PCG, sc *augScr
 			return out, nil
 		}
 	}
-	p, err := decodePixels(b, channels, sc.dec)
+	p, err := decodePixels(b, channels, sc.dec, maxPixels)
 	if err != nil {
 		return pixels{}, fmt.Errorf("decoding: %w", err)
 	}
@@ -263,17 +262,19 @@ func HFlip(p pixels) {
 
 // decodePixels decodes JPEG or PNG bytes to 8-bit pixels with channels 3 (RGB) or 1 (grey), into buf:
 // JPEGs with libjpeg-turbo in builds with the libjpeg tag (see decodeJPEGRegion), the rest with
-// image/jpeg and image/png.
-func decodePixels(b []byte, channels int, buf []uint8) (pixels, error) {
-	if p, ok, err := decodeJPEGRegion(b, channels, buf, nil); ok {
-		return p, err
+// image/jpeg and image/png. An image whose header declares more than maxPixels pixels (0:
+// DefaultMaxImagePixels) is refused before it is decoded. Every error is a bad record (ErrBadRecord).
+func decodePixels(b []byte, channels int, buf []uint8, maxPixels int64) (pixels, error) {
+	if p, ok, err := decodeJPEGRegion(b, channels, buf, maxPixels, nil); ok {
+		return p, badRecord(err)
 	}
-	return decodeStd(b, channels, buf)
+	p, err := decodeStd(b, channels, buf, maxPixels)
+	return p, badRecord(err)
 }
 
 // decodeStd is decodePixels with Go's decoders only.
-func decodeStd(b []byte, channels int, buf []uint8) (pixels, error) {
-	img, _, err := image.Decode(bytes.NewReader(b))
+func decodeStd(b []byte, channels int, buf []uint8, maxPixels int64) (pixels, error) {
+	img, _, err := DecodeImage(b, maxPixels)
 	if err != nil {
 		return pixels{}, err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // AutoAugment is torchvision's AutoAugment (torchvision 0.14, transforms/autoaugment.py) on PIL
@@ -25,7 +27,7 @@ const AutoAugmentPolicies = `"imagenet" (torchvision's AutoAugmentPolicy.IMAGENE
 // bits not 4, unsigned enhancements, mean-colour fill), so it is not an alias.
 func ParseAutoAugment(s string) (AutoAugment, error) {
 	if _, ok := aaPolicies[s]; !ok {
-		return AutoAugment{}, fmt.Errorf("auto augment %q: want %s", s, AutoAugmentPolicies)
+		return AutoAugment{}, fmt.Errorf("auto augment %s: want %s", echo.Quote(s), AutoAugmentPolicies)
 	}
 	return AutoAugment{Policy: s}, nil
 }

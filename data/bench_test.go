@@ -1,7 +1,10 @@
 package data
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -95,4 +98,104 @@ func pipelineLoader(b *testing.B, paths []string, interp Interp) (*Loader, *augS
 		b.Fatal(err)
 	}
 	return l, sc, dst
+}
+
+// downgradeShard rewrites the shard at path as format version 1 (16-byte index entries, no per-record
+// CRC-32C), as packers before version 2 wrote it: the benchmarks' "without the check".
+func downgradeShard(b *testing.B, path string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := ParseShard(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	le := binary.LittleEndian
+	var tail []byte
+	for i := range info.Count {
+		tail = le.AppendUint64(tail, uint64(info.Offsets[i]))
+		tail = le.AppendUint32(tail, uint32(info.Len(i)))
+		tail = le.AppendUint32(tail, uint32(info.Labels[i]))
+	}
+	h := info.ShardHeader
+	h.Version, h.ClassesOffset = 1, h.IndexOffset+int64(len(tail))
+	tail = append(tail, raw[info.ClassesOffset:]...)
+	h.FileSize, h.IndexCRC = h.IndexOffset+int64(len(tail)), crc32.Checksum(tail, castagnoli)
+	out := append(h.encode(), raw[ShardHeaderSize:h.IndexOffset]...)
+	if err := os.WriteFile(path, append(out, tail...), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkShardRecordCRC is the cost of checking each record's CRC-32C as the loader reads it: the
+// checksum alone (crc-only), then the same records from a version 2 shard (checked) and a version 1 shard (not), through
+// Loader.Batch on one goroutine. pixels: 2048 CIFAR-sized 32×32×3 records straight into uint8
+// batches, the cheapest path there is, so the check weighs the most; jpeg: the 64 ImageNet-like JPEGs
+// through RandomResizedCrop at 224, as training reads them.
+func BenchmarkShardRecordCRC(b *testing.B) {
+	pix := synthDataset(2048)
+	pix.Height, pix.Width, pix.Channels = 32, 32, 3
+	pix.Images = make([]uint8, 2048*32*32*3)
+	for i := range pix.Images {
+		pix.Images[i] = uint8(i * 7)
+	}
+	jpegs := &ImageFolder{Root: "/", Classes: []string{"x"}}
+	for _, p := range pipelineJPEGs(b) {
+		jpegs.Files, jpegs.Labels = append(jpegs.Files, p), append(jpegs.Labels, 0)
+	}
+	// The check alone: CRC-32C of one record's bytes (SSE4.2 on amd64).
+	for _, n := range []int{32 * 32 * 3, 64 << 10} {
+		b.Run(fmt.Sprintf("crc-only/%dB", n), func(b *testing.B) {
+			rec := make([]byte, n)
+			b.SetBytes(int64(n))
+			for range b.N {
+				crc32.Checksum(rec, castagnoli)
+			}
+		})
+	}
+	for _, set := range []struct {
+		name string
+		src  Source
+		opts LoaderOptions
+	}{
+		{"pixels", NewDatasetSource(pix), LoaderOptions{BatchSize: 256, Uint8: true}},
+		{"jpeg", jpegs, LoaderOptions{BatchSize: 16, Transform: &Transform{Size: 224, Train: true, Scale: [2]float64{0.08, 1},
+			Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5}}},
+	} {
+		dir := b.TempDir()
+		paths, err := Pack(set.src, dir, "b", PackOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, version := range []string{"v2-checked", "v1-unchecked"} {
+			if version == "v1-unchecked" {
+				for _, p := range paths {
+					downgradeShard(b, p)
+				}
+			}
+			b.Run(set.name+"/"+version, func(b *testing.B) {
+				sh, err := OpenShards(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer sh.Close()
+				if (sh.Infos[0].CRCs != nil) != (version == "v2-checked") {
+					b.Fatalf("%s: version %d", version, sh.Infos[0].Version)
+				}
+				l, err := NewSourceLoader(sh, set.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps := l.StepsPerEpoch()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := l.Batch(0, i%steps); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*set.opts.BatchSize), "ns/record")
+			})
+		}
+	}
 }

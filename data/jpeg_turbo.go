@@ -208,8 +208,9 @@ var turboPool = sync.Pool{New: func() any {
 // the box to decode (in full-size pixels) and the DCT-domain reduction (1, 2, 4 or 8) to decode it
 // at; the box is scaled by 1/denom and rounded to whole pixels. region nil decodes everything at
 // full size. ok is false, and region was not called, when b is not a JPEG this decoder handles
-// (PNG, CMYK): the caller then decodes it some other way.
-func decodeJPEGRegion(b []byte, channels int, buf []uint8, region func(w, h int) (x, y, bw, bh, denom int)) (p pixels, ok bool, err error) {
+// (PNG, CMYK): the caller then decodes it some other way. An image whose header declares more than
+// maxPixels pixels (0: DefaultMaxImagePixels) is refused before anything is decoded.
+func decodeJPEGRegion(b []byte, channels int, buf []uint8, maxPixels int64, region func(w, h int) (x, y, bw, bh, denom int)) (p pixels, ok bool, err error) {
 	if len(b) < 3 || b[0] != 0xff || b[1] != 0xd8 || (channels != 1 && channels != 3) {
 		return pixels{}, false, nil
 	}
@@ -229,6 +230,10 @@ func decodeJPEGRegion(b []byte, channels int, buf []uint8, region func(w, h int)
 	if (cs != C.JCS_GRAYSCALE && cs != C.JCS_YCbCr && cs != C.JCS_RGB) || iw < 1 || ih < 1 {
 		C.tdec_abort(w.t)
 		return pixels{}, false, nil
+	}
+	if err := checkPixels(iw, ih, maxPixels); err != nil {
+		C.tdec_abort(w.t)
+		return pixels{}, true, err
 	}
 	x, y, bw, bh, denom := 0, 0, iw, ih, 1
 	if region != nil {

@@ -65,14 +65,14 @@ func TestJPEGDecodeMatchesPillow(t *testing.T) {
 	for _, name := range jpegFixtures {
 		b := readFixture(t, name)
 		for c, want := range map[int]string{3: golden.RGB[name+".jpg"], 1: golden.Grey[name+".jpg"]} {
-			p, err := decodePixels(b, c, nil)
+			p, err := decodePixels(b, c, nil, 0)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 			if p.w != golden.Width || p.h != golden.Height || p.c != c {
 				t.Fatalf("%s: %dx%dx%d, want %dx%dx%d", name, p.w, p.h, p.c, golden.Width, golden.Height, c)
 			}
-			std, err := decodeStd(b, c, nil)
+			std, err := decodeStd(b, c, nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestJPEGDecodeMatchesPillow(t *testing.T) {
 					t.Errorf("%s, %d channels: decodePixels is not image/jpeg's decode", name, c)
 				}
 				called := false
-				if _, ok, _ := decodeJPEGRegion(b, c, nil, func(w, h int) (int, int, int, int, int) { called = true; return 0, 0, w, h, 1 }); ok || called {
+				if _, ok, _ := decodeJPEGRegion(b, c, nil, 0, func(w, h int) (int, int, int, int, int) { called = true; return 0, 0, w, h, 1 }); ok || called {
 					t.Errorf("%s: the pure-Go build's decodeJPEGRegion took the image (ok %v, region called %v)", name, ok, called)
 				}
 				continue
@@ -108,11 +108,11 @@ func TestJPEGTurboVersusGoDecoder(t *testing.T) {
 	for _, name := range jpegFixtures {
 		b := readFixture(t, name)
 		for _, c := range []int{3, 1} {
-			p, err := decodePixels(b, c, nil)
+			p, err := decodePixels(b, c, nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			std, err := decodeStd(b, c, nil)
+			std, err := decodeStd(b, c, nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func TestJPEGRegionMatchesFullDecode(t *testing.T) {
 		b := readFixture(t, name)
 		for _, c := range []int{3, 1} {
 			for _, d := range []int{1, 2, 4, 8} {
-				full, ok, err := decodeJPEGRegion(b, c, nil, func(w, h int) (int, int, int, int, int) { return 0, 0, w, h, d })
+				full, ok, err := decodeJPEGRegion(b, c, nil, 0, func(w, h int) (int, int, int, int, int) { return 0, 0, w, h, d })
 				if !ok || err != nil {
 					t.Fatalf("%s 1/%d: ok %v, %v", name, d, ok, err)
 				}
@@ -150,7 +150,7 @@ func TestJPEGRegionMatchesFullDecode(t *testing.T) {
 					x, y := rng.IntN(full.w), rng.IntN(full.h)
 					w, h := 1+rng.IntN(full.w-x), 1+rng.IntN(full.h-y)
 					// Full-size coordinates that round back to (x, y, w, h) at this scale.
-					p, ok, err := decodeJPEGRegion(b, c, buf, func(int, int) (int, int, int, int, int) { return x * d, y * d, w * d, h * d, d })
+					p, ok, err := decodeJPEGRegion(b, c, buf, 0, func(int, int) (int, int, int, int, int) { return x * d, y * d, w * d, h * d, d })
 					if !ok || err != nil {
 						t.Fatalf("%s 1/%d box %d,%d %dx%d: ok %v, %v", name, d, x, y, w, h, ok, err)
 					}
@@ -169,7 +169,7 @@ func TestJPEGRegionMatchesFullDecode(t *testing.T) {
 // failed decodes the next image correctly.
 func TestJPEGErrors(t *testing.T) {
 	b := readFixture(t, "rgb420")
-	good, err := decodePixels(b, 3, nil)
+	good, err := decodePixels(b, 3, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestJPEGErrors(t *testing.T) {
 	tr := Transform{Size: 64, Train: true, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}}
 	for _, tc := range cases {
 		for _, c := range []int{3, 1} {
-			_, err := decodePixels(tc.b, c, nil)
+			_, err := decodePixels(tc.b, c, nil, 0)
 			if err == nil {
 				t.Fatalf("%s: decoded", tc.name)
 			}
@@ -202,10 +202,10 @@ func TestJPEGErrors(t *testing.T) {
 				t.Errorf("%s: %q, want libjpeg's %q", tc.name, err, tc.turbo)
 			}
 			var sc augScratch
-			if _, err := tr.decodeApply(tc.b, c, rand.NewPCG(1, 2), &sc); err == nil || !strings.HasPrefix(err.Error(), "decoding: ") {
+			if _, err := tr.decodeApply(tc.b, c, 0, rand.NewPCG(1, 2), &sc); err == nil || !strings.HasPrefix(err.Error(), "decoding: ") {
 				t.Errorf("%s: decodeApply: %v, want a decoding error", tc.name, err)
 			}
-			p, err := decodePixels(b, 3, nil)
+			p, err := decodePixels(b, 3, nil, 0)
 			if err != nil || !bytes.Equal(p.pix, good.pix) {
 				t.Fatalf("after %s: the next decode gives %v, or different pixels", tc.name, err)
 			}
@@ -218,14 +218,14 @@ func TestJPEGErrors(t *testing.T) {
 func TestJPEGOthersFallBack(t *testing.T) {
 	b := readFixture(t, "cmyk")
 	called := false
-	if _, ok, err := decodeJPEGRegion(b, 3, nil, func(w, h int) (int, int, int, int, int) { called = true; return 0, 0, w, h, 1 }); ok || called || err != nil {
+	if _, ok, err := decodeJPEGRegion(b, 3, nil, 0, func(w, h int) (int, int, int, int, int) { called = true; return 0, 0, w, h, 1 }); ok || called || err != nil {
 		t.Fatalf("CMYK: ok %v, region called %v, %v; want declined", ok, called, err)
 	}
-	p, err := decodePixels(b, 3, nil)
+	p, err := decodePixels(b, 3, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	std, err := decodeStd(b, 3, nil)
+	std, err := decodeStd(b, 3, nil, 0)
 	if err != nil || !bytes.Equal(p.pix, std.pix) || p.w != 203 || p.h != 151 {
 		t.Fatalf("CMYK: %v, %dx%d, or not image/jpeg's pixels", err, p.w, p.h)
 	}
@@ -237,7 +237,7 @@ func TestJPEGOthersFallBack(t *testing.T) {
 	if err := png.Encode(&enc, img); err != nil {
 		t.Fatal(err)
 	}
-	q, err := decodePixels(enc.Bytes(), 3, nil)
+	q, err := decodePixels(enc.Bytes(), 3, nil, 0)
 	if err != nil || q.w != 5 || q.h != 4 || q.pix[3] != img.Pix[4] || q.pix[5] != img.Pix[6] {
 		t.Fatalf("PNG: %v, %dx%d %v", err, q.w, q.h, q.pix[:6])
 	}
@@ -303,11 +303,11 @@ func TestDecodeApplyMatchesApply(t *testing.T) {
 				for i := range 24 {
 					c := []int{3, 1}[i%2]
 					ra, rb := rand.NewPCG(uint64(i), 9), rand.NewPCG(uint64(i), 9)
-					got, err := tr.decodeApply(b, c, ra, &sa)
+					got, err := tr.decodeApply(b, c, 0, ra, &sa)
 					if err != nil {
 						t.Fatal(err)
 					}
-					p, err := decodePixels(b, c, sb.dec)
+					p, err := decodePixels(b, c, sb.dec, 0)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -352,11 +352,11 @@ func TestDecodeApplyAllocs(t *testing.T) {
 	var sc augScratch
 	rng := rand.NewPCG(1, 2)
 	for range 20 { // grow the buffers to the largest box
-		if _, err := tr.decodeApply(b, 3, rng, &sc); err != nil {
+		if _, err := tr.decodeApply(b, 3, 0, rng, &sc); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if a := testing.AllocsPerRun(50, func() { tr.decodeApply(b, 3, rng, &sc) }); a > 0.1 {
+	if a := testing.AllocsPerRun(50, func() { tr.decodeApply(b, 3, 0, rng, &sc) }); a > 0.1 {
 		t.Errorf("%v allocations per decodeApply, want 0", a)
 	}
 }
@@ -379,7 +379,7 @@ func TestJPEGConcurrent(t *testing.T) {
 	var inputs [][]byte
 	for _, name := range jpegFixtures {
 		b := readFixture(t, name)
-		p, err := decodePixels(b, 3, nil)
+		p, err := decodePixels(b, 3, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +394,7 @@ func TestJPEGConcurrent(t *testing.T) {
 			var buf []uint8
 			for i := range 30 {
 				k := (g + i) % len(inputs)
-				p, err := decodePixels(inputs[k], 3, buf)
+				p, err := decodePixels(inputs[k], 3, buf, 0)
 				if err != nil || !bytes.Equal(p.pix, want[k]) {
 					errs <- jpegFixtures[k]
 					return

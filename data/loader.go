@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -39,6 +40,16 @@ type LoaderOptions struct {
 	// Mixup, when set, mixes each batch once it is decoded and gives it soft Targets; its generator
 	// is seeded by (Seed, epoch, step, Replica).
 	Mixup *Mixup
+	// MaxImagePixels refuses an encoded image whose header declares more pixels (width × height),
+	// before decoding it: a bad record. 0 means DefaultMaxImagePixels.
+	MaxImagePixels int64
+	// SkipBadRecords skips a bad record (ErrBadRecord: shard bytes failing their CRC-32C, an image
+	// that does not decode or is above MaxImagePixels) instead of ending the iteration with its error.
+	// In training (DropLast) its row takes the next good example of the epoch's order, with the row's
+	// own augmentation draws, so batches stay full and a resumed run reads the same; in eval it is
+	// left out of its batch (Size shrinks), so no image counts twice. Skips are counted
+	// (Batch.Skipped, Loader.Skipped); more than maxBadInARow in a row still end the iteration.
+	SkipBadRecords bool
 	// Repeats > 1 is repeated augmentation (timm's RepeatAugSampler): the epoch visits the first N
 	// entries of the shuffled order with each example repeated Repeats times in a row, dealt
 	// round-robin over the replicas, so the copies of an image go to different replicas (or, with one
@@ -59,7 +70,17 @@ type Batch struct {
 	// Targets are the soft targets (BatchSize×NumClasses) when the loader mixes (LoaderOptions.Mixup),
 	// else nil; Labels still hold each row's own label.
 	Targets []float32
+	// Skipped are the errors of the bad records skipped in making this batch (each names its file and
+	// record), in row order; empty unless LoaderOptions.SkipBadRecords.
+	Skipped []error
+	// rowSkips[row] are the bad records the row's worker skipped (SkipBadRecords): finish gathers them
+	// into Skipped and, in eval, leaves those rows out.
+	rowSkips [][]error
 }
+
+// maxBadInARow is how many bad records in a row SkipBadRecords skips for one training row before it
+// stops the iteration: that many is no longer a damaged file here and there.
+const maxBadInARow = 16
 
 // Loader cuts a Source into batches in a seeded order that is a pure function of (Seed, epoch), so
 // any (epoch, step) can be produced again, in any order, e.g. to resume a run. Random augmentation
@@ -76,6 +97,8 @@ type Loader struct {
 	mu         sync.Mutex // guards the cached order of the last epoch asked for
 	orderEpoch int
 	order      []int
+
+	skipped atomic.Int64 // bad records skipped so far (SkipBadRecords)
 }
 
 // NewLoader checks opts against the in-memory ds and returns a Loader over it.
@@ -210,6 +233,10 @@ func (l *Loader) NormalizeTable() []float32 { return l.table }
 // Dataset returns the loader's in-memory dataset, or nil when its source is another kind.
 func (l *Loader) Dataset() *Dataset { return l.ds }
 
+// Skipped is the number of bad records this loader has skipped so far (LoaderOptions.SkipBadRecords),
+// over all its batches and iterators; a batch made twice counts twice.
+func (l *Loader) Skipped() int64 { return l.skipped.Load() }
+
 // Source returns the loader's source.
 func (l *Loader) Source() Source { return l.src }
 
@@ -278,7 +305,7 @@ func (l *Loader) Batch(epoch, step int) (Batch, error) {
 	l.setup(&b, epoch, step)
 	err := l.fill(&b, l.Order(epoch), 0, b.Size, &augScratch{})
 	if err == nil {
-		l.mix(&b)
+		l.finish(&b)
 	}
 	return b, err
 }
@@ -295,7 +322,45 @@ func (l *Loader) newBatch() Batch {
 	if m := l.opts.Mixup; m != nil {
 		b.Targets = make([]float32, bs*m.NumClasses)
 	}
+	if l.opts.SkipBadRecords {
+		b.rowSkips = make([][]error, bs)
+	}
 	return b
+}
+
+// finish completes a batch once every row is decoded: it gathers the skipped records, moves eval's
+// remaining rows up over the skipped ones, and mixes.
+func (l *Loader) finish(b *Batch) {
+	if l.opts.SkipBadRecords {
+		size := l.ImageSize()
+		kept := 0
+		for row := range b.Size {
+			skips := b.rowSkips[row]
+			b.Skipped = append(b.Skipped, skips...)
+			if len(skips) > 0 && !l.opts.DropLast {
+				continue
+			}
+			if kept != row {
+				if b.Pixels != nil {
+					copy(b.Pixels[kept*size:(kept+1)*size], b.Pixels[row*size:])
+				} else {
+					copy(b.Images[kept*size:(kept+1)*size], b.Images[row*size:])
+				}
+				b.Labels[kept], b.Indices[kept] = b.Labels[row], b.Indices[row]
+			}
+			kept++
+		}
+		if kept < b.Size {
+			if b.Pixels != nil {
+				clear(b.Pixels[kept*size:])
+			} else {
+				clear(b.Images[kept*size:])
+			}
+			clear(b.Labels[kept:])
+			b.Size, b.Indices = kept, b.Indices[:kept]
+		}
+	}
+	l.mix(b)
 }
 
 // mix applies the batch-level mixup or cutmix to b's real rows, once all of them are decoded.
@@ -322,6 +387,10 @@ func (l *Loader) setup(b *Batch, epoch, step int) {
 	order := l.Order(epoch)
 	b.Epoch, b.Step, b.Size = epoch, step, size
 	b.Indices = append(b.Indices[:0], order[base:base+size]...)
+	b.Skipped = b.Skipped[:0]
+	for row := range b.rowSkips {
+		b.rowSkips[row] = b.rowSkips[row][:0]
+	}
 	if b.Pixels != nil {
 		clear(b.Pixels[size*l.ImageSize():])
 	} else {
@@ -330,17 +399,27 @@ func (l *Loader) setup(b *Batch, epoch, step int) {
 	clear(b.Labels[size:])
 }
 
-// fill decodes rows [lo, hi) of b, which setup prepared.
+// fill decodes rows [lo, hi) of b, which setup prepared, skipping bad records under SkipBadRecords.
 func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
-	size := l.ImageSize()
 	base, _ := l.span(b.Step)
 	for row := lo; row < hi; row++ {
-		var label int32
-		var err error
-		if b.Pixels != nil {
-			label, err = l.decodeTo(sc, b.Epoch, base+row, order[base+row], nil, b.Pixels[row*size:(row+1)*size])
-		} else {
-			label, err = l.decode(sc, b.Epoch, base+row, order[base+row], b.Images[row*size:(row+1)*size])
+		pos := base + row
+		label, err := l.decodeRow(b, row, sc, pos, order[pos])
+		for try := 1; err != nil && l.opts.SkipBadRecords && errors.Is(err, ErrBadRecord); try++ {
+			b.rowSkips[row] = append(b.rowSkips[row], err)
+			l.skipped.Add(1)
+			if !l.opts.DropLast {
+				err = nil // eval: finish leaves the row out
+				break
+			}
+			if try > maxBadInARow {
+				return fmt.Errorf("%d bad records in a row, more than skipping is for (data.on_bad_record: skip); the last: %w", try, err)
+			}
+			// The next example of the epoch's order takes the row, with the row's own draws.
+			idx := order[(pos+try)%len(order)]
+			if label, err = l.decodeRow(b, row, sc, pos, idx); err == nil {
+				b.Indices[row] = idx
+			}
 		}
 		if err != nil {
 			return err
@@ -348,6 +427,15 @@ func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
 		b.Labels[row] = label
 	}
 	return nil
+}
+
+// decodeRow decodes source example idx into row of b, drawing its augmentation as position pos.
+func (l *Loader) decodeRow(b *Batch, row int, sc *augScratch, pos, idx int) (int32, error) {
+	size := l.ImageSize()
+	if b.Pixels != nil {
+		return l.decodeTo(sc, b.Epoch, pos, idx, nil, b.Pixels[row*size:(row+1)*size])
+	}
+	return l.decode(sc, b.Epoch, pos, idx, b.Images[row*size:(row+1)*size])
 }
 
 // decode writes the normalised example at position pos (source index idx) of epoch into dst.
@@ -367,12 +455,12 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 		// Decoding and transforming together lets the JPEG decoder decode only a crop's box.
 		sc.read = ex.Encoded
 		exampleRNG(&sc.rng, l.opts.Seed, epoch, pos)
-		if p, err = t.decodeApply(ex.Encoded, l.c, &sc.rng, sc); err != nil {
+		if p, err = t.decodeApply(ex.Encoded, l.c, l.opts.MaxImagePixels, &sc.rng, sc); err != nil {
 			return 0, fmt.Errorf("data: %s: %w", l.src.Describe(idx), err)
 		}
 	} else if ex.Encoded != nil {
 		sc.read = ex.Encoded
-		if p, err = decodePixels(ex.Encoded, l.c, sc.dec); err != nil {
+		if p, err = decodePixels(ex.Encoded, l.c, sc.dec, l.opts.MaxImagePixels); err != nil {
 			return 0, fmt.Errorf("data: %s: decoding: %w", l.src.Describe(idx), err)
 		}
 		sc.dec = p.pix
@@ -517,10 +605,11 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 			l.setup(&s.b, epoch, step)
 			s.err, s.done = nil, make(chan struct{})
 			order := l.Order(epoch)
-			n := (s.b.Size + chunk - 1) / chunk
+			size := s.b.Size // finish may shrink it once the chunks below are decoded
+			n := (size + chunk - 1) / chunk
 			s.pending.Store(int32(n))
 			if n == 0 {
-				l.mix(&s.b)
+				l.finish(&s.b)
 				close(s.done)
 			}
 			select {
@@ -528,9 +617,9 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 			case <-it.stop:
 				return
 			}
-			for lo := 0; lo < s.b.Size; lo += chunk {
+			for lo := 0; lo < size; lo += chunk {
 				select {
-				case it.tasks <- task{s: s, order: order, lo: lo, hi: min(lo+chunk, s.b.Size)}:
+				case it.tasks <- task{s: s, order: order, lo: lo, hi: min(lo+chunk, size)}:
 				case <-it.stop:
 					return
 				}
@@ -554,12 +643,12 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 					}
 				}
 				if t.s.pending.Add(-1) == 0 {
-					// The last chunk's worker mixes the whole batch: every other chunk is done.
+					// The last chunk's worker finishes (and mixes) the whole batch: every other chunk is done.
 					select {
 					case <-it.stop:
 					default:
 						if t.s.err == nil {
-							l.mix(&t.s.b)
+							l.finish(&t.s.b)
 						}
 					}
 					close(t.s.done)

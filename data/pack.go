@@ -2,11 +2,13 @@ package data
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +21,12 @@ type PackOptions struct {
 	Quality int // JPEG quality of re-encoded images; 0 means 90
 	// ShardSize is the size at which a shard is closed and the next begun; 0 means 1 GiB.
 	ShardSize int64
+	// MaxImagePixels refuses an encoded image whose header declares more pixels, before decoding it;
+	// 0 means DefaultMaxImagePixels.
+	MaxImagePixels int64
+	// Overwrite lets Pack write into a non-empty outDir: once the new shards are complete they replace
+	// the *.shard files there (other files are left alone). Without it a non-empty outDir is refused.
+	Overwrite bool
 	// Progress, if set, is called after each example with the number done, the total and the bytes written.
 	Progress func(done, total int, bytes int64)
 }
@@ -26,7 +34,8 @@ type PackOptions struct {
 // Pack writes every example of src, in order, into shards OUT/PREFIX-NNNNN-of-MMMMM.shard and returns
 // their paths. A source with a FixedShape (CIFAR-10, the Imagenette .bin files, idx) is packed as
 // pixels; any other as encoded bytes, each checked to decode, so a corrupt file stops the pack with
-// its path.
+// its path. The shards are written as temporary files and renamed once all are complete, so a
+// failed pack leaves outDir as it was.
 func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error) {
 	if opts.ShardSize <= 0 {
 		opts.ShardSize = 1 << 30
@@ -39,6 +48,20 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data: pack: %w", err)
+	}
+	entries, err := os.ReadDir(outDir)
+	if err != nil {
+		return nil, fmt.Errorf("data: pack: %w", err)
+	}
+	if len(entries) > 0 && !opts.Overwrite {
+		return nil, fmt.Errorf("data: pack: %s is not empty (%d entries, e.g. %s): pack into a new folder, or overwrite "+
+			"(--overwrite) to replace the shards there", outDir, len(entries), entries[0].Name())
+	}
+	var old []string // the shards the new ones replace
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ShardExt) {
+			old = append(old, filepath.Join(outDir, e.Name()))
+		}
 	}
 	kind, h, w, c := ShardEncoded, 0, 0, 0
 	if fs, ok := src.(FixedShape); ok {
@@ -88,7 +111,10 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 		if kind == ShardEncoded {
 			buf = ex.Encoded
 			payload = ex.Encoded
-			img, _, err := image.Decode(bytes.NewReader(ex.Encoded))
+			img, _, err := DecodeImage(ex.Encoded, opts.MaxImagePixels)
+			if errors.Is(err, ErrTooManyPixels) {
+				return fail(fmt.Errorf("data: pack: %s: %w", src.Describe(i), err))
+			}
 			if err != nil {
 				return fail(fmt.Errorf("data: pack: %s does not decode: %w (JPEG and PNG are supported)", src.Describe(i), err))
 			}
@@ -139,6 +165,14 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 			return fail(fmt.Errorf("data: pack: %w", err))
 		}
 		paths = append(paths, final)
+	}
+	for _, p := range old {
+		if slices.Contains(paths, p) {
+			continue // renamed over
+		}
+		if err := os.Remove(p); err != nil {
+			return nil, fmt.Errorf("data: pack: removing the old shard %s (the new set is complete): %w", p, err)
+		}
 	}
 	return paths, nil
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -8,6 +9,8 @@ import (
 	_ "image/png"  // registers the PNG decoder for image.Decode
 	"math"
 	"os"
+
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // Eval preprocessing of single images, as the references evaluate: torchvision's
@@ -29,6 +32,9 @@ type EvalTransform struct {
 	// Mean and Std normalise each channel of the [0,1] pixels; their length is the number of channels
 	// (3: RGB, 1: grey by ITU-R 601 luma, as PIL's convert("L")).
 	Mean, Std []float64
+	// MaxPixels refuses (LoadFile) an image whose header declares more pixels; 0 means
+	// DefaultMaxImagePixels.
+	MaxPixels int64
 }
 
 // ImageNetEval is the ImageNet eval transform at the given size (224: resize 256, crop 224).
@@ -60,14 +66,18 @@ func (t EvalTransform) validate() error {
 	return nil
 }
 
-// LoadImage decodes a JPEG or PNG file.
-func LoadImage(path string) (image.Image, error) {
+// LoadImage decodes a JPEG or PNG file, refusing from its header an image of more than maxPixels
+// pixels (0: DefaultMaxImagePixels) before decoding it.
+func LoadImage(path string, maxPixels int64) (image.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	img, format, err := image.Decode(f)
+	img, format, err := decodeImageFrom(f, maxPixels)
+	if errors.Is(err, ErrTooManyPixels) {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decoding image %s: %w (JPEG and PNG are supported)", path, err)
 	}
@@ -79,7 +89,7 @@ func LoadImage(path string) (image.Image, error) {
 
 // LoadFile decodes and transforms one image file.
 func (t EvalTransform) LoadFile(path string) ([]float32, error) {
-	img, err := LoadImage(path)
+	img, err := LoadImage(path, t.MaxPixels)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +186,7 @@ func ParseInterp(s string) (Interp, error) {
 	case "bicubic":
 		return Bicubic, nil
 	}
-	return 0, fmt.Errorf("interpolation %q, want bilinear or bicubic", s)
+	return 0, fmt.Errorf("interpolation %s, want bilinear or bicubic", echo.Quote(s))
 }
 
 func (f Interp) String() string {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // RandAugment is timm's rand_augment_transform: NumOps ops drawn with replacement from its op list
@@ -32,12 +34,12 @@ func ParseRandAugment(s string) (RandAugment, error) {
 	r := RandAugment{Magnitude: 10, NumOps: 2}
 	parts := strings.Split(s, "-")
 	if parts[0] != "rand" {
-		return r, fmt.Errorf("rand augment %q: want %s", s, RandAugmentGrammar)
+		return r, fmt.Errorf("rand augment %s: want %s", echo.Quote(s), RandAugmentGrammar)
 	}
 	for _, p := range parts[1:] {
 		i := strings.IndexAny(p, "0123456789")
 		if i <= 0 {
-			return r, fmt.Errorf("rand augment %q: section %q, want %s", s, p, RandAugmentGrammar)
+			return r, fmt.Errorf("rand augment %s: section %s, want %s", echo.Quote(s), echo.Quote(p), RandAugmentGrammar)
 		}
 		key, val := p[:i], p[i:]
 		var err error
@@ -69,13 +71,13 @@ func ParseRandAugment(s string) (RandAugment, error) {
 			case "1":
 				r.Increasing = true
 			default:
-				err = fmt.Errorf("inc%s, want inc0 or inc1", val)
+				err = fmt.Errorf("inc%s, want inc0 or inc1", echo.Cut(val))
 			}
 		default:
-			err = fmt.Errorf("unknown section %q", key)
+			err = fmt.Errorf("unknown section %s", echo.Quote(key))
 		}
 		if err != nil {
-			return r, fmt.Errorf("rand augment %q: %v; want %s", s, err, RandAugmentGrammar)
+			return r, fmt.Errorf("rand augment %s: %v; want %s", echo.Quote(s), err, RandAugmentGrammar)
 		}
 	}
 	return r, nil

@@ -15,15 +15,24 @@ import (
 )
 
 // The shard format (docs/data.md has it byte by byte): a fixed header, the records back to back, an
-// index of (offset, length, label) per record, then the class names. All integers little-endian.
+// index of (offset, length, label, CRC-32C) per record, then the class names. All integers
+// little-endian. Version 1, without the per-record CRC-32C, is still read.
 const (
 	ShardMagic      = "TRNSHARD"
-	ShardVersion    = 1
+	ShardVersion    = 2
 	ShardHeaderSize = 88
-	shardIndexEntry = 16
+	shardIndexEntry = 20 // version 2; version 1's entries are 16 bytes, without the CRC
 	// ShardExt is the file extension OpenShards lists.
 	ShardExt = ".shard"
 )
+
+// indexEntrySize is the size of one index entry in a shard of version v (1 or 2).
+func indexEntrySize(v uint32) int64 {
+	if v == 1 {
+		return 16
+	}
+	return shardIndexEntry
+}
 
 // ShardKind says what a shard's records hold.
 type ShardKind uint32
@@ -83,8 +92,8 @@ func ReadShardHeader(b []byte) (ShardHeader, error) {
 		return h, fmt.Errorf("header CRC-32C 0x%08x, computed 0x%08x: the header is corrupt", got, want)
 	}
 	h.Version = le.Uint32(b[8:])
-	if h.Version != ShardVersion {
-		return h, fmt.Errorf("format version %d, this build reads version %d", h.Version, ShardVersion)
+	if h.Version != 1 && h.Version != ShardVersion {
+		return h, fmt.Errorf("format version %d, this build reads versions 1 and %d", h.Version, ShardVersion)
 	}
 	h.Kind = ShardKind(le.Uint32(b[12:]))
 	u := func(off int) int { return int(le.Uint32(b[off:])) }
@@ -113,7 +122,7 @@ func ReadShardHeader(b []byte) (ShardHeader, error) {
 	}
 	// Offsets: header <= index <= classes <= end, and the index holds exactly Count entries.
 	if h.IndexOffset < ShardHeaderSize || h.ClassesOffset < h.IndexOffset || h.FileSize < h.ClassesOffset ||
-		h.ClassesOffset-h.IndexOffset != int64(h.Count)*shardIndexEntry {
+		h.ClassesOffset-h.IndexOffset != int64(h.Count)*indexEntrySize(h.Version) {
 		return h, fmt.Errorf("inconsistent offsets: index at %d, classes at %d, size %d for %d records",
 			h.IndexOffset, h.ClassesOffset, h.FileSize, h.Count)
 	}
@@ -148,6 +157,9 @@ type ShardInfo struct {
 	ShardHeader
 	Offsets []int64 // Count+1 entries: record i is bytes [Offsets[i], Offsets[i+1])
 	Labels  []int32
+	// CRCs are the records' CRC-32C (Castagnoli), checked on every read; nil in a version 1 shard,
+	// whose records only VerifyShard can check (all at once).
+	CRCs    []uint32
 	Classes []string
 }
 
@@ -156,8 +168,8 @@ func (s *ShardInfo) Len(i int) int { return int(s.Offsets[i+1] - s.Offsets[i]) }
 
 // ParseShard reads and checks the header, the index and the class names of a shard of size bytes:
 // records must be contiguous from the end of the header to the index, labels below NumClasses, and the
-// index and names must match their CRC-32C. The records' CRC is checked only by VerifyShard (it means
-// reading the whole file). Allocation is bounded by size.
+// index and names must match their CRC-32C. The records' CRC-32C are checked as they are read
+// (Shards.Example) and all at once by VerifyShard. Allocation is bounded by size.
 func ParseShard(r io.ReaderAt, size int64) (*ShardInfo, error) {
 	hb := make([]byte, ShardHeaderSize)
 	if n, err := r.ReadAt(hb, 0); n < ShardHeaderSize {
@@ -179,10 +191,17 @@ func ParseShard(r io.ReaderAt, size int64) (*ShardInfo, error) {
 	}
 	le := binary.LittleEndian
 	info := &ShardInfo{ShardHeader: h, Offsets: make([]int64, h.Count+1), Labels: make([]int32, h.Count)}
+	entry := int(indexEntrySize(h.Version))
+	if h.Version >= 2 {
+		info.CRCs = make([]uint32, h.Count)
+	}
 	pos := int64(ShardHeaderSize)
 	for i := range h.Count {
-		e := tail[i*shardIndexEntry:]
+		e := tail[i*entry:]
 		off, n, label := int64(le.Uint64(e)), int64(le.Uint32(e[8:])), le.Uint32(e[12:])
+		if info.CRCs != nil {
+			info.CRCs[i] = le.Uint32(e[16:])
+		}
 		if off != pos {
 			return nil, fmt.Errorf("record %d starts at %d, want %d (records are contiguous)", i, off, pos)
 		}
@@ -224,6 +243,7 @@ type ShardWriter struct {
 	classes []string
 	offsets []int64
 	labels  []int32
+	crcs    []uint32 // each record's CRC-32C
 }
 
 // CreateShard starts a shard at path of the given kind; height, width and channels are the record size
@@ -274,6 +294,7 @@ func (w *ShardWriter) Add(label int32, payload []byte) error {
 		return fmt.Errorf("data: %s: %w", w.path, err)
 	}
 	w.crc = crc32.Update(w.crc, castagnoli, payload)
+	w.crcs = append(w.crcs, crc32.Checksum(payload, castagnoli))
 	w.offsets = append(w.offsets, w.Size()+int64(len(payload)))
 	w.labels = append(w.labels, label)
 	return nil
@@ -300,6 +321,7 @@ func (w *ShardWriter) finish(shard, shards int) error {
 		tail = le.AppendUint64(tail, uint64(w.offsets[i]))
 		tail = le.AppendUint32(tail, uint32(w.offsets[i+1]-w.offsets[i]))
 		tail = le.AppendUint32(tail, uint32(l))
+		tail = le.AppendUint32(tail, w.crcs[i])
 	}
 	h.ClassesOffset = h.IndexOffset + int64(len(tail))
 	for _, c := range w.classes {
@@ -475,7 +497,9 @@ func (s *Shards) Shape() (int, int, int) {
 	return a.Height, a.Width, a.Channels
 }
 
-// Example reads record i into buf.
+// Example reads record i into buf and checks it against its CRC-32C (version 2 shards): a record
+// whose bytes changed since it was packed is an error naming the file and the record, and a bad
+// record (ErrBadRecord).
 func (s *Shards) Example(i int, buf []byte) (Example, error) {
 	k, j := s.locate(i)
 	info := s.Infos[k]
@@ -483,6 +507,13 @@ func (s *Shards) Example(i int, buf []byte) (Example, error) {
 	buf = slices.Grow(buf[:0], n)[:n]
 	if _, err := s.files[k].ReadAt(buf, info.Offsets[j]); err != nil {
 		return Example{}, fmt.Errorf("data: reading %s record %d: %w", s.Paths[k], j, err)
+	}
+	if info.CRCs != nil {
+		if got := crc32.Checksum(buf, castagnoli); got != info.CRCs[j] {
+			return Example{}, badRecord(fmt.Errorf("data: %s record %d: CRC-32C 0x%08x, the index says 0x%08x: "+
+				"the record's bytes [%d, %d) are corrupt (re-pack the shard; data.on_bad_record: skip trains without it)",
+				s.Paths[k], j, got, info.CRCs[j], info.Offsets[j], info.Offsets[j+1]))
+		}
 	}
 	ex := Example{Label: info.Labels[j]}
 	if info.Kind == ShardPixels {
@@ -493,7 +524,8 @@ func (s *Shards) Example(i int, buf []byte) (Example, error) {
 	return ex, nil
 }
 
-// VerifyShard checks a shard file completely: header, index, class names and the records' CRC-32C.
+// VerifyShard checks a shard file completely: header, index, class names and the records' CRC-32C
+// (in a version 2 shard, each record's, naming the damaged ones).
 func VerifyShard(path string) (*ShardInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -509,8 +541,30 @@ func VerifyShard(path string) (*ShardInfo, error) {
 		return nil, fmt.Errorf("data: shard %s: %w", path, err)
 	}
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, io.NewSectionReader(f, ShardHeaderSize, info.IndexOffset-ShardHeaderSize))
-	if err != nil || n != info.IndexOffset-ShardHeaderSize {
+	records := io.NewSectionReader(f, ShardHeaderSize, info.IndexOffset-ShardHeaderSize)
+	if info.CRCs != nil {
+		// Record by record, to name the damaged ones.
+		var bad []string
+		var buf []byte
+		for j := range info.Count {
+			buf = slices.Grow(buf[:0], info.Len(j))[:info.Len(j)]
+			if _, err := io.ReadFull(records, buf); err != nil {
+				return nil, fmt.Errorf("data: shard %s: reading record %d: %w", path, j, err)
+			}
+			h.Write(buf)
+			if crc32.Checksum(buf, castagnoli) != info.CRCs[j] {
+				bad = append(bad, fmt.Sprint(j))
+			}
+		}
+		if len(bad) > 0 {
+			more := ""
+			if len(bad) > 10 {
+				bad, more = bad[:10], fmt.Sprintf(" and %d more", len(bad)-10)
+			}
+			return nil, fmt.Errorf("data: shard %s: records CRC-32C: record %s%s does not match its CRC-32C: its bytes are corrupt",
+				path, strings.Join(bad, ", "), more)
+		}
+	} else if n, err := io.Copy(h, records); err != nil || n != info.IndexOffset-ShardHeaderSize {
 		return nil, fmt.Errorf("data: shard %s: reading the records: %d bytes (%v)", path, n, err)
 	}
 	if got := h.Sum32(); got != info.RecordsCRC {

@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"image/jpeg"
@@ -182,7 +183,7 @@ func TestPackRoundTripAndVerify(t *testing.T) {
 	}
 	defer sh2.Close()
 	ex, _ := sh2.Example(5, nil)
-	p, err := decodePixels(ex.Encoded, 3, nil)
+	p, err := decodePixels(ex.Encoded, 3, nil, 0)
 	if err != nil || p.h != 10 || p.w != 15 { // record 5 is 31x20: int(10*31/20) = 15
 		t.Errorf("resized record 5: %dx%d, %v", p.w, p.h, err)
 	}
@@ -243,6 +244,40 @@ func TestPackPixelsAndCorruptInput(t *testing.T) {
 	}
 }
 
+// TestPackIntoANonEmptyFolder: packing into a folder that holds anything is refused, naming it and
+// --overwrite, and writes nothing; with Overwrite the new set replaces the old shards (a set of six
+// by a set of one) and other files stay.
+func TestPackIntoANonEmptyFolder(t *testing.T) {
+	ds := synthDataset(12)
+	ds.Channels, ds.Images = 1, ds.Images[:12*6]
+	out := t.TempDir()
+	old, err := Pack(NewDatasetSource(ds), out, "x", PackOptions{ShardSize: 100})
+	if err != nil || len(old) < 3 {
+		t.Fatalf("first pack: %d shards, %v", len(old), err)
+	}
+	os.WriteFile(filepath.Join(out, "README"), []byte("mine"), 0o644)
+	before, _ := os.ReadDir(out)
+	if _, err := Pack(NewDatasetSource(ds), out, "x", PackOptions{}); err == nil || !strings.Contains(err.Error(), out+" is not empty") ||
+		!strings.Contains(err.Error(), "--overwrite") {
+		t.Errorf("non-empty folder: %v", err)
+	}
+	if after, _ := os.ReadDir(out); len(after) != len(before) {
+		t.Errorf("a refused pack changed the folder: %d entries, then %d", len(before), len(after))
+	}
+	paths, err := Pack(NewDatasetSource(ds), out, "x", PackOptions{Overwrite: true})
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("overwrite: %v, %v", paths, err)
+	}
+	sh, err := OpenShards(out)
+	if err != nil || sh.Len() != 12 || len(sh.Paths) != 1 {
+		t.Fatalf("after overwrite: %v", err)
+	}
+	sh.Close()
+	if b, err := os.ReadFile(filepath.Join(out, "README")); err != nil || string(b) != "mine" {
+		t.Errorf("overwrite removed a file that is not a shard: %v", err)
+	}
+}
+
 // validShard returns a small valid encoded shard's bytes.
 func validShard(t testing.TB) []byte {
 	p := filepath.Join(t.TempDir(), "s.shard")
@@ -265,15 +300,19 @@ func TestShardBytesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 88 header + 11 record bytes + 2*16 index + (2+3)+(2+3) names.
-	if len(b) != 88+11+32+10 || info.IndexOffset != 99 || info.ClassesOffset != 131 || info.Len(1) != 6 || info.Labels[0] != 1 {
+	// 88 header + 11 record bytes + 2*20 index + (2+3)+(2+3) names.
+	if len(b) != 88+11+40+10 || info.IndexOffset != 99 || info.ClassesOffset != 139 || info.Len(1) != 6 || info.Labels[0] != 1 {
 		t.Fatalf("layout: %d bytes, index at %d, names at %d", len(b), info.IndexOffset, info.ClassesOffset)
 	}
-	if got := fmt.Sprintf("% x", b[:16]); got != "54 52 4e 53 48 41 52 44 01 00 00 00 01 00 00 00" {
+	if got := fmt.Sprintf("% x", b[:16]); got != "54 52 4e 53 48 41 52 44 02 00 00 00 01 00 00 00" {
 		t.Errorf("magic, version, kind: %s", got)
 	}
-	if got := fmt.Sprintf("% x", b[99:115]); got != "58 00 00 00 00 00 00 00 05 00 00 00 01 00 00 00" {
+	// offset 88, length 5, label 1, CRC-32C("hello") = 0x9a71bb4c.
+	if got := fmt.Sprintf("% x", b[99:119]); got != "58 00 00 00 00 00 00 00 05 00 00 00 01 00 00 00 4c bb 71 9a" {
 		t.Errorf("index entry 0: %s", got)
+	}
+	if !slices.Equal(info.CRCs, []uint32{0x9a71bb4c, crc32.Checksum([]byte("jpeg!!"), castagnoli)}) {
+		t.Errorf("record CRCs %x", info.CRCs)
 	}
 	for _, cut := range []int{0, 10, 87, 88, 98, 120, len(b) - 1} {
 		if _, err := ParseShard(bytes.NewReader(b[:cut]), int64(cut)); err == nil {
@@ -286,6 +325,88 @@ func TestShardBytesGolden(t *testing.T) {
 		if _, err := ParseShard(bytes.NewReader(bad), int64(len(bad))); err == nil {
 			t.Errorf("parsed a shard with byte %d flipped", flip)
 		}
+	}
+}
+
+// TestShardVersion1StillReads: shards packed before the per-record CRC-32C (format version 1, 16-byte
+// index entries; testdata/shard_v1 was written by that packer) open, read and verify as before; their
+// records are not checked one by one.
+func TestShardVersion1StillReads(t *testing.T) {
+	for _, name := range []string{"pixels", "encoded"} {
+		path := filepath.Join("testdata", "shard_v1", name+"-00000-of-00001.shard")
+		sh, err := OpenShards(path)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defer sh.Close()
+		info := sh.Infos[0]
+		if info.Version != 1 || info.CRCs != nil || info.ClassesOffset-info.IndexOffset != 16*int64(info.Count) {
+			t.Errorf("%s: version %d, CRCs %v, index of %d bytes for %d records", name, info.Version, info.CRCs,
+				info.ClassesOffset-info.IndexOffset, info.Count)
+		}
+		if _, err := VerifyShard(path); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		ex, err := sh.Example(1, nil)
+		if err != nil {
+			t.Fatalf("%s record 1: %v", name, err)
+		}
+		if name == "pixels" {
+			if want := []uint8{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}; sh.Len() != 3 || !slices.Equal(ex.Pixels, want) || ex.Label != 1 {
+				t.Errorf("pixels record 1: %v label %d of %d records", ex.Pixels, ex.Label, sh.Len())
+			}
+			continue
+		}
+		if p, err := decodePixels(ex.Encoded, 3, nil, 0); err != nil || p.w != 5 || p.h != 4 || ex.Label != 1 {
+			t.Errorf("encoded record 1: %dx%d label %d, %v", p.w, p.h, ex.Label, err)
+		}
+	}
+}
+
+// TestShardRecordCRCIsCheckedOnRead: a record whose bytes changed after packing (a flipped bit on the
+// disk) is an error naming the file, the record and its bytes, whoever reads it; the records beside
+// it read as before, and verify names the damaged record.
+func TestShardRecordCRCIsCheckedOnRead(t *testing.T) {
+	ds := synthDataset(6)
+	ds.Channels, ds.Images = 1, ds.Images[:6*6] // 2x3 grey
+	out := t.TempDir()
+	paths, err := Pack(NewDatasetSource(ds), out, "x", PackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(paths[0])
+	sh, err := OpenShards(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := sh.Infos[0]
+	sh.Close()
+	raw[info.Offsets[3]+2] ^= 0x10 // record 3
+	os.WriteFile(paths[0], raw, 0o644)
+	sh, err = OpenShards(out)
+	if err != nil {
+		t.Fatalf("open (records are checked when read): %v", err)
+	}
+	defer sh.Close()
+	_, err = sh.Example(3, nil)
+	want := fmt.Sprintf("%s record 3: CRC-32C", paths[0])
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrBadRecord) {
+		t.Errorf("damaged record 3: %v, want a bad record error containing %q", err, want)
+	}
+	for _, i := range []int{2, 4} {
+		if ex, err := sh.Example(i, nil); err != nil || !slices.Equal(ex.Pixels, ds.Image(i)) {
+			t.Errorf("record %d beside the damaged one: %v", i, err)
+		}
+	}
+	if _, err := VerifyShard(paths[0]); err == nil || !strings.Contains(err.Error(), "record 3 does not match its CRC-32C") {
+		t.Errorf("verify: %v, want it to name record 3", err)
+	}
+	l, err := NewSourceLoader(sh, LoaderOptions{BatchSize: 6, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Batch(0, 0); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("loader: %v, want the run stopped naming the shard and record", err)
 	}
 }
 

@@ -2,8 +2,11 @@ package plot
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 )
@@ -14,6 +17,8 @@ type Metrics struct {
 	Train struct{ Step, Epoch, Loss, Accuracy, LR []float64 }
 	// EMATop1 and EMALoss are NaN where the run had no EMA.
 	Eval struct{ Step, Epoch, Loss, Top1, EMATop1, EMALoss []float64 }
+	// Notes are what the reader tolerated and the user should know of (a torn last line).
+	Notes []string
 }
 
 // StepsPerEpoch is the optimizer steps per epoch the records imply, 0 when none says.
@@ -59,8 +64,13 @@ func value(p *float64) float64 {
 	return *p
 }
 
+// maxMetricsLine bounds one line of metrics.jsonl (a record is a few hundred bytes).
+const maxMetricsLine = 1 << 20
+
 // ReadMetrics reads a metrics.jsonl file; records of other types (resume, nonfinite) are skipped. A file
-// without train or eval records is an error that names it.
+// without train or eval records is an error that names it. A last line without its newline that does not
+// parse is what an interrupted append (a full disk, a crash) leaves: it is ignored, with a note in
+// Notes; any other line that does not parse is an error naming the file and the line.
 func ReadMetrics(path string) (Metrics, error) {
 	var m Metrics
 	f, err := os.Open(path)
@@ -68,29 +78,48 @@ func ReadMetrics(path string) (Metrics, error) {
 		return m, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return m, fmt.Errorf("%s line %d: %w", path, n, err)
+	r := bufio.NewReaderSize(f, maxMetricsLine)
+	for n := 1; ; n++ {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return m, fmt.Errorf("%s line %d: longer than %d bytes, not a metrics record", path, n, maxMetricsLine)
 		}
-		switch r.Type {
-		case "train":
-			t := &m.Train
-			t.Step, t.Epoch, t.Loss = append(t.Step, value(r.Step)), append(t.Epoch, value(r.Epoch)), append(t.Loss, value(r.Loss))
-			t.Accuracy, t.LR = append(t.Accuracy, value(r.Accuracy)), append(t.LR, value(r.LR))
-		case "eval":
-			e := &m.Eval
-			e.Step, e.Epoch, e.Loss = append(e.Step, value(r.Step)), append(e.Epoch, value(r.Epoch)), append(e.Loss, value(r.Loss))
-			e.Top1, e.EMATop1, e.EMALoss = append(e.Top1, value(r.Top1)), append(e.EMATop1, value(r.EMATop1)), append(e.EMALoss, value(r.EMALoss))
+		if err != nil && err != io.EOF {
+			return m, fmt.Errorf("%s: %w", path, err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return m, fmt.Errorf("%s: %w", path, err)
+		terminated := bytes.HasSuffix(line, []byte("\n"))
+		if len(bytes.TrimSpace(line)) > 0 {
+			var rec record
+			if jerr := json.Unmarshal(line, &rec); jerr != nil {
+				if terminated {
+					return m, fmt.Errorf("%s line %d: %w", path, n, jerr)
+				}
+				m.Notes = append(m.Notes, fmt.Sprintf("%s line %d: ignored a torn last line of %d bytes (an interrupted write): %v",
+					path, n, len(line), jerr))
+			} else {
+				m.add(rec)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
 	}
 	if len(m.Train.Step) == 0 && len(m.Eval.Step) == 0 {
 		return m, fmt.Errorf("%s: no train or eval records", path)
 	}
 	return m, nil
+}
+
+// add appends the columns of a train or eval record.
+func (m *Metrics) add(r record) {
+	switch r.Type {
+	case "train":
+		t := &m.Train
+		t.Step, t.Epoch, t.Loss = append(t.Step, value(r.Step)), append(t.Epoch, value(r.Epoch)), append(t.Loss, value(r.Loss))
+		t.Accuracy, t.LR = append(t.Accuracy, value(r.Accuracy)), append(t.LR, value(r.LR))
+	case "eval":
+		e := &m.Eval
+		e.Step, e.Epoch, e.Loss = append(e.Step, value(r.Step)), append(e.Epoch, value(r.Epoch)), append(e.Loss, value(r.Loss))
+		e.Top1, e.EMATop1, e.EMALoss = append(e.Top1, value(r.Top1)), append(e.EMATop1, value(r.EMATop1)), append(e.EMALoss, value(r.EMALoss))
+	}
 }

@@ -216,11 +216,37 @@ func TestReadMetrics(t *testing.T) {
 
 	missing := filepath.Join(t.TempDir(), "metrics.jsonl")
 	empty := writeMetrics(t, `{"type":"resume","step":0}`+"\n")
-	torn := writeMetrics(t, metricsLog+`{"type":"tra`)
-	for path, want := range map[string]string{missing: missing, empty: empty + ": no train or eval records", torn: torn + " line 5"} {
+	// A damaged line followed by more records is corruption, not an interrupted append.
+	corrupt := writeMetrics(t, metricsLog+`{"type":"tra`+"\n"+`{"type":"train","step":30,"loss":0.5}`+"\n")
+	long := writeMetrics(t, metricsLog+strings.Repeat(" ", 2<<20)+"\n")
+	for path, want := range map[string]string{missing: missing, empty: empty + ": no train or eval records", corrupt: corrupt + " line 5",
+		long: long + " line 5: longer than"} {
 		if _, err := ReadMetrics(path); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ReadMetrics(%s): %v, want an error naming %q", path, err, want)
 		}
+	}
+}
+
+// TestReadMetricsIgnoresATornLastLine: a full disk or a crash while appending leaves the last line cut
+// short and without its newline; the records before it are read, the fragment is ignored with a note.
+// A complete last line without a newline is a record like any other.
+func TestReadMetricsIgnoresATornLastLine(t *testing.T) {
+	for _, tail := range []string{`{"type":"tra`, `{"type":"train","step":30,"loss":0.`, "\x00\x00\x00"} {
+		path := writeMetrics(t, metricsLog+tail)
+		m, err := ReadMetrics(path)
+		if err != nil {
+			t.Fatalf("torn last line %q: %v", tail, err)
+		}
+		if len(m.Train.Step) != 2 || len(m.Eval.Step) != 1 {
+			t.Errorf("torn last line %q: %d train and %d eval records, want 2 and 1", tail, len(m.Train.Step), len(m.Eval.Step))
+		}
+		if len(m.Notes) != 1 || !strings.Contains(m.Notes[0], path+" line 5: ignored a torn last line") {
+			t.Errorf("torn last line %q: notes %q, want one naming line 5", tail, m.Notes)
+		}
+	}
+	m, err := ReadMetrics(writeMetrics(t, metricsLog+`{"type":"train","step":30,"loss":0.5}`))
+	if err != nil || len(m.Train.Step) != 3 || len(m.Notes) != 0 {
+		t.Errorf("complete last line without a newline: %d train records, notes %q, %v", len(m.Train.Step), m.Notes, err)
 	}
 }
 

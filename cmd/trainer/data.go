@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,8 +37,11 @@ book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file
 	resize := pack.Flags().Int("resize", 0, "resize encoded images whose shorter side is larger to this side `N`, re-encoded as JPEG (0: keep the files)")
 	shardSize := pack.Flags().String("shard-size", "1GiB", "start a new shard past this `SIZE`")
 	quality := pack.Flags().Int("quality", 90, "JPEG quality `Q` of resized images")
+	packPixels := pack.Flags().Int64("max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
+	overwrite := pack.Flags().Bool("overwrite", false, "pack into a non-empty OUT, replacing the shards there once the new ones are complete")
 	pack.RunE = func(cmd *cobra.Command, positional []string) error {
-		return dataPackMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), resize, shardSize, quality)
+		return dataPackMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), packFlags{resize: *resize, shardSize: *shardSize,
+			quality: *quality, maxPixels: *packPixels, overwrite: *overwrite})
 	}
 	inspect := &cobra.Command{
 		Use:   "inspect FILE|DIR",
@@ -53,8 +57,9 @@ book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file
 		Args:  cobra.ExactArgs(1),
 	}
 	decode := verify.Flags().Bool("decode", false, "also decode every encoded record")
+	verifyPixels := verify.Flags().Int64("max-image-pixels", data.DefaultMaxImagePixels, "with --decode, refuse an image of more than `N` pixels (width × height)")
 	verify.RunE = func(cmd *cobra.Command, positional []string) error {
-		return dataVerifyMain(positional, cmd.OutOrStdout(), decode)
+		return dataVerifyMain(positional, cmd.OutOrStdout(), *decode, *verifyPixels)
 	}
 	cmd.AddCommand(pack, inspect, verify, newDataBenchCommand())
 	return cmd
@@ -119,13 +124,33 @@ func packJobs(src, out string) ([]packJob, error) {
 	return []packJob{{filepath.Base(src), folder(src), out}}, nil
 }
 
+// packFlags are the parsed flags of `trainer data pack`.
+type packFlags struct {
+	resize    int
+	shardSize string
+	quality   int
+	maxPixels int64
+	overwrite bool
+}
+
 // dataPackMain is `trainer data pack` with its parsed flags.
-func dataPackMain(positional []string, stdout, stderr io.Writer, resize *int, shardSize *string, quality *int) error {
-	size, err := parseByteSize(*shardSize)
+func dataPackMain(positional []string, stdout, stderr io.Writer, f packFlags) error {
+	size, err := parseByteSize(f.shardSize)
 	if err != nil {
 		return fmt.Errorf("data pack: --shard-size: %w", err)
 	}
-	jobs, err := packJobs(positional[0], positional[1])
+	if f.maxPixels < 1 {
+		return fmt.Errorf("data pack: --max-image-pixels %d, expected >= 1", f.maxPixels)
+	}
+	out := positional[1]
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 && !f.overwrite {
+		// Before any work: packing a large split first and then refusing would waste it.
+		return fmt.Errorf("data pack: %s is not empty (%d entries, e.g. %s): pack into a new folder, or pass --overwrite "+
+			"to replace the shards there", out, len(entries), entries[0].Name())
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data pack: %w", err)
+	}
+	jobs, err := packJobs(positional[0], out)
 	if err != nil {
 		return err
 	}
@@ -154,7 +179,8 @@ func dataPackMain(positional []string, stdout, stderr io.Writer, resize *int, sh
 			}
 		}
 		var written int64
-		paths, err := data.Pack(src, job.out, job.name, data.PackOptions{Resize: *resize, Quality: *quality, ShardSize: size,
+		paths, err := data.Pack(src, job.out, job.name, data.PackOptions{Resize: f.resize, Quality: f.quality, ShardSize: size,
+			MaxImagePixels: f.maxPixels, Overwrite: f.overwrite,
 			Progress: func(done, total int, bytes int64) { written = bytes; report(done, total, bytes, false) }})
 		if err != nil {
 			if progress {
@@ -183,7 +209,11 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 		} else if info.Height > 0 {
 			fmt.Fprintf(stdout, ", shorter side <= %d", info.Height)
 		}
-		fmt.Fprintf(stdout, ", records CRC-32C 0x%08x\n", info.RecordsCRC)
+		fmt.Fprintf(stdout, ", records CRC-32C 0x%08x", info.RecordsCRC)
+		if info.CRCs == nil {
+			fmt.Fprint(stdout, ", no per-record CRC-32C (re-pack to have each record checked as it is read)")
+		}
+		fmt.Fprintln(stdout)
 	}
 	counts := make([]int, sh.NumClasses())
 	for i := range sh.Len() {
@@ -214,8 +244,8 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 	return nil
 }
 
-// dataVerifyMain is `trainer data verify` with its parsed flag.
-func dataVerifyMain(positional []string, stdout io.Writer, decode *bool) error {
+// dataVerifyMain is `trainer data verify` with its parsed flags.
+func dataVerifyMain(positional []string, stdout io.Writer, decode bool, maxPixels int64) error {
 	sh, err := data.OpenShards(positional[0]) // the set is whole and every header and index is sound
 	if err != nil {
 		return err
@@ -227,13 +257,13 @@ func dataVerifyMain(positional []string, stdout io.Writer, decode *bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if *decode && sh.Kind() == data.ShardEncoded {
+	if decode && sh.Kind() == data.ShardEncoded {
 		var buf []byte
 		for i := range sh.Len() {
 			ex, err := sh.Example(i, buf)
 			if err == nil {
 				buf = ex.Encoded
-				_, _, err = image.Decode(bytes.NewReader(ex.Encoded))
+				_, _, err = data.DecodeImage(ex.Encoded, maxPixels)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", sh.Describe(i), err))
@@ -244,7 +274,7 @@ func dataVerifyMain(positional []string, stdout io.Writer, decode *bool) error {
 		return fmt.Errorf("data verify %s: %d problems:\n%w", positional[0], len(errs), errors.Join(errs...))
 	}
 	fmt.Fprintf(stdout, "ok: %d shards, %d records, %d classes, CRC-32C checked", len(sh.Paths), sh.Len(), sh.NumClasses())
-	if *decode {
+	if decode {
 		fmt.Fprintf(stdout, ", every record decoded")
 	}
 	fmt.Fprintln(stdout)

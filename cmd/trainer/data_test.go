@@ -73,6 +73,46 @@ func TestDataPackInspectVerify(t *testing.T) {
 	}
 }
 
+// TestDataPackRefusals: pack refuses a non-empty OUT before reading anything unless --overwrite, and
+// an image above --max-image-pixels naming it; verify --decode applies the same limit; inspect says
+// when a shard predates per-record checksums.
+func TestDataPackRefusals(t *testing.T) {
+	tree, out := t.TempDir(), t.TempDir()
+	writeTree(t, tree)
+	os.WriteFile(filepath.Join(out, "notes.txt"), []byte("x"), 0o644)
+	err := cmdData([]string{"pack", tree, out}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), out+" is not empty") || !strings.Contains(err.Error(), "--overwrite") {
+		t.Errorf("non-empty OUT: %v", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 1 {
+		t.Errorf("a refused pack wrote %d entries", len(entries)-1)
+	}
+	if err := cmdData([]string{"pack", tree, out, "--overwrite"}, io.Discard, io.Discard); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+	if err := cmdData([]string{"pack", tree, out, "--overwrite"}, io.Discard, io.Discard); err != nil {
+		t.Fatalf("--overwrite over shards: %v", err)
+	}
+	// 16x12 = 192 pixels: above a limit of 191, from the header.
+	err = cmdData([]string{"pack", tree, t.TempDir(), "--max-image-pixels", "191"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(tree, "train", "n01", "0.png")) || !strings.Contains(err.Error(), "16x12 is 192 pixels, more than 191") {
+		t.Errorf("--max-image-pixels 191: %v", err)
+	}
+	if err := cmdData([]string{"pack", tree, t.TempDir(), "--max-image-pixels", "0"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--max-image-pixels 0") {
+		t.Errorf("--max-image-pixels 0: %v", err)
+	}
+	var stdout bytes.Buffer
+	err = cmdData([]string{"verify", filepath.Join(out, "val"), "--decode", "--max-image-pixels", "191"}, &stdout, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "record 0: image above the pixel limit") {
+		t.Errorf("verify --decode --max-image-pixels 191: %v", err)
+	}
+	v1 := filepath.Join("..", "..", "data", "testdata", "shard_v1", "pixels-00000-of-00001.shard")
+	if err := cmdData([]string{"inspect", v1}, &stdout, io.Discard); err != nil || !strings.Contains(stdout.String(), "format v1") ||
+		!strings.Contains(stdout.String(), "no per-record CRC-32C") {
+		t.Errorf("inspect of a version 1 shard: %v\n%s", err, stdout.String())
+	}
+}
+
 // TestDataBench times the loader on a generated ImageFolder, and on its packed shards.
 func TestDataBench(t *testing.T) {
 	tree, out := t.TempDir(), t.TempDir()

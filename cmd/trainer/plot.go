@@ -41,7 +41,7 @@ func newPlotCommand() *cobra.Command {
 	logLoss := runPlot.Flags().Bool("log-loss", true, "draw the loss on a log axis (--log-loss=false: linear, from 0)")
 	smooth := runPlot.Flags().Float64("smooth", 0.6, "weight `W` in [0, 1) of the train curves' exponential smoothing, drawn over the faded raw curve; 0: raw only")
 	runPlot.RunE = func(cmd *cobra.Command, positional []string) error {
-		return plotRunMain(positional[0], runOut, *logLoss, *smooth, cmd.OutOrStdout())
+		return plotRunMain(positional[0], runOut, *logLoss, *smooth, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	cmd.AddCommand(scheduleCmd, runPlot)
 	return cmd
@@ -70,13 +70,16 @@ func plotScheduleMain(configPath string, out *string, sets []string, stdout io.W
 }
 
 // plotRunMain draws `plot run DIR`: loss, lr and accuracy from DIR/metrics.jsonl.
-func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdout io.Writer) error {
+func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdout, stderr io.Writer) error {
 	if smooth < 0 || smooth >= 1 {
 		return fmt.Errorf("plot run: --smooth %g, expected a weight in [0, 1)", smooth)
 	}
 	metrics, err := plot.ReadMetrics(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
 		return fmt.Errorf("plot run: %w", err)
+	}
+	for _, note := range metrics.Notes {
+		fmt.Fprintf(stderr, "plot run: %s\n", note)
 	}
 	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: logLoss, Smooth: smooth})
 	dir := *out

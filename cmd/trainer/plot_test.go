@@ -48,6 +48,14 @@ func TestPlotRunWritesThreePNGs(t *testing.T) {
 	if err := cmdPlot([]string{"run", dir, "--smooth", "1"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--smooth") {
 		t.Errorf("--smooth 1: %v, want an error naming the flag", err)
 	}
+	// A torn last line (an append cut short) is drawn around, with a note on stderr.
+	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(log+`{"type":"train","st`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if err := cmdPlot([]string{"run", dir}, &stdout, &stderr); err != nil || !strings.Contains(stderr.String(), "line 3: ignored a torn last line") {
+		t.Errorf("torn last line: %v, stderr %q", err, stderr.String())
+	}
 	empty := t.TempDir()
 	if err := cmdPlot([]string{"run", empty}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), filepath.Join(empty, "metrics.jsonl")) {
 		t.Errorf("a directory without metrics.jsonl: %v, want an error naming the file", err)

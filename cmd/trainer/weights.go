@@ -283,17 +283,21 @@ preprocessing (resize, center crop, normalise; docs/weights.md).`,
 	stdFlag := fs.String("std", "", "per-channel std `S[,S]` (default as --mean)")
 	top := fs.Int("top", 5, "how many classes `K` to print per image")
 	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, or a plugin path")
+	maxPixels := fs.Int64("max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
 	_ = cmd.MarkFlagRequired("net")
 	_ = cmd.MarkFlagRequired("weights")
 	cmd.RunE = func(cmd *cobra.Command, images []string) error {
-		return predictMain(images, cmd.OutOrStdout(), nf, net, weightsPath, classesPath, meanFlag, stdFlag, backendName, cropPct, top)
+		return predictMain(images, cmd.OutOrStdout(), nf, net, weightsPath, classesPath, meanFlag, stdFlag, backendName, cropPct, top, maxPixels)
 	}
 	return cmd
 }
 
 // predictMain is `trainer predict` with its parsed flags.
 func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPath, classesPath, meanFlag, stdFlag, backendName *string,
-	cropPct *float64, top *int) error {
+	cropPct *float64, top *int, maxPixels *int64) error {
+	if *maxPixels < 1 {
+		return fmt.Errorf("--max-image-pixels %d, expected >= 1", *maxPixels)
+	}
 	var names []string
 	var err error
 	if *classesPath != "" {
@@ -317,7 +321,7 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 	}
 	in := weights.InputShape(spec, opts)
 	size, channels := in[1], in[3]
-	tr := data.EvalTransform{Size: size, CropPct: *cropPct, Mean: data.ImageNetMean, Std: data.ImageNetStd}
+	tr := data.EvalTransform{Size: size, CropPct: *cropPct, Mean: data.ImageNetMean, Std: data.ImageNetStd, MaxPixels: *maxPixels}
 	if channels == 1 {
 		tr.Mean, tr.Std = []float64{0.1307}, []float64{0.3081}
 		if tr.CropPct == 0 {

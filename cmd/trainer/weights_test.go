@@ -145,6 +145,12 @@ func TestPredictEndToEnd(t *testing.T) {
 	if len(l2) != 6 || l2[1] != l2[4] || !strings.HasSuffix(l2[1], "class "+strconv.Itoa(want[0].index)) {
 		t.Errorf("two images, top 2:\n%s", out2)
 	}
+
+	// An image above the pixel limit is refused from its header, naming the file.
+	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--max-image-pixels", "1439", img}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), img) || !strings.Contains(err.Error(), "40x36 is 1440 pixels, more than 1439") {
+		t.Errorf("--max-image-pixels 1439: %v", err)
+	}
 }
 
 func TestImportExportThroughCheckpoint(t *testing.T) {

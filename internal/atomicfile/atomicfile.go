@@ -3,15 +3,20 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Write stores data at path through a temporary file in the same directory: write, fsync, rename over
-// path, fsync the directory so the rename itself is durable.
+// path, fsync the directory so the rename itself is durable. The file gets mode 0666 less the process
+// umask (0644 under the usual 022), as os.Create would give it.
 func Write(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := createTemp(dir, "."+filepath.Base(path)+".", ".tmp")
 	if err != nil {
 		return err
 	}
@@ -36,4 +41,18 @@ func Write(path string, data []byte) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// createTemp is os.CreateTemp with mode 0666 (the kernel applies the umask) instead of 0600: the
+// temporary file becomes the user's file, readable as any file they create.
+func createTemp(dir, prefix, suffix string) (*os.File, error) {
+	for range 10000 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+suffix)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, prefix+"*"+suffix), Err: fs.ErrExist}
 }

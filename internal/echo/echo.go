@@ -1,0 +1,51 @@
+// Package echo quotes user-supplied values in error messages, cut to a bounded length, so that a
+// 10 MB run name or list makes a one-line error instead of a 10 MB one.
+package echo
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Max is how many bytes of a value an error message repeats.
+const Max = 100
+
+// Quote is strconv.Quote(s) for a short s; a longer s is cut to its first Max bytes (at a rune
+// boundary) and followed by its length: "aaaa…" (10485760 bytes).
+func Quote(s string) string {
+	if len(s) <= Max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(prefix(s)+"…") + fmt.Sprintf(" (%d bytes)", len(s))
+}
+
+// Cut is s unquoted, cut as Quote cuts it: for names printed bare, such as config keys.
+func Cut(s string) string {
+	if len(s) <= Max {
+		return s
+	}
+	return prefix(s) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// Value renders v as %v does (strings quoted, as Quote), cut to Max bytes with the length of the full
+// rendering: a list of a million numbers becomes its first few and a count.
+func Value(v any) string {
+	if s, ok := v.(string); ok {
+		return Quote(s)
+	}
+	text := fmt.Sprint(v)
+	if len(text) <= Max {
+		return text
+	}
+	return prefix(text) + fmt.Sprintf("… (%d bytes)", len(text))
+}
+
+// prefix is s's first Max bytes, without splitting a rune.
+func prefix(s string) string {
+	n := Max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
