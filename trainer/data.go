@@ -38,6 +38,7 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 	opts := data.LoaderOptions{BatchSize: batch, Shuffle: train, DropLast: train, Seed: uint64(s.cfg.Seed),
 		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch, Uint8: s.cfg.NormalizeOnDevice(train),
 		Replica: replica, Replicas: replicas}
+	d.BadInput(&opts) // data.on_bad_record, data.max_image_pixels
 	var src data.Source
 	switch d.Source {
 	case "mnist", "fashion-mnist":
@@ -122,4 +123,14 @@ func targetsTensor(b data.Batch) *tensors.Tensor {
 		return tensors.FromFlatDataAndDimensions(b.Targets, len(b.Labels), len(b.Targets)/len(b.Labels))
 	}
 	return tensors.FromFlatDataAndDimensions(b.Labels, len(b.Labels))
+}
+
+// skippedRecords counts the bad records every replica's loader has skipped so far
+// (data.on_bad_record: skip).
+func (f trainFeed) skippedRecords() int64 {
+	var n int64
+	for _, l := range f.loaders {
+		n += l.Skipped()
+	}
+	return n
 }

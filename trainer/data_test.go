@@ -173,3 +173,66 @@ func TestFlagshipWithoutDataStopsAtOnce(t *testing.T) {
 		t.Errorf("the failed run wrote %d entries under run_dir", len(entries))
 	}
 }
+
+// A record whose bytes were damaged inside a shard stops the run naming the shard and the record
+// (data.on_bad_record: stop); with skip the run trains to its end and metrics.jsonl counts the record.
+func TestDamagedShardRecord(t *testing.T) {
+	tree, shards := t.TempDir(), t.TempDir()
+	imagenetteTree(t, tree, 2, 4, 2)
+	for _, split := range []string{"train", "val"} {
+		src, err := data.OpenImageFolder(filepath.Join(tree, split))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := data.Pack(src, filepath.Join(shards, split), split, data.PackOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, err := filepath.Glob(filepath.Join(shards, "train", "*.shard"))
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("train shards %v: %v", paths, err)
+	}
+	raw, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := data.ParseShard(strings.NewReader(string(raw)), int64(len(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[info.Offsets[3]+int64(info.Len(3)/2)] ^= 0x55 // one byte inside record 3
+	if err := os.WriteFile(paths[0], raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(policy string) config.Config {
+		c := config.Defaults()
+		c.Name, c.RunDir = "damaged_"+policy, t.TempDir()
+		c.Net.Name, c.Net.ImageSize, c.Net.NumClasses = "cifar_cnn", 32, 2
+		c.Data.Source, c.Data.Dir, c.Data.OnBadRecord = "shards", shards, policy
+		c.Data.BatchSize, c.Data.EvalBatchSize, c.Data.Workers = 2, 4, 1
+		c.Epochs, c.Log.EverySteps = 1, 1
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	_, err = Run(cfg(config.BadRecordStop), RunOptions{Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), paths[0]) || !strings.Contains(err.Error(), "record 3") {
+		t.Errorf("stop: error %v, want one naming %s and record 3", err, paths[0])
+	}
+	skip := cfg(config.BadRecordSkip)
+	res, err := Run(skip, RunOptions{Out: io.Discard})
+	if err != nil {
+		t.Fatalf("skip: %v", err)
+	}
+	if res.Step != 4 {
+		t.Errorf("skip: ran %d steps, want the epoch's 4 (batches stay full)", res.Step)
+	}
+	log, err := os.ReadFile(filepath.Join(skip.Dir(), "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `"skipped_records":1`) {
+		t.Errorf("metrics.jsonl does not count the skipped record:\n%s", log)
+	}
+}

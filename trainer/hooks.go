@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trainer/trainer/checkpoint"
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 )
 
@@ -59,6 +60,20 @@ func (p *progressHook) atEnd(*loopState) error {
 type logHook struct {
 	metrics   *metricsLog
 	batchSize int
+	// skipped, when the feed can say, counts the bad records skipped so far (data.on_bad_record:
+	// skip): each train record carries the count, and the terminal hears when it grows.
+	skipped     func() int64
+	term        *progressHook
+	lastSkipped int64
+}
+
+func newLogHook(metrics *metricsLog, cfg config.Config, f feed, term *progressHook) *logHook {
+	h := &logHook{metrics: metrics, batchSize: cfg.Data.BatchSize, term: term}
+	counter, ok := f.(interface{ skippedRecords() int64 })
+	if ok && cfg.Data.OnBadRecord == config.BadRecordSkip {
+		h.skipped = counter.skippedRecords
+	}
+	return h
 }
 
 func (h *logHook) afterStep(st *loopState) error {
@@ -70,6 +85,14 @@ func (h *logHook) afterStep(st *loopState) error {
 		"accuracy": w.correct / float64(w.batches*h.batchSize), "lr": st.lr, "images_per_sec": w.imagesPerSec(h.batchSize)}
 	if st.cfg.EMA.Decay > 0 {
 		record["ema_decay"] = st.emaDecay
+	}
+	if h.skipped != nil {
+		n := h.skipped()
+		record["skipped_records"] = n
+		if n > h.lastSkipped {
+			h.term.say("step %d: %d bad records skipped so far (data.on_bad_record: skip)", st.step, n)
+			h.lastSkipped = n
+		}
 	}
 	if err := h.metrics.write(record); err != nil {
 		return err
@@ -158,6 +181,7 @@ func (h *evalHook) atEnd(st *loopState) error {
 
 func (h *evalHook) eval(st *loopState, label string) error {
 	h.term.phase("evaluating…")
+	skippedBefore := h.loader.Skipped()
 	ev, err := h.s.evaluate(h.loader)
 	if err != nil {
 		return err
@@ -165,6 +189,9 @@ func (h *evalHook) eval(st *loopState, label string) error {
 	h.last, h.lastEval = ev, st.step
 	record := map[string]any{"type": "eval", "step": st.step, "epoch": st.epoch(),
 		"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples}
+	if skipped := h.loader.Skipped() - skippedBefore; skipped > 0 {
+		record["skipped_records"] = skipped // left out of the score (data.on_bad_record: skip)
+	}
 	// One short line per scored set of weights, so an 80-column terminal does not wrap them.
 	line := fmt.Sprintf("%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f (%d images)", label, 100*ev.Top1, 100*ev.Top5, ev.Loss, ev.Examples)
 	if h.s.cfg.EMA.Decay > 0 {
