@@ -1,6 +1,7 @@
 package gobackend
 
 import (
+	"runtime"
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
@@ -22,7 +23,8 @@ func newFusedConv(node backends.Op, p *convParams) (backends.Op, error) {
 		return nil, errors.Errorf("fused convolution: unexpected node %T", node)
 	}
 	spec := &convGemmSpec{axes: p.axes.Clone(), strides: slices.Clone(p.strides), kernelDilations: slices.Clone(p.kernelDilations),
-		inputDilations: slices.Clone(p.inputDilations), paddings: slices.Clone(p.paddings), flip: make([]bool, p.spatialRank)}
+		inputDilations: slices.Clone(p.inputDilations), paddings: slices.Clone(p.paddings), flip: make([]bool, p.spatialRank),
+		channelGroups: p.channelGroupCount, batchGroups: p.batchGroupCount}
 	setNodeOpData(n, fusedConvOpType, spec)
 	return n, nil
 }
@@ -64,11 +66,31 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 
 // runConvGemms computes the fused convolution into out; false if the layout is not handled.
 func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, spec convGemmSpec, out []T) bool {
+	if len(spec.flip) == len(spec.axes.InputSpatial) && len(spec.strides) == len(spec.flip) {
+		switch forward, kernelGrad := depthwiseApplies(inDims, kDims, outDims, spec); {
+		case forward:
+			depthwiseForward(input, inDims, kernel, kDims, outDims, spec, out)
+			return true
+		case kernelGrad:
+			depthwiseKernelGrad(input, inDims, kernel, kDims, outDims, spec, out)
+			return true
+		}
+	}
 	probs, ok := newConvGemms(input, inDims, kernel, kDims, outDims, spec)
 	if !ok {
 		return false
 	}
 	clear(out)
+	if len(probs) > 1 && max(spec.channelGroups, spec.batchGroups) > 1 {
+		// One GEMM per group, each writing its own output channels: small ones run side by side.
+		parallelChunks(splitRange(len(probs), len(probs), 1), runtime.GOMAXPROCS(0), func(lo, hi int) {
+			for _, p := range probs[lo:hi] {
+				p.threads = 1
+				p.run(out)
+			}
+		})
+		return true
+	}
 	for _, p := range probs {
 		p.run(out)
 	}

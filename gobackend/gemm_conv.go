@@ -12,7 +12,8 @@ import (
 // B is the kernel addressed through offset tables. Each output row lands at its place in the output
 // layout through the GEMM's row offsets. No patches, slices, concatenations, pads or transposes are
 // materialised; any axes layout works as long as the output's channels axis is its last (contiguous)
-// one. Channel and batch groups and input dilations are left to the compositions in conv.go.
+// one. Grouped convolutions are one such GEMM per group (its input channels or batches, its output
+// channels), except the depthwise forms, which conv_depthwise.go computes directly.
 
 // convGemmSpec holds the ConvGeneral parameters the fused path uses (every one filled in), and the
 // spatial axes along which the kernel is read reversed (a flip folded in by the fusion pass).
@@ -21,6 +22,7 @@ type convGemmSpec struct {
 	strides, kernelDilations, inputDilations []int
 	paddings                                 [][2]int
 	flip                                     []bool
+	channelGroups, batchGroups               int // 0 or 1: none.
 }
 
 // convOperand is the input seen as A: row i (an output position) starts at rowBase[i] with spatial
@@ -135,7 +137,12 @@ func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 	}
 	sIn, sK, sOut := rowMajorStrides(inDims), rowMajorStrides(kDims), rowMajorStrides(outDims)
 	N, C, Cout := inDims[a.InputBatch], inDims[a.InputChannels], kDims[a.KernelOutputChannels]
-	if sOut[a.OutputChannels] != 1 || kDims[a.KernelInputChannels] != C || outDims[a.OutputBatch] != N || outDims[a.OutputChannels] != Cout {
+	G, BG := max(c.channelGroups, 1), max(c.batchGroups, 1)
+	if G > 1 && BG > 1 || C%G != 0 || N%BG != 0 || Cout%(G*BG) != 0 {
+		return nil, false
+	}
+	Cg, Nb, Coutg := C/G, N/BG, Cout/(G*BG)
+	if sOut[a.OutputChannels] != 1 || kDims[a.KernelInputChannels] != Cg || outDims[a.OutputBatch] != Nb || outDims[a.OutputChannels] != Cout {
 		return nil, false
 	}
 	inSp, kSp, outSp := make([]int, S), make([]int, S), make([]int, S)
@@ -145,28 +152,44 @@ func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 			return nil, false
 		}
 	}
-	if N*prod(outSp) == 0 || prod(kSp)*C == 0 || Cout == 0 {
+	if Nb*prod(outSp) == 0 || prod(kSp)*Cg == 0 || Coutg == 0 {
 		return nil, true // Nothing to multiply: the output is empty or zeros.
 	}
 	// Rows: batch-major unless the batch axis is the input's densest (the kernel gradient's layout, whose
 	// "batch" is the input channels): then consecutive rows are consecutive in memory.
-	batchInner := N > 1
+	batchInner := Nb > 1
 	for i := range S {
 		if outSp[i] > 1 && c.strides[i]*sIn[a.InputSpatial[i]] < sIn[a.InputBatch]*c.inputDilations[i] {
 			batchInner = false
 		}
 	}
-	cross := make([]int, Cout)
-	for co := range cross {
-		cross[co] = co * sK[a.KernelOutputChannels]
-	}
 	var probs []*gemmProblemOf[T]
-	forEachPosition(c.inputDilations, func(phase []int) {
-		if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, N, C, Cout, cross); p != nil {
-			probs = append(probs, p)
+	for g := range G * BG {
+		// Group g reads input channels [g·Cg, (g+1)·Cg) (channel groups) or input batches [g·Nb, (g+1)·Nb)
+		// (batch groups), and writes output channels [g·Coutg, (g+1)·Coutg).
+		grp := convGroup{N: Nb, C: Cg, Cout: Coutg, outCol0: g * Coutg}
+		if G > 1 {
+			grp.inChan0 = g * Cg
+		} else {
+			grp.inBatch0 = g * Nb
 		}
-	})
+		cross := make([]int, Coutg)
+		for co := range cross {
+			cross[co] = (grp.outCol0 + co) * sK[a.KernelOutputChannels]
+		}
+		forEachPosition(c.inputDilations, func(phase []int) {
+			if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, grp, cross); p != nil {
+				probs = append(probs, p)
+			}
+		})
+	}
 	return probs, true
+}
+
+// convGroup is the part of a convolution one GEMM computes: N input batches from inBatch0, C input
+// channels from inChan0, Cout output channels from outCol0 (the whole convolution when ungrouped).
+type convGroup struct {
+	inBatch0, N, inChan0, C, outCol0, Cout int
 }
 
 // floorMod is x mod d in [0, d).
@@ -177,7 +200,8 @@ func floorMod(x, d int) int { return ((x % d) + d) % d }
 // class a window offset kpos·kernelDilation meets a real input value exactly when it is −phase modulo
 // the dilation, at input index (origin − phase)/d + (offset + phase)/d.
 func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, batchInner bool,
-	inSp, kSp, outSp, sIn, sK, sOut []int, N, C, Cout int, cross []int) *gemmProblemOf[T] {
+	inSp, kSp, outSp, sIn, sK, sOut []int, grp convGroup, cross []int) *gemmProblemOf[T] {
+	N, C, Cout := grp.N, grp.C, grp.Cout
 	a := c.axes
 	S := len(inSp)
 	d := c.inputDilations
@@ -212,7 +236,7 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 		}
 		first = false
 		for ci := range C {
-			kOff = append(kOff, baseA+ci*sIn[a.InputChannels])
+			kOff = append(kOff, baseA+(grp.inChan0+ci)*sIn[a.InputChannels])
 			kOffB = append(kOffB, baseB+ci*sK[a.KernelInputChannels])
 			kCoord = append(kCoord, coord...)
 		}
@@ -235,7 +259,7 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 			rc[i] = (origin - phase[i]) / d[i]
 		}
 		op.rowCoord = append(op.rowCoord, rc...)
-		base, off, interior := n*sIn[a.InputBatch], n*sOut[a.OutputBatch], true
+		base, off, interior := (grp.inBatch0+n)*sIn[a.InputBatch], n*sOut[a.OutputBatch]+grp.outCol0, true
 		for i, rc := range rc {
 			base += rc * sIn[a.InputSpatial[i]]
 			off += y[i] * sOut[a.OutputSpatial[i]]
