@@ -54,9 +54,21 @@ func setFusedNode(n *simplego.Node, inputs []*simplego.Node, prog *fusedProgram)
 type fuseKind int
 
 const (
-	fuseWhere   fuseKind = 100 + iota // cond ? a : b
-	fuseGreater                       // a > b (bool)
+	fuseWhere     fuseKind = 100 + iota // cond ? a : b
+	fuseGreater                         // a > b (bool); this and what follows are bool-valued.
+	fuseLess                            // a < b
+	fuseGreaterEq                       // a >= b
+	fuseLessEq                          // a <= b
+	fuseAnd                             // a && b (bool operands)
+	fuseOr                              // a || b
+	fuseNot                             // !a
 )
+
+// boolKind reports whether instructions of kind k compute bools (comparisons, logical ops).
+func boolKind(k fuseKind) bool { return k >= fuseGreater }
+
+// logicalKind reports whether instructions of kind k read bools.
+func logicalKind(k fuseKind) bool { return k >= fuseAnd }
 
 // fusedArg is an instruction's operand: a leaf (an input read in place) or an earlier instruction.
 type fusedArg struct {
@@ -92,20 +104,37 @@ var fuseBinaryKinds = map[backends.OpType]fuseKind{
 	backends.OpTypeDiv: fuseKind(binDiv), backends.OpTypeMax: fuseKind(binMax), backends.OpTypeMin: fuseKind(binMin),
 }
 
+var fuseCompareKinds = map[backends.OpType]fuseKind{
+	backends.OpTypeGreaterThan: fuseGreater, backends.OpTypeLessThan: fuseLess,
+	backends.OpTypeGreaterOrEqual: fuseGreaterEq, backends.OpTypeLessOrEqual: fuseLessEq,
+}
+
+var fuseLogicalKinds = map[backends.OpType]fuseKind{
+	backends.OpTypeLogicalAnd: fuseAnd, backends.OpTypeLogicalOr: fuseOr, backends.OpTypeLogicalNot: fuseNot,
+}
+
 // fusibleKind says whether n is an element-wise op a chain can hold (float32 arithmetic, Where on
-// float32 values, GreaterThan of float32 operands), and which.
+// float32 values, comparisons of float32 operands, logical ops on bools: ReLU6's masks), and which.
 func fusibleKind(n *simplego.Node) (fuseKind, bool) {
 	op, shape := nodeOpType(n), nodeShape(n)
 	in := nodeInputsOf(n)
 	f32 := func(x *simplego.Node) bool { return nodeShape(x).DType == dtypes.Float32 }
+	isBool := func(x *simplego.Node) bool { return nodeShape(x).DType == dtypes.Bool }
 	if k, ok := fuseBinaryKinds[op]; ok {
 		return k, shape.DType == dtypes.Float32 && len(in) == 2 && f32(in[0]) && f32(in[1])
 	}
-	switch op {
-	case backends.OpTypeWhere:
-		return fuseWhere, shape.DType == dtypes.Float32 && len(in) == 3 && nodeShape(in[0]).DType == dtypes.Bool && f32(in[1]) && f32(in[2])
-	case backends.OpTypeGreaterThan:
-		return fuseGreater, shape.DType == dtypes.Bool && len(in) == 2 && f32(in[0]) && f32(in[1])
+	if k, ok := fuseCompareKinds[op]; ok {
+		return k, shape.DType == dtypes.Bool && len(in) == 2 && f32(in[0]) && f32(in[1])
+	}
+	if k, ok := fuseLogicalKinds[op]; ok {
+		arity := 2
+		if k == fuseNot {
+			arity = 1
+		}
+		return k, shape.DType == dtypes.Bool && len(in) == arity && isBool(in[0]) && isBool(in[arity-1])
+	}
+	if op == backends.OpTypeWhere {
+		return fuseWhere, shape.DType == dtypes.Float32 && len(in) == 3 && isBool(in[0]) && f32(in[1]) && f32(in[2])
 	}
 	return 0, false
 }
@@ -156,7 +185,7 @@ func fuseElementwise(sb *simplego.Builder, outputs []backends.Op) int {
 			}
 			continue
 		}
-		if k, ok := fusibleKind(n); ok && k != fuseGreater && f.fuse(n, n, nil) {
+		if k, ok := fusibleKind(n); ok && !boolKind(k) && f.fuse(n, n, nil) {
 			count++
 		}
 	}
@@ -193,7 +222,7 @@ func (f *fuser) fuseReduce(r *simplego.Node) bool {
 	if !f.absorbable(x, dims) {
 		return false
 	}
-	if k, _ := fusibleKind(x); k == fuseGreater {
+	if k, _ := fusibleKind(x); boolKind(k) {
 		return false
 	}
 	reduced := make([]bool, len(dims))
@@ -245,14 +274,15 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 		prog.leaves = append(prog.leaves, fusedLeaf{input: in, strides: strides, isBool: nodeShape(src).DType == dtypes.Bool})
 		return fusedArg{leaf: true, idx: len(prog.leaves) - 1}
 	}
-	var emit func(m *simplego.Node, leavesOnly bool) (fusedArg, bool)
-	emit = func(m *simplego.Node, leavesOnly bool) (fusedArg, bool) {
+	var emit func(m *simplego.Node, recompute bool) (fusedArg, bool)
+	emit = func(m *simplego.Node, recompute bool) (fusedArg, bool) {
 		kind, _ := fusibleKind(m)
 		ins := fusedInstr{kind: kind}
 		for _, x := range nodeInputsOf(m) {
-			if !leavesOnly && f.recomputable(x, dims) {
-				// A comparison other nodes use too (ReLU's mask): cheaper to compute again here from its
-				// operands than to read its stored result; it stays for its other users.
+			if f.recomputable(x, dims, recompute) {
+				// A mask other nodes use too (ReLU's comparison, ReLU6's conjunction of two): cheaper to
+				// compute again here from its float operands than to read its stored bools; it stays
+				// for its other users.
 				a, ok := emit(x, true)
 				if !ok {
 					return a, false
@@ -260,7 +290,7 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 				ins.args = append(ins.args, a)
 				continue
 			}
-			if !leavesOnly && f.absorbable(x, dims) {
+			if !recompute && f.absorbable(x, dims) {
 				f.absorbed[f.index[x]] = true
 				absorbed = append(absorbed, f.index[x])
 				a, ok := emit(x, false)
@@ -307,14 +337,15 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 	return true
 }
 
-// recomputable: x is a comparison of the chain's dims with other users.
-func (f *fuser) recomputable(x *simplego.Node, dims []int) bool {
+// recomputable: x is a bool-valued op (comparison or logical) of the chain's dims with other users, or,
+// inside such a recomputation, with any number of users.
+func (f *fuser) recomputable(x *simplego.Node, dims []int, inside bool) bool {
 	i := f.index[x]
-	if f.uses[i] < 2 || f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
+	if (f.uses[i] < 2 && !inside) || f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
 		return false
 	}
 	k, ok := fusibleKind(x)
-	return ok && k == fuseGreater
+	return ok && boolKind(k)
 }
 
 // leafTransform reads through a BroadcastInDim or Reshape: the chain reads its operand in place with
@@ -363,11 +394,8 @@ func (f *fuser) leafTransform(x *simplego.Node, dims []int) (src *simplego.Node,
 }
 
 func fuseKindName(k fuseKind) string {
-	switch k {
-	case fuseWhere:
-		return "Where"
-	case fuseGreater:
-		return "GreaterThan"
+	if k >= fuseWhere {
+		return [...]string{"Where", "GreaterThan", "LessThan", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Not"}[k-fuseWhere]
 	}
 	return [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min"}[k]
 }
@@ -493,7 +521,7 @@ type fusedEval struct {
 	ft        [][]float32
 	bt        [][]bool
 	gather    [3][]float32
-	gatherB   []bool
+	gatherB   [2][]bool
 
 	// Blocks of short rows: the row length, each operand's stride between rows, and per leaf a buffer
 	// holding its block when it is neither contiguous nor constant (a per-channel vector repeated for
@@ -517,7 +545,7 @@ func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]
 	}
 	ev.rowLen = loop.dims[last]
 	for i, ins := range prog.instrs {
-		if ins.kind == fuseGreater {
+		if boolKind(ins.kind) {
 			ev.bt[i] = make([]bool, fusedChunk)
 		} else {
 			ev.ft[i] = make([]float32, fusedChunk)
@@ -526,7 +554,9 @@ func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]
 	for i := range ev.gather {
 		ev.gather[i] = make([]float32, fusedChunk)
 	}
-	ev.gatherB = make([]bool, fusedChunk)
+	for i := range ev.gatherB {
+		ev.gatherB[i] = make([]bool, fusedChunk)
+	}
 	ev.blockBuf = make([][]float32, len(prog.leaves))
 	ev.blockBufB = make([][]bool, len(prog.leaves))
 	ev.blockBase = make([]int, len(prog.leaves))
@@ -611,27 +641,35 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 			f, _, s := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
 			return f, s
 		}
+		argB := func(a fusedArg) ([]bool, int) {
+			if !a.leaf {
+				return ev.bt[a.idx][:m], 1
+			}
+			_, c, sc := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
+			return c, sc
+		}
 		for i, ins := range prog.instrs {
 			var dst []float32
 			if i == last && !prog.reduce {
 				start := off[0] + r0*ev.rowsStride[0]
 				dst = ev.out[start : start+m] // The output's rows are contiguous.
-			} else if ins.kind != fuseGreater {
+			} else if !boolKind(ins.kind) {
 				dst = ev.ft[i][:m]
 			}
-			switch ins.kind {
-			case fuseGreater:
+			switch {
+			case logicalKind(ins.kind):
+				a, sa := argB(ins.args[0])
+				b, sb := a, sa
+				if len(ins.args) > 1 {
+					b, sb = argB(ins.args[1])
+				}
+				logicalRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+			case boolKind(ins.kind):
 				a, sa := argF(ins.args[0])
 				b, sb := argF(ins.args[1])
-				greaterRow(ev.bt[i][:m], a, b, sa, sb)
-			case fuseWhere:
-				var c []bool
-				sc := 1
-				if ins.args[0].leaf {
-					_, c, sc = ev.blockLeaf(ins.args[0].idx, off[1+ins.args[0].idx]+r0*ev.rowsStride[1+ins.args[0].idx], gg)
-				} else {
-					c = ev.bt[ins.args[0].idx][:m]
-				}
+				compareRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+			case ins.kind == fuseWhere:
+				c, sc := argB(ins.args[0])
 				t, st := argF(ins.args[1])
 				f, sf := argF(ins.args[2])
 				whereRow(dst, c, t, f, sc, st, sf)
@@ -688,7 +726,7 @@ func (ev *fusedEval) argF(a fusedArg, off []int, j0, m, slot int) ([]float32, in
 	return g, 1
 }
 
-func (ev *fusedEval) argB(a fusedArg, off []int, j0, m int) ([]bool, int) {
+func (ev *fusedEval) argB(a fusedArg, off []int, j0, m, slot int) ([]bool, int) {
 	if !a.leaf {
 		return ev.bt[a.idx][:m], 1
 	}
@@ -701,7 +739,7 @@ func (ev *fusedEval) argB(a fusedArg, off []int, j0, m int) ([]bool, int) {
 	case 1:
 		return data[base : base+m], 1
 	}
-	g := ev.gatherB[:m]
+	g := ev.gatherB[slot][:m]
 	for j := range g {
 		g[j] = data[base+j*s]
 	}
@@ -719,16 +757,23 @@ func (ev *fusedEval) row(off []int, n int) {
 			var dst []float32
 			if i == last && !prog.reduce {
 				dst = ev.out[off[0]+j0 : off[0]+j0+m]
-			} else if ins.kind != fuseGreater {
+			} else if !boolKind(ins.kind) {
 				dst = ev.ft[i][:m]
 			}
-			switch ins.kind {
-			case fuseGreater:
+			switch {
+			case logicalKind(ins.kind):
+				a, sa := ev.argB(ins.args[0], off, j0, m, 0)
+				b, sb := a, sa
+				if len(ins.args) > 1 {
+					b, sb = ev.argB(ins.args[1], off, j0, m, 1)
+				}
+				logicalRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+			case boolKind(ins.kind):
 				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
 				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
-				greaterRow(ev.bt[i][:m], a, b, sa, sb)
-			case fuseWhere:
-				c, sc := ev.argB(ins.args[0], off, j0, m)
+				compareRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+			case ins.kind == fuseWhere:
+				c, sc := ev.argB(ins.args[0], off, j0, m, 0)
 				t, st := ev.argF(ins.args[1], off, j0, m, 1)
 				f, sf := ev.argF(ins.args[2], off, j0, m, 2)
 				whereRow(dst, c, t, f, sc, st, sf)

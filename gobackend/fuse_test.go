@@ -5,12 +5,13 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 )
 
-// A BatchNorm + ReLU block written with plain ops, its gradients, a leaky-ReLU select and an SGD-like
-// update, in float32: the fused backend (chains fused at compile time, broadcasts read in place,
+// A BatchNorm + ReLU block written with plain ops, its gradients, a leaky-ReLU select, ReLU6 and its
+// gradient (comparisons and logical ops, recomputed in each chain) and an SGD-like update, in float32: the fused backend (chains fused at compile time, broadcasts read in place,
 // reductions accumulated block by block) gives exactly simplego's values, and fusion did happen.
 func TestFusionMatchesSimplego(t *testing.T) {
 	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
@@ -51,7 +52,15 @@ func TestFusionMatchesSimplego(t *testing.T) {
 				se = Mul(y, Sigmoid(ReduceAndKeep(y, ReduceMean, spatial...)))
 			}
 			rowCentred := Sub(x, ReduceAndKeep(x, ReduceMean, len(dims)-1))
-			outs := append([]*Node{y, r, leaky, update, ReduceSum(Mul(leaky, y), len(dims)-1), se, rowCentred}, grads...)
+			// ReLU6 as graphs writes it (a conjunction of two comparisons selects), its gradient, and
+			// the other comparisons and logical ops.
+			zeros := ZerosLike(x)
+			six := AddScalar(zeros, 1.5)
+			inside := LogicalAnd(GreaterThan(x, zeros), LessThan(x, six))
+			relu6 := Where(inside, x, Where(GreaterOrEqual(x, six), six, zeros))
+			relu6Grad := Gradient(ReduceAllSum(Mul(relu6, y)), x)[0]
+			masks := Where(LogicalOr(LogicalNot(inside), LessOrEqual(x, MulScalar(y, 0.5))), y, x)
+			outs := append([]*Node{y, r, leaky, update, ReduceSum(Mul(leaky, y), len(dims)-1), se, rowCentred, relu6, relu6Grad, masks}, grads...)
 			for i, o := range outs {
 				outs[i] = ConvertDType(o, dtypes.Float64)
 			}
@@ -62,6 +71,11 @@ func TestFusionMatchesSimplego(t *testing.T) {
 		got := runGraph(t, fast, fn, x, gamma, beta)
 		if fast.count(fusedOpType) == before {
 			t.Fatalf("dims %v: nothing was fused", dims)
+		}
+		for _, op := range []backends.OpType{backends.OpTypeLogicalAnd, backends.OpTypeLessThan, backends.OpTypeGreaterOrEqual, backends.OpTypeLogicalNot} {
+			if n := fast.countReachable(op); n > 0 {
+				t.Fatalf("dims %v: %d %s nodes left unfused", dims, n, op)
+			}
 		}
 		want := runGraph(t, slow, fn, x, gamma, beta)
 		for i := range want {
