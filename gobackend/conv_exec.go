@@ -1,6 +1,7 @@
 package gobackend
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 
@@ -27,6 +28,16 @@ func newFusedConv(node backends.Op, p *convParams) (backends.Op, error) {
 		channelGroups: p.channelGroupCount, batchGroups: p.batchGroupCount}
 	setNodeOpData(n, fusedConvOpType, spec)
 	return n, nil
+}
+
+// kind names the convolution for op statistics: FusedConv, GroupedConv (one GEMM per group) or
+// DepthwiseConv (the direct kernels; decided at run time from the dims, so named by the groups here).
+func (s *convGemmSpec) kind() string {
+	switch {
+	case s.channelGroups > 1 || s.batchGroups > 1:
+		return fmt.Sprintf("GroupedConv[%d, %d]", max(s.channelGroups, 1), max(s.batchGroups, 1))
+	}
+	return "FusedConv"
 }
 
 // execFusedConv runs a fused convolution node.

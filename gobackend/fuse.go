@@ -3,6 +3,7 @@ package gobackend
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -337,15 +338,43 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 	return true
 }
 
-// recomputable: x is a bool-valued op (comparison or logical) of the chain's dims with other users, or,
-// inside such a recomputation, with any number of users.
+// recomputable: x, of the chain's dims, is cheaper to compute again in the chain than to read: a
+// bool-valued op (comparison or logical) with other users (or any, inside such a recomputation), or an
+// arithmetic op of broadcast scalars (ReLU6's six, AddScalar(ZerosLike(x), 6), would otherwise be
+// written out whole).
 func (f *fuser) recomputable(x *simplego.Node, dims []int, inside bool) bool {
 	i := f.index[x]
-	if (f.uses[i] < 2 && !inside) || f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
+	if f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
 		return false
 	}
 	k, ok := fusibleKind(x)
-	return ok && boolKind(k)
+	switch {
+	case !ok:
+		return false
+	case boolKind(k):
+		return f.uses[i] >= 2 || inside
+	}
+	return f.scalarValued(x, 4)
+}
+
+// scalarValued reports whether x is a binary arithmetic op whose operands are each one value (a
+// one-element tensor, a broadcast or reshape of one, or such an op again, up to depth levels).
+func (f *fuser) scalarValued(x *simplego.Node, depth int) bool {
+	k, ok := fusibleKind(x)
+	if !ok || k >= fuseWhere || depth == 0 {
+		return false
+	}
+	for _, in := range nodeInputsOf(x) {
+		switch {
+		case nodeShape(in).Size() == 1:
+		case (nodeOpType(in) == backends.OpTypeBroadcastInDim || nodeOpType(in) == backends.OpTypeReshape) &&
+			len(nodeInputsOf(in)) == 1 && nodeShape(nodeInputsOf(in)[0]).Size() == 1:
+		case f.scalarValued(in, depth-1):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // leafTransform reads through a BroadcastInDim or Reshape: the chain reads its operand in place with
@@ -502,7 +531,9 @@ func runFused(loop *stridedLoop, reduce bool, body func(ev *fusedEval) func(off 
 		}
 	}
 	chunk := func(lo, hi int) {
-		loop.run(max(split, 0), lo, hi, body(newEval()))
+		ev := newEval()
+		loop.run(max(split, 0), lo, hi, body(ev))
+		ev.release()
 	}
 	if split < 0 {
 		chunk(0, loop.dims[0])
@@ -531,6 +562,33 @@ type fusedEval struct {
 	blockBuf   [][]float32
 	blockBufB  [][]bool
 	blockBase  []int
+
+	slab *fusedSlab // Where the buffers above come from, back to fusedSlabs when done.
+}
+
+// fusedSlab is the memory of an evaluator's buffers, kept in a pool: a step runs about a thousand
+// fused nodes, most of them small, and allocating their buffers anew cost more than evaluating some.
+type fusedSlab struct {
+	f []float32
+	b []bool
+}
+
+var fusedSlabs = sync.Pool{New: func() any { return &fusedSlab{} }}
+
+// carve returns n buffers of fusedChunk values from the front of *slab, advancing it.
+func carve[T any](slab *[]T, n int) [][]T {
+	bufs := make([][]T, n)
+	for i := range bufs {
+		bufs[i] = (*slab)[:fusedChunk:fusedChunk]
+		*slab = (*slab)[fusedChunk:]
+	}
+	return bufs
+}
+
+// release returns the evaluator's buffers to the pool; it must not be used afterwards.
+func (ev *fusedEval) release() {
+	fusedSlabs.Put(ev.slab)
+	ev.slab = nil
 }
 
 func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]float32, bools [][]bool) *fusedEval {
@@ -544,22 +602,35 @@ func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]
 		}
 	}
 	ev.rowLen = loop.dims[last]
-	for i, ins := range prog.instrs {
+	nBool := 0
+	for _, ins := range prog.instrs {
 		if boolKind(ins.kind) {
-			ev.bt[i] = make([]bool, fusedChunk)
-		} else {
-			ev.ft[i] = make([]float32, fusedChunk)
+			nBool++
 		}
 	}
-	for i := range ev.gather {
-		ev.gather[i] = make([]float32, fusedChunk)
+	nLeaves := len(prog.leaves)
+	nf := (len(prog.instrs) - nBool + len(ev.gather) + nLeaves) * fusedChunk
+	nb := (nBool + len(ev.gatherB) + nLeaves) * fusedChunk
+	ev.slab = fusedSlabs.Get().(*fusedSlab)
+	if len(ev.slab.f) < nf {
+		ev.slab.f = make([]float32, nf)
 	}
-	for i := range ev.gatherB {
-		ev.gatherB[i] = make([]bool, fusedChunk)
+	if len(ev.slab.b) < nb {
+		ev.slab.b = make([]bool, nb)
 	}
-	ev.blockBuf = make([][]float32, len(prog.leaves))
-	ev.blockBufB = make([][]bool, len(prog.leaves))
-	ev.blockBase = make([]int, len(prog.leaves))
+	fs, bs := ev.slab.f, ev.slab.b
+	for i, ins := range prog.instrs {
+		if boolKind(ins.kind) {
+			ev.bt[i] = carve(&bs, 1)[0]
+		} else {
+			ev.ft[i] = carve(&fs, 1)[0]
+		}
+	}
+	copy(ev.gather[:], carve(&fs, len(ev.gather)))
+	copy(ev.gatherB[:], carve(&bs, len(ev.gatherB)))
+	ev.blockBuf = carve(&fs, nLeaves)
+	ev.blockBufB = carve(&bs, nLeaves)
+	ev.blockBase = make([]int, nLeaves)
 	return ev
 }
 
@@ -584,10 +655,6 @@ func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride in
 	repeat := s2 == 0 && s1 == 1
 	if isBool {
 		buf := ev.blockBufB[l]
-		if buf == nil {
-			buf = make([]bool, fusedChunk)
-			ev.blockBufB[l] = buf
-		}
 		src := ev.bools[l]
 		for r := range g {
 			for j := range n {
@@ -597,10 +664,6 @@ func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride in
 		return nil, buf[:g*n], 1
 	}
 	buf := ev.blockBuf[l]
-	if buf == nil {
-		buf = make([]float32, fusedChunk)
-		ev.blockBuf[l] = buf
-	}
 	if repeat {
 		// The first row, then copies of it up to the most rows a block holds (built once per source).
 		if ev.blockBase[l] != base+1 {

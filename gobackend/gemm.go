@@ -437,8 +437,17 @@ func packPanels[T gemmFloat](dst, data []T, base int, rows, ks []int, w int) {
 			// The panel's rows are adjacent in memory (a row-major B, or a transposed A): copy w at a time.
 			src := data[base+rows[q*w]:]
 			for i, ko := range ks {
-				copy(panel[i*w:i*w+w], src[ko:ko+w])
+				copyShort(panel[i*w:i*w+w], src[ko:ko+w])
 			}
+			continue
+		}
+		if contiguous && w < 8 && valid == w {
+			// A narrow panel (the AVX2 kernel's 6 rows): one transpose for all of them.
+			var offs [8]int
+			for i := range w {
+				offs[i] = base + rows[q*w+i] + ks[0]
+			}
+			packColumnsNarrow(panel, data, &offs, kl, w)
 			continue
 		}
 		r0 := 0

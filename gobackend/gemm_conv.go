@@ -66,7 +66,7 @@ func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
 				end := min(o.kGroupEnd[k], k1) // Same window offset: one validity test for the group.
 				if interior || o.valid(r0, k) {
 					for ; k < end; k++ {
-						copy(panel[(k-k0)*w:][:w], o.data[base+o.kOff[k]:][:w])
+						copyShort(panel[(k-k0)*w:][:w], o.data[base+o.kOff[k]:][:w])
 					}
 				} else {
 					clear(panel[(k-k0)*w : (end-k0)*w])
@@ -76,6 +76,19 @@ func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
 			continue
 		}
 		r := 0
+		if w < 8 && valid == w && allInterior(o.rowInterior[r0:r0+w]) {
+			// A narrow panel (the AVX2 kernel's 6 rows) of whole-window rows: one transpose for all of them.
+			var offs [8]int
+			for k := k0; k < k1; {
+				end := min(o.kRunEnd[k], k1)
+				for j := range w {
+					offs[j] = o.rowBase[r0+j] + o.kOff[k]
+				}
+				packColumnsNarrow(panel[(k-k0)*w:], o.data, &offs, end-k, w)
+				k = end
+			}
+			continue
+		}
 		if w >= 8 {
 			// Eight whole-window rows at a time through the 8×8 transpose, run by run.
 			var offs [8]int

@@ -13,29 +13,31 @@ func compareRow(k fuseKind, dst []bool, a, b []float32, sa, sb int) {
 	case fuseLess:
 		greaterRow(dst, b, a, sb, sa)
 	case fuseGreaterEq:
-		if sa == 1 && sb == 0 {
-			a, v := a[:len(dst)], b[0]
-			for j, x := range a {
-				dst[j] = x >= v
-			}
-			return
-		}
-		for j := range dst {
-			dst[j] = a[j*sa] >= b[j*sb]
-		}
+		greaterEqRow(dst, a, b, sa, sb)
 	case fuseLessEq:
-		if sa == 1 && sb == 0 {
-			a, v := a[:len(dst)], b[0]
-			for j, x := range a {
-				dst[j] = x <= v
-			}
-			return
-		}
-		for j := range dst {
-			dst[j] = a[j*sa] <= b[j*sb]
-		}
+		greaterEqRow(dst, b, a, sb, sa)
 	default:
 		panic("compareRow: not a comparison")
+	}
+}
+
+// greaterEqRow: dst[i] = a[i·sa] >= b[i·sb], with the AVX2 kernels for whole groups of 8.
+func greaterEqRow(dst []bool, a, b []float32, sa, sb int) {
+	done := 0
+	if n8 := len(dst) &^ 7; hasGreaterAVX2 && n8 > 0 && (sa == 1 || sb == 1) {
+		checkRowArgs(n8, a, sa, b, sb)
+		switch {
+		case sa == 1 && sb == 1:
+			rowGreaterEqVV(n8, &dst[0], &a[0], &b[0])
+		case sa == 1:
+			rowGreaterEqVS(n8, &dst[0], &a[0], &b[0])
+		default:
+			rowGreaterEqSV(n8, &dst[0], &a[0], &b[0])
+		}
+		done = n8
+	}
+	for j := done; j < len(dst); j++ {
+		dst[j] = a[j*sa] >= b[j*sb]
 	}
 }
 
@@ -45,11 +47,15 @@ func logicalRow(k fuseKind, dst, a, b []bool, sa, sb int) {
 	n := len(dst)
 	done := 0
 	if sa == 1 && (sb == 1 || k == fuseNot) && n >= 8 {
-		_, _ = a[n-1], b[max(n*sb, 1)-1]
 		words := n / 8
+		_ = a[words*8-1]
 		d := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), words)
 		x := unsafe.Slice((*uint64)(unsafe.Pointer(&a[0])), words)
-		y := unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), words)
+		var y []uint64
+		if k != fuseNot {
+			_ = b[words*8-1]
+			y = unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), words)
+		}
 		switch k {
 		case fuseAnd:
 			for i := range d {
