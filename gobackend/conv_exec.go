@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/pkg/errors"
 )
 
@@ -66,8 +67,10 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 		ok = runConvGemms(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float32))
 	case inShape.DType == dtypes.Float64 && kShape.DType == dtypes.Float64:
 		ok = runConvGemms(inFlat.([]float64), inShape.Dimensions, kFlat.([]float64), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float64))
+	case inShape.DType == dtypes.BFloat16 && kShape.DType == dtypes.BFloat16:
+		ok = runConvGemmsBF16(inFlat.([]bfloat16.BFloat16), inShape.Dimensions, kFlat.([]bfloat16.BFloat16), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]bfloat16.BFloat16))
 	default:
-		return nil, errors.Errorf("fused convolution of %s by %s: float32 or float64 only", inShape, kShape)
+		return nil, errors.Errorf("fused convolution of %s by %s: float32, float64 or bfloat16 only", inShape, kShape)
 	}
 	if !ok {
 		return nil, errors.Errorf("fused convolution of %s by %s into %s: layout not handled", inShape, kShape, outShape)
