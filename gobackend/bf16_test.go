@@ -26,7 +26,9 @@ func bf16Round(x tt) tt {
 func TestBF16ProductsAndConvolutions(t *testing.T) {
 	b := countCompiledOps(testBackend(t))
 	rng := rand.New(rand.NewSource(91))
-	toBF16 := func(bb backends.Builder, p backends.Op) (backends.Op, error) { return bb.ConvertDType(p, dtypes.BFloat16) }
+	toBF16 := func(bb backends.Builder, p backends.Op) (backends.Op, error) {
+		return bb.ConvertDType(p, dtypes.BFloat16)
+	}
 	// Relative to the largest output: the rounding of the result (2^-8) plus float32 sums.
 	const tol = 1.0 / 128
 	for _, dc := range dotCases() {
