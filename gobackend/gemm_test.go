@@ -252,3 +252,11 @@ func findDotNode(t *testing.T, op backends.Op) *simplego.Node {
 	}
 	return inputs[0]
 }
+
+// MeasurePeak runs the GEMM and reports a positive rate with the kernel it used.
+func TestMeasurePeak(t *testing.T) {
+	p := MeasurePeak(64, 2)
+	if p.GFLOPS <= 0 || p.N != 64 || p.Threads < 1 || p.Kernel != gemmKernelName() {
+		t.Fatalf("MeasurePeak(64, 2) = %+v", p)
+	}
+}
