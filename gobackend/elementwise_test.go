@@ -278,21 +278,28 @@ func TestFastReduceSumMatchesSimplego(t *testing.T) {
 	}
 }
 
-// Logistic in float32 and float64 gives exactly simplego's values (large tensors split over the
-// cores, special values included), whether or not it writes over its input.
+// Logistic (and Exp, Erf, Tanh, Log) in float32 and float64 gives exactly simplego's values (large
+// tensors split over the cores, special values included), whether or not it writes over its input.
 func TestFastLogisticMatchesSimplego(t *testing.T) {
 	fast, slow := testBackend(t), simplegoOps(t)
 	rng := rand.New(rand.NewSource(54))
-	for trial := range 40 {
+	unary := []func(b backends.Builder, x backends.Op) (backends.Op, error){
+		backends.Builder.Logistic, backends.Builder.Exp, backends.Builder.Erf, backends.Builder.Tanh, backends.Builder.Log,
+	}
+	for trial := range 40 + 4*(len(unary)-1) {
 		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial%2]
-		dims := randOutDims(rng, trial/2)
+		dims := randOutDims(rng, trial/2%20)
 		keepInput := trial/2%2 == 1
+		op := unary[0]
+		if trial >= 40 {
+			op = unary[(trial-40)/4+1]
+		}
 		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
 			x, err := b.ConvertDType(in[0], dtype)
 			if err != nil {
 				return nil, err
 			}
-			y, err := b.Logistic(x)
+			y, err := op(b, x)
 			if err != nil {
 				return nil, err
 			}
@@ -410,5 +417,61 @@ func TestFastGatherMatchesSimplego(t *testing.T) {
 		ix := tt{dims: append(slices.Clone(batch), c), data: idx}
 		name := fmt.Sprintf("%d/%s/%s/dims%v/c%d/batch%v", trial, dtype, idxType, dims, c, batch)
 		assertSameBits(t, name, runOps(t, fast, build, x, ix)[0], runOps(t, slow, build, x, ix)[0])
+	}
+}
+
+// The vector exp and logistic kernels give math.Exp's and simplego's logistic's bits on every value
+// they take (float32 and float64 inputs over the whole range they accept, ties of the exponent's
+// rounding, zeros of both signs), and stop before a group holding one they leave to math.Exp.
+func TestVectorExpMatchesMath(t *testing.T) {
+	if !hasExpAVX2 {
+		t.Skip("no vector exp on this CPU")
+	}
+	rng := rand.New(rand.NewSource(57))
+	const n = 1 << 14
+	x64 := make([]float64, n)
+	for i := range x64 {
+		switch i % 5 {
+		case 0:
+			x64[i] = rng.NormFloat64() * 3
+		case 1:
+			x64[i] = (rng.Float64()*2 - 1) * 700
+		case 2:
+			x64[i] = (float64(rng.Intn(2000)-1000) + 0.5) * math.Ln2 // Exponent rounding ties.
+		case 3:
+			x64[i] = rng.NormFloat64() * 1e-6
+		default:
+			x64[i] = []float64{0, math.Copysign(0, -1), 700, -700, 1e-310}[rng.Intn(5)]
+		}
+	}
+	x32 := make([]float32, n)
+	for i, v := range x64 {
+		x32[i] = float32(v)
+	}
+	for _, logistic := range []bool{false, true} {
+		fn := math.Exp
+		if logistic {
+			fn = sgLogistic
+		}
+		o64, o32 := make([]float64, n), make([]float32, n)
+		if done := expVec(o64, x64, logistic); done != n {
+			t.Fatalf("logistic %v: float64 kernel stopped at %d of %d", logistic, done, n)
+		}
+		if done := expVec(o32, x32, logistic); done != n {
+			t.Fatalf("logistic %v: float32 kernel stopped at %d of %d", logistic, done, n)
+		}
+		for i := range n {
+			if want := fn(x64[i]); math.Float64bits(o64[i]) != math.Float64bits(want) {
+				t.Fatalf("logistic %v float64(%v) = %v, want %v", logistic, x64[i], o64[i], want)
+			}
+			if want := float32(fn(float64(x32[i]))); math.Float32bits(o32[i]) != math.Float32bits(want) {
+				t.Fatalf("logistic %v float32(%v) = %v, want %v", logistic, x32[i], o32[i], want)
+			}
+		}
+		// A group with a value outside [-700, 700] stops the kernel before it.
+		y := []float64{1, 2, 3, 4, 5, 701, 6, 7, 8}
+		if done := expVec(make([]float64, len(y)), y, logistic); done != 4 {
+			t.Fatalf("logistic %v: stopped at %d, want 4", logistic, done)
+		}
 	}
 }
