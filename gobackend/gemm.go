@@ -435,10 +435,7 @@ func packPanels[T gemmFloat](dst, data []T, base int, rows, ks []int, w int) {
 		valid := min(w, len(rows)-q*w)
 		if valid == w && rows[q*w+w-1]-rows[q*w] == w-1 && isIota(rows[q*w:q*w+w]) {
 			// The panel's rows are adjacent in memory (a row-major B, or a transposed A): copy w at a time.
-			src := data[base+rows[q*w]:]
-			for i, ko := range ks {
-				copyShort(panel[i*w:i*w+w], src[ko:ko+w])
-			}
+			copyRows(panel, data, base+rows[q*w], ks, w)
 			continue
 		}
 		if contiguous && w < 8 && valid == w {

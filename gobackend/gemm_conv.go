@@ -65,9 +65,8 @@ func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
 			for k := k0; k < k1; {
 				end := min(o.kGroupEnd[k], k1) // Same window offset: one validity test for the group.
 				if interior || o.valid(r0, k) {
-					for ; k < end; k++ {
-						copyShort(panel[(k-k0)*w:][:w], o.data[base+o.kOff[k]:][:w])
-					}
+					copyRows(panel[(k-k0)*w:], o.data, base, o.kOff[k:end], w)
+					k = end
 				} else {
 					clear(panel[(k-k0)*w : (end-k0)*w])
 					k = end

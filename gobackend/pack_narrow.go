@@ -1,5 +1,7 @@
 package gobackend
 
+import "unsafe"
+
 // Packing helpers for panels narrower than 8 rows (the AVX2 kernel's 6-row A panels) and for the short
 // copies packing does per contracting index.
 
@@ -35,23 +37,30 @@ func packColumnsNarrow[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
 	}
 }
 
-// copyShort copies len(dst) values of src: fixed-size moves for the panel widths the kernels use,
-// which cost less than a call to memmove for a few dozen bytes.
-func copyShort[T gemmFloat](dst, src []T) {
-	switch len(dst) {
-	case 4:
-		*(*[4]T)(dst) = *(*[4]T)(src)
-	case 6:
-		*(*[6]T)(dst) = *(*[6]T)(src)
-	case 8:
-		*(*[8]T)(dst) = *(*[8]T)(src)
-	case 14:
-		*(*[14]T)(dst) = *(*[14]T)(src)
-	case 16:
-		*(*[16]T)(dst) = *(*[16]T)(src)
-	case 32:
-		*(*[32]T)(dst) = *(*[32]T)(src)
-	default:
-		copy(dst, src)
+// copyRows copies len(offs) rows of w values, row i from src[base+offs[i]:], into dst one after another:
+// the panel of w rows adjacent in memory (a row-major B, the kernel gradient's A), per contracting index.
+func copyRows[T gemmFloat](dst, src []T, base int, offs []int, w int) {
+	n := len(offs)
+	if n == 0 {
+		return
+	}
+	if hasCopyRows && !isFloat64[T]() && (w == 16 || w == 6) {
+		lo, hi := offs[0], offs[0]
+		for _, o := range offs {
+			lo, hi = min(lo, o), max(hi, o)
+		}
+		if base+lo >= 0 {
+			_, _ = src[base+hi+w-1], dst[n*w-1] // The kernel's reads and writes.
+			at := (*float32)(unsafe.Add(unsafe.Pointer(&src[0]), base*4))
+			if w == 16 {
+				copyRows16(n, &asFloat32(dst)[0], at, &offs[0])
+			} else {
+				copyRows6(n, &asFloat32(dst)[0], at, &offs[0])
+			}
+			return
+		}
+	}
+	for i, o := range offs {
+		copy(dst[i*w:i*w+w], src[base+o:base+o+w])
 	}
 }
