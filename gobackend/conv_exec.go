@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -26,7 +27,7 @@ func newFusedConv(node backends.Op, p *convParams) (backends.Op, error) {
 	}
 	spec := &convGemmSpec{axes: p.axes.Clone(), strides: slices.Clone(p.strides), kernelDilations: slices.Clone(p.kernelDilations),
 		inputDilations: slices.Clone(p.inputDilations), paddings: slices.Clone(p.paddings), flip: make([]bool, p.spatialRank),
-		channelGroups: p.channelGroupCount, batchGroups: p.batchGroupCount}
+		channelGroups: p.channelGroupCount, batchGroups: p.batchGroupCount, plans: &sync.Map{}}
 	setNodeOpData(n, fusedConvOpType, spec)
 	return n, nil
 }
@@ -90,7 +91,7 @@ func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 			return true
 		}
 	}
-	probs, ok := newConvGemms(input, inDims, kernel, kDims, outDims, spec)
+	probs, ok := convGemmsOf(input, inDims, kernel, kDims, outDims, spec)
 	if !ok {
 		return false
 	}

@@ -2,6 +2,7 @@ package gobackend
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 )
@@ -22,7 +23,56 @@ type convGemmSpec struct {
 	strides, kernelDilations, inputDilations []int
 	paddings                                 [][2]int
 	flip                                     []bool
-	channelGroups, batchGroups               int // 0 or 1: none.
+	channelGroups, batchGroups               int       // 0 or 1: none.
+	plans                                    *sync.Map // convPlanKey -> []*gemmProblemOf[T] without data; nil: none kept.
+}
+
+// convPlanKey names a fused convolution's GEMM problems: the dims of its input, kernel and output
+// (rank 6 at most) and the element type.
+type convPlanKey struct {
+	dims  [3][6]int
+	ranks [3]int
+	f64   bool
+}
+
+// convGemmsOf returns newConvGemms' problems for these tensors, their offset tables built once per
+// node and dims (spec.plans) and copied with the tensors' data: a step runs each convolution with the
+// same dims every time, and building the tables cost about as much as packing.
+func convGemmsOf[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec) ([]*gemmProblemOf[T], bool) {
+	var key convPlanKey
+	key.f64 = isFloat64[T]()
+	cacheable := c.plans != nil
+	for i, d := range [][]int{inDims, kDims, outDims} {
+		if len(d) > len(key.dims[i]) {
+			cacheable = false
+			break
+		}
+		key.ranks[i] = copy(key.dims[i][:], d)
+	}
+	if !cacheable {
+		return newConvGemms(input, inDims, kernel, kDims, outDims, c)
+	}
+	var templates []*gemmProblemOf[T]
+	if v, found := c.plans.Load(key); found {
+		templates = v.([]*gemmProblemOf[T])
+	} else {
+		probs, ok := newConvGemms[T](nil, inDims, nil, kDims, outDims, c)
+		if !ok {
+			return nil, false
+		}
+		c.plans.Store(key, probs)
+		templates = probs
+	}
+	probs := make([]*gemmProblemOf[T], len(templates))
+	for i, t := range templates {
+		p := *t
+		lhs := *t.lhs.(*convOperand[T])
+		rhs := *t.rhs.(*gemmOperandOf[T])
+		lhs.data, rhs.data = input, kernel
+		p.lhs, p.rhs = &lhs, &rhs
+		probs[i] = &p
+	}
+	return probs, true
 }
 
 // convOperand is the input seen as A: row i (an output position) starts at rowBase[i] with spatial

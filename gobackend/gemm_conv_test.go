@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -202,5 +203,32 @@ func TestFoldKernelFlips(t *testing.T) {
 	spec := nodeDataOf(conv.(*simplego.Node)).(*convGemmSpec)
 	if fmt.Sprint(spec.flip) != "[true true]" || nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]) != backends.OpTypeConvertDType {
 		t.Fatalf("the flip was not folded: flip %v, kernel input %s", spec.flip, nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]))
+	}
+}
+
+// A fused convolution's GEMM tables are built once per node and dims and reused: running the same spec
+// again on other tensors (and other dims) gives each time the definition's result.
+func TestConvPlansReused(t *testing.T) {
+	rng := rand.New(rand.NewSource(64))
+	cases := fusedConvCases()
+	for _, cc := range []convCase{cases[2], cases[len(cases)-5]} {
+		spec := specOf(cc)
+		spec.plans = &sync.Map{}
+		for round := range 3 {
+			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+			want := refConv(x, k, cc)
+			out := make([]float64, prod(want.dims))
+			if !runConvGemms(x.data, x.dims, k.data, k.dims, want.dims, spec, out) {
+				t.Fatalf("%s: layout refused", cc.name)
+			}
+			got := newTT(want.dims...)
+			copy(got.data, out)
+			assertClose(t, fmt.Sprintf("%s round %d", cc.name, round), got, want, 1e-13)
+		}
+		n := 0
+		spec.plans.Range(func(_, _ any) bool { n++; return true })
+		if n != 1 {
+			t.Fatalf("%s: %d plans kept, want 1", cc.name, n)
+		}
 	}
 }
