@@ -80,6 +80,9 @@ type fusedArg struct {
 type fusedInstr struct {
 	kind fuseKind
 	args []fusedArg
+	// scalar: every operand is one value (a broadcast scalar, or such an instruction), so the
+	// instruction computes one value per block, read with stride 0.
+	scalar bool
 }
 
 // fusedLeaf is an input of the fused node read with the given strides over the program's dims.
@@ -276,6 +279,7 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 		return fusedArg{leaf: true, idx: len(prog.leaves) - 1}
 	}
 	var emit func(m *simplego.Node, recompute bool) (fusedArg, bool)
+	recomputed := map[*simplego.Node]fusedArg{} // Each recomputed node once per chain, however many uses.
 	emit = func(m *simplego.Node, recompute bool) (fusedArg, bool) {
 		kind, _ := fusibleKind(m)
 		ins := fusedInstr{kind: kind}
@@ -284,9 +288,13 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 				// A mask other nodes use too (ReLU's comparison, ReLU6's conjunction of two): cheaper to
 				// compute again here from its float operands than to read its stored bools; it stays
 				// for its other users.
-				a, ok := emit(x, true)
-				if !ok {
-					return a, false
+				a, done := recomputed[x]
+				if !done {
+					var ok bool
+					if a, ok = emit(x, true); !ok {
+						return a, false
+					}
+					recomputed[x] = a
 				}
 				ins.args = append(ins.args, a)
 				continue
@@ -313,6 +321,10 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 			}
 			ins.args = append(ins.args, leafOf(x, strides))
 		}
+		ins.scalar = m != root
+		for _, a := range ins.args {
+			ins.scalar = ins.scalar && ((a.leaf && allZero(prog.leaves[a.idx].strides)) || (!a.leaf && prog.instrs[a.idx].scalar))
+		}
 		prog.instrs = append(prog.instrs, ins)
 		return fusedArg{idx: len(prog.instrs) - 1}, true
 	}
@@ -335,6 +347,15 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 		prog.name += "+ReduceSum"
 	}
 	setFusedNode(carrier, inputs, prog)
+	return true
+}
+
+func allZero(s []int) bool {
+	for _, v := range s {
+		if v != 0 {
+			return false
+		}
+	}
 	return true
 }
 
@@ -699,6 +720,9 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 		m := gg * n
 		argF := func(a fusedArg) ([]float32, int) {
 			if !a.leaf {
+				if prog.instrs[a.idx].scalar {
+					return ev.ft[a.idx][:1], 0
+				}
 				return ev.ft[a.idx][:m], 1
 			}
 			f, _, s := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
@@ -706,6 +730,9 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 		}
 		argB := func(a fusedArg) ([]bool, int) {
 			if !a.leaf {
+				if prog.instrs[a.idx].scalar {
+					return ev.bt[a.idx][:1], 0
+				}
 				return ev.bt[a.idx][:m], 1
 			}
 			_, c, sc := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
@@ -713,11 +740,15 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 		}
 		for i, ins := range prog.instrs {
 			var dst []float32
+			mi := m
+			if ins.scalar {
+				mi = 1
+			}
 			if i == last && !prog.reduce {
 				start := off[0] + r0*ev.rowsStride[0]
 				dst = ev.out[start : start+m] // The output's rows are contiguous.
 			} else if !boolKind(ins.kind) {
-				dst = ev.ft[i][:m]
+				dst = ev.ft[i][:mi]
 			}
 			switch {
 			case logicalKind(ins.kind):
@@ -726,11 +757,11 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 				if len(ins.args) > 1 {
 					b, sb = argB(ins.args[1])
 				}
-				logicalRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+				logicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case boolKind(ins.kind):
 				a, sa := argF(ins.args[0])
 				b, sb := argF(ins.args[1])
-				compareRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+				compareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case ins.kind == fuseWhere:
 				c, sc := argB(ins.args[0])
 				t, st := argF(ins.args[1])
@@ -771,6 +802,9 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 // (0: one value for the whole block); slot picks the scratch for strided leaves.
 func (ev *fusedEval) argF(a fusedArg, off []int, j0, m, slot int) ([]float32, int) {
 	if !a.leaf {
+		if ev.prog.instrs[a.idx].scalar {
+			return ev.ft[a.idx][:1], 0
+		}
 		return ev.ft[a.idx][:m], 1
 	}
 	s := ev.rowStride[1+a.idx]
@@ -791,6 +825,9 @@ func (ev *fusedEval) argF(a fusedArg, off []int, j0, m, slot int) ([]float32, in
 
 func (ev *fusedEval) argB(a fusedArg, off []int, j0, m, slot int) ([]bool, int) {
 	if !a.leaf {
+		if ev.prog.instrs[a.idx].scalar {
+			return ev.bt[a.idx][:1], 0
+		}
 		return ev.bt[a.idx][:m], 1
 	}
 	s := ev.rowStride[1+a.idx]
@@ -818,10 +855,14 @@ func (ev *fusedEval) row(off []int, n int) {
 		m := min(fusedChunk, n-j0)
 		for i, ins := range prog.instrs {
 			var dst []float32
+			mi := m
+			if ins.scalar {
+				mi = 1
+			}
 			if i == last && !prog.reduce {
 				dst = ev.out[off[0]+j0 : off[0]+j0+m]
 			} else if !boolKind(ins.kind) {
-				dst = ev.ft[i][:m]
+				dst = ev.ft[i][:mi]
 			}
 			switch {
 			case logicalKind(ins.kind):
@@ -830,11 +871,11 @@ func (ev *fusedEval) row(off []int, n int) {
 				if len(ins.args) > 1 {
 					b, sb = ev.argB(ins.args[1], off, j0, m, 1)
 				}
-				logicalRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+				logicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case boolKind(ins.kind):
 				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
 				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
-				compareRow(ins.kind, ev.bt[i][:m], a, b, sa, sb)
+				compareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case ins.kind == fuseWhere:
 				c, sc := ev.argB(ins.args[0], off, j0, m, 0)
 				t, st := ev.argF(ins.args[1], off, j0, m, 1)
