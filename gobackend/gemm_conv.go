@@ -124,60 +124,52 @@ func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
 			}
 			continue
 		}
-		r := 0
-		if w < 8 && valid == w && allInterior(o.rowInterior[r0:r0+w]) {
-			// A narrow panel (the AVX2 kernel's 6 rows) of whole-window rows: one transpose for all of them.
-			var offs [8]int
-			for k := k0; k < k1; {
-				end := min(o.kRunEnd[k], k1)
-				for j := range w {
-					offs[j] = o.rowBase[r0+j] + o.kOff[k]
-				}
-				packColumnsNarrow(panel[(k-k0)*w:], o.data, &offs, end-k, w)
-				k = end
+		o.packRows(panel, r0, valid, k0, k1, w)
+	}
+}
+
+// packRows packs one panel: rows r0 .. r0+valid-1 of A (the panel's other rows are past the end:
+// zeros) over contracting indices [k0, k1), w rows wide. Per kernel position, the rows whose window
+// reaches the input there are copied through the 8×8 transposes (whole runs of consecutive offsets),
+// the others (in the padding) read a valid row's values and are cleared afterwards: rows near the
+// border, a large part of a small feature map, take the same path as interior ones.
+func (o *convOperand[T]) packRows(panel []T, r0, valid, k0, k1, w int) {
+	allIn := valid == w && allInterior(o.rowInterior[r0:r0+w])
+	var ok [maxPanelRows]bool
+	var offs [maxPanelRows]int
+	for k := k0; k < k1; {
+		group := min(o.kGroupEnd[k], k1) // Same window offset: one validity test per row.
+		nOK, ref := 0, 0
+		for r := valid - 1; r >= 0; r-- {
+			ok[r] = allIn || o.rowInterior[r0+r] || o.valid(r0+r, k)
+			if ok[r] {
+				nOK, ref = nOK+1, r
 			}
+		}
+		if nOK == 0 {
+			clear(panel[(k-k0)*w : (group-k0)*w])
+			k = group
 			continue
 		}
-		if w >= 8 {
-			// Eight whole-window rows at a time through the 8×8 transpose, run by run.
-			var offs [8]int
-			for ; r+8 <= valid && allInterior(o.rowInterior[r0+r:r0+r+8]); r += 8 {
-				for k := k0; k < k1; {
-					end := min(o.kRunEnd[k], k1)
-					for j := range offs {
-						offs[j] = o.rowBase[r0+r+j] + o.kOff[k]
-					}
-					packColumns8(panel[(k-k0)*w+r:], o.data, &offs, end-k, w)
-					k = end
+		kg := k
+		for k < group {
+			end := min(o.kRunEnd[k], group) // Consecutive in memory.
+			for r := range w {
+				rr := ref
+				if r < valid && ok[r] {
+					rr = r
 				}
+				offs[r] = o.rowBase[r0+rr] + o.kOff[k]
 			}
+			packRowOffsets(panel[(k-k0)*w:], o.data, offs[:w], end-k, w)
+			k = end
 		}
-		for ; r < w; r++ {
-			if r >= valid {
-				for j := r; j < len(panel); j += w {
-					panel[j] = 0
-				}
-				continue
-			}
-			i := r0 + r
-			base, interior := o.rowBase[i], o.rowInterior[i]
-			for k := k0; k < k1; {
-				group := min(o.kGroupEnd[k], k1) // Same window offset: one validity test.
-				if interior || o.valid(i, k) {
-					for k < group {
-						end := min(o.kRunEnd[k], group) // Consecutive in memory.
-						out := panel[(k-k0)*w+r:]
-						for j, v := range o.data[base+o.kOff[k]:][:end-k] {
-							out[j*w] = v
-						}
-						k = end
+		if nOK < w {
+			for r := range w {
+				if r >= valid || !ok[r] {
+					for j := kg; j < group; j++ {
+						panel[(j-k0)*w+r] = 0
 					}
-				} else {
-					out := panel[(k-k0)*w+r:]
-					for j := range group - k {
-						out[j*w] = 0
-					}
-					k = group
 				}
 			}
 		}

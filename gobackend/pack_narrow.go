@@ -5,22 +5,36 @@ import "unsafe"
 // Packing helpers for panels narrower than 8 rows (the AVX2 kernel's 6-row A panels) and for the short
 // copies packing does per contracting index.
 
-// packColumnsNarrow writes, for rows r < w (w < 8) starting at src offsets offs[r] and k < n,
-// panel[k·w + r] = src[offs[r]+k]: like packColumns8, through the same 8×8 transpose with offs[w:]
-// repeating a real row. The transpose stores 8 values per k, w apart, in increasing k, so each store's
-// extra values land on the next k's first rows and are overwritten; the last one's must stay inside
-// panel (the caller's later rows or contracting indices, packed after it), which bounds the groups
-// done that way.
-func packColumnsNarrow[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
+// maxPanelRows bounds the rows of a packed A panel (the kernels' mr: 14 at most).
+const maxPanelRows = 16
+
+// packRowOffsets writes panel[k·w + r] = src[offs[r]+k] for rows r < w = len(offs) and k < n: w rows of
+// an operand into the columns of a packed panel. Rows go through the 8×8 transpose 8 at a time, the
+// last chunk first: a chunk of fewer than 8 rows repeats its last one, and each k's store of 8 values
+// spills onto the next k's first rows, which the earlier chunks (or, for the last k, the caller's next
+// contracting indices, packed after) write again.
+func packRowOffsets[T gemmFloat](panel, src []T, offs []int, n, w int) {
+	for c0 := ((w - 1) / 8) * 8; c0 >= 0; c0 -= 8 {
+		var o8 [8]int
+		for r := range o8 {
+			o8[r] = offs[min(c0+r, w-1)]
+		}
+		packColumnsPartial(panel[c0:], src, &o8, n, min(8, w-c0), w)
+	}
+}
+
+// packColumnsPartial writes, for rows r < rows (at most 8) starting at src offsets offs[r] and k < n,
+// panel[k·w + r] = src[offs[r]+k], with offs[rows:] repeating a real row. The AVX2 transpose stores 8
+// values per k, w apart, in increasing k: with fewer than 8 rows each store's extra values land on
+// what follows (see packRowOffsets); the last one's must stay inside panel, which bounds the groups
+// of 8 k done that way.
+func packColumnsPartial[T gemmFloat](panel, src []T, offs *[8]int, n, rows, w int) {
 	done := 0
-	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && w >= 1 && w < 8 {
+	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && rows >= 1 {
 		for n8 > 0 && (n8-1)*w+8 > len(panel) {
 			n8 -= 8
 		}
 		if n8 > 0 {
-			for r := w; r < 8; r++ {
-				offs[r] = offs[w-1]
-			}
 			for _, o := range offs {
 				_ = src[o : o+n8] // The kernel's reads.
 			}
@@ -30,11 +44,19 @@ func packColumnsNarrow[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
 		}
 	}
 	for k := done; k < n; k++ {
-		row := panel[k*w : k*w+w]
+		row := panel[k*w : k*w+rows]
 		for r := range row {
 			row[r] = src[offs[r]+k]
 		}
 	}
+}
+
+// packColumnsNarrow is packColumnsPartial for a panel of w < 8 rows, offs[w:] filled in here.
+func packColumnsNarrow[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
+	for r := w; r < 8; r++ {
+		offs[r] = offs[w-1]
+	}
+	packColumnsPartial(panel, src, offs, n, w, w)
 }
 
 // copyRows copies len(offs) rows of w values, row i from src[base+offs[i]:], into dst one after another:
