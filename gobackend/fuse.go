@@ -374,8 +374,49 @@ func (f *fuser) recomputable(x *simplego.Node, dims []int, inside bool) bool {
 		return false
 	case boolKind(k):
 		return f.uses[i] >= 2 || inside
+	case f.scalarValued(x, 4):
+		return true
 	}
-	return f.scalarValued(x, 4)
+	if f.uses[i] < 2 && !inside {
+		return false
+	}
+	full, cheap := f.cheapFromOne(x, dims, 2)
+	return cheap && full == 1
+}
+
+// cheapFromOne reports whether x is arithmetic (up to depth levels of it) on broadcasts and on
+// full-size operands that are stored anyway (not element-wise ops: a convolution's output, a
+// parameter), and how many of those it reads. BatchNorm's centred input x - mean and normalised x̂,
+// each used by two chains, are then computed in each from x instead of written out and read back: one
+// pass over memory fewer each way.
+func (f *fuser) cheapFromOne(x *simplego.Node, dims []int, depth int) (full int, ok bool) {
+	k, fusible := fusibleKind(x)
+	if !fusible || k >= fuseWhere || depth == 0 || !slices.Equal(nodeShape(x).Dimensions, dims) {
+		return 0, false
+	}
+	for _, in := range nodeInputsOf(x) {
+		shape := nodeShape(in)
+		switch _, inFusible := fusibleKind(in); {
+		case shape.Size() < prod(dims):
+			// A broadcast operand (a per-channel vector), read in place.
+		case nodeOpType(in) == backends.OpTypeBroadcastInDim || nodeOpType(in) == backends.OpTypeReshape:
+			if _, _, ok := f.leafTransform(in, dims); !ok {
+				return 0, false
+			}
+			if nodeShape(nodeInputsOf(in)[0]).Size() == prod(dims) {
+				full++
+			}
+		case !inFusible:
+			full++
+		default:
+			n, ok := f.cheapFromOne(in, dims, depth-1)
+			if !ok {
+				return 0, false
+			}
+			full += n
+		}
+	}
+	return full, true
 }
 
 // scalarValued reports whether x is a binary arithmetic op whose operands are each one value (a

@@ -95,3 +95,29 @@ func specialFreeTT(rng *rand.Rand, dims ...int) tt {
 	}
 	return t
 }
+
+// BatchNorm's centred input, used by the variance's sum and by the normalised output, is computed in
+// both chains from the input instead of being written out: the graph runs two fused nodes and no
+// separate subtraction, and the values are simplego's.
+func TestFusionRecomputesCentredInput(t *testing.T) {
+	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
+	rng := rand.New(rand.NewSource(68))
+	fn := func(in []*Node) []*Node {
+		x, mean := ConvertDType(in[0], dtypes.Float32), ConvertDType(in[1], dtypes.Float32)
+		centred := Sub(x, Reshape(mean, 1, 1, 8))
+		variance := ReduceSum(Mul(centred, centred), 0, 1)
+		out := Add(MulScalar(centred, 2), Reshape(variance, 1, 1, 8))
+		return []*Node{ConvertDType(out, dtypes.Float64)}
+	}
+	x, mean := randTT(rng, 5, 6, 8), randTT(rng, 8)
+	before := fast.countReachable(fusedOpType)
+	subBefore := fast.countReachable(backends.OpTypeSub)
+	got := runGraph(t, fast, fn, x, mean)
+	assertSameBits(t, "centred", got[0], runGraph(t, slow, fn, x, mean)[0])
+	if n := fast.countReachable(fusedOpType) - before; n != 2 {
+		t.Errorf("%d fused nodes run, want 2 (the sum of squares and the output)", n)
+	}
+	if n := fast.countReachable(backends.OpTypeSub) - subBefore; n != 0 {
+		t.Errorf("%d subtractions run on their own, want 0", n)
+	}
+}
