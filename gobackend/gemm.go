@@ -3,7 +3,6 @@ package gobackend
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -230,11 +229,11 @@ func (p *gemmProblemOf[T]) run(out []T) {
 		putScratch(s)
 
 	case splitBatch:
-		var next atomic.Int64
-		parallel(min(threads, p.batch), func() {
+		// The caller works too, so a worker the OS is slow to schedule delays nothing.
+		parallelChunks(splitRange(p.batch, p.batch, 1), min(threads, p.batch), func(b0, b1 int) {
 			s := getScratch[T]()
 			packB := getPackB[T]()
-			for b := int(next.Add(1) - 1); b < p.batch; b = int(next.Add(1) - 1) {
+			for b := b0; b < b1; b++ {
 				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, batchOut(b), rowOff)
 			}
 			putPackB(packB)
@@ -252,28 +251,23 @@ func (p *gemmProblemOf[T]) run(out []T) {
 		}
 		for b := range p.batch {
 			c := batchOut(b)
-			var wg sync.WaitGroup
-			for t := range chunks {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					dst, rows := c, rowOff
-					if t > 0 {
-						if partial[t] == nil {
-							partial[t] = make([]T, mn)
-						} else {
-							clear(partial[t])
-						}
-						dst, rows = partial[t], rowMajor
+			// The caller takes chunks too: if the OS is slow to run a worker, it does them all.
+			parallelChunks(splitRange(chunks, chunks, 1), chunks, func(t, _ int) {
+				dst, rows := c, rowOff
+				if t > 0 {
+					if partial[t] == nil {
+						partial[t] = make([]T, mn)
+					} else {
+						clear(partial[t])
 					}
-					s := getScratch[T]()
-					packB := getPackB[T]()
-					p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], dst, rows)
-					putPackB(packB)
-					putScratch(s)
-				}()
-			}
-			wg.Wait()
+					dst, rows = partial[t], rowMajor
+				}
+				s := getScratch[T]()
+				packB := getPackB[T]()
+				p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], dst, rows)
+				putPackB(packB)
+				putScratch(s)
+			})
 			for _, part := range partial[1:] {
 				for i := range p.m {
 					crow := c[rowOff[i] : rowOff[i]+p.n]
@@ -291,19 +285,6 @@ func (p *gemmProblemOf[T]) run(out []T) {
 		}
 		putPackB(packB)
 	}
-}
-
-// parallel runs fn on n goroutines and waits for them.
-func parallel(n int, fn func()) {
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn()
-		}()
-	}
-	wg.Wait()
 }
 
 // splitRange cuts [0, n) into chunks boundaries, each a multiple of align except the last.
