@@ -135,6 +135,8 @@ const (
 	splitBatch
 	splitShared // Workers share each packed B block and split its rows and column panels.
 	splitK
+	splitRows // Each worker multiplies a range of rows by the whole B, packing B itself.
+	splitCols // Each worker multiplies all of A by a range of B's columns.
 )
 
 // gemmScratch is one worker's packing space.
@@ -284,6 +286,48 @@ func (p *gemmProblemOf[T]) run(out []T) {
 			p.shared(packB, kern, threads, b, batchOut(b), rowOff)
 		}
 		putPackB(packB)
+
+	case splitRows, splitCols:
+		// One join per product instead of two per K block: B (or A) is packed by every worker.
+		for b := range p.batch {
+			c := batchOut(b)
+			var bounds []int
+			if split == splitRows {
+				bounds = splitRange(p.m, min(threads, (p.m+kern.mr-1)/kern.mr), kern.mr)
+			} else {
+				bounds = splitRange(p.n, min(threads, (p.n+kern.nr-1)/kern.nr), kern.nr)
+			}
+			parallelChunks(bounds, len(bounds)-1, func(lo, hi int) {
+				s := getScratch[T]()
+				packB := getPackB[T]()
+				if split == splitRows {
+					p.serial(s, packB, kern, b, lo, hi, 0, p.k, c, rowOff)
+				} else {
+					p.serialCols(s, packB, kern, b, lo, hi, c, rowOff)
+				}
+				putPackB(packB)
+				putScratch(s)
+			})
+		}
+	}
+}
+
+// serialCols adds columns [n0, n1) of batch b's product (all rows, all of K) into c.
+func (p *gemmProblemOf[T]) serialCols(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, n0, n1 int, c []T, rowOff []int) {
+	mc, nr := kern.mc(), kern.nr
+	kb := kBlocks(0, p.k)
+	for blk := range len(kb) - 1 {
+		pc, pcEnd := kb[blk], kb[blk+1]
+		kl := pcEnd - pc
+		for jc := n0; jc < n1; jc += gemmNC {
+			nl := min(gemmNC, n1-jc)
+			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
+			for ic := 0; ic < p.m; ic += mc {
+				ml := min(mc, p.m-ic)
+				p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
+				p.block(s, kern, kl, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
+			}
+		}
 	}
 }
 

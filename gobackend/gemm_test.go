@@ -110,7 +110,7 @@ func TestGemmKernelsAndSplits(t *testing.T) {
 		lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
 		want := refDotGeneral(lhs, rhs, dc)
 		for _, kernel := range kernels {
-			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK} {
+			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK, splitRows, splitCols} {
 				t.Run(fmt.Sprintf("%s/%s-%dx%d/split%d", dc.name, kernel.name, kernel.mr, kernel.nr, split), func(t *testing.T) {
 					l := newGemmOperand(toF32(lhs), dc.lhsDims, dc.lhsContract, dc.lhsBatch)
 					r := newGemmOperand(toF32(rhs), dc.rhsDims, dc.rhsContract, dc.rhsBatch)
@@ -163,7 +163,7 @@ func TestGemmKernelsAndSplits64(t *testing.T) {
 		lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
 		want := refDotGeneral(lhs, rhs, dc)
 		for _, kernel := range kernels {
-			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK} {
+			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK, splitRows, splitCols} {
 				t.Run(fmt.Sprintf("%s/%s-%dx%d/split%d", dc.name, kernel.name, kernel.mr, kernel.nr, split), func(t *testing.T) {
 					run := func(kernel *gemmKernel64) tt {
 						l := newGemmOperand(lhs.data, dc.lhsDims, dc.lhsContract, dc.lhsBatch)
