@@ -36,7 +36,7 @@ func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
 	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic, vecLogistic)
 	// GELU's (ConvNeXt, ViT) and softmax's transcendentals, simplego's formula T(math.F(float64(x))).
 	m[backends.OpTypeExp] = fastUnaryExecutor(backends.OpTypeExp, math.Exp, vecExp)
-	m[backends.OpTypeErf] = fastUnaryExecutor(backends.OpTypeErf, math.Erf, vecNone)
+	m[backends.OpTypeErf] = fastUnaryExecutor(backends.OpTypeErf, math.Erf, vecErf)
 	m[backends.OpTypeTanh] = fastUnaryExecutor(backends.OpTypeTanh, math.Tanh, vecNone)
 	m[backends.OpTypeLog] = fastUnaryExecutor(backends.OpTypeLog, math.Log, vecNone)
 }
@@ -57,6 +57,7 @@ const (
 	vecNone vecUnary = iota
 	vecExp
 	vecLogistic
+	vecErf
 )
 
 // fastUnaryExecutor returns the executor of a float32 or float64 unary op computed by fn in float64
@@ -102,8 +103,8 @@ func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64, vec vec
 func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64, vec vecUnary) {
 	body := func(lo, hi int) {
 		i := lo
-		for vec != vecNone && hasExpAVX2 && hi-i >= 4 {
-			i += expVec(out[i:hi], in[i:hi], vec == vecLogistic)
+		for vec != vecNone && hasExpAVX2 && (vec != vecErf || hasErfAVX2) && hi-i >= 4 {
+			i += unaryVec(out[i:hi], in[i:hi], vec)
 			for end := min(i+4, hi); i < end; i++ {
 				out[i] = T(fn(float64(in[i])))
 			}
@@ -122,18 +123,24 @@ func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64, vec vecUnary)
 	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
 }
 
-// expVec runs the vector exp or logistic kernel over whole groups of 4 from the start of in until one
-// holds a value the kernel leaves to math.Exp; it returns how many values it did.
-func expVec[T gemmFloat](out, in []T, logistic bool) int {
+// unaryVec runs the vector exp, logistic or erf kernel over whole groups of 4 from the start of in
+// until one holds a value the kernel leaves to the math package; it returns how many values it did.
+func unaryVec[T gemmFloat](out, in []T, vec vecUnary) int {
 	n := min(len(out), len(in))
 	if n < 4 {
 		return 0
 	}
 	if isFloat64[T]() {
 		o, x := unsafe.Slice((*float64)(unsafe.Pointer(&out[0])), n), unsafe.Slice((*float64)(unsafe.Pointer(&in[0])), n)
-		return expF64(n, &o[0], &x[0], logistic)
+		if vec == vecErf {
+			return erfF64(n, &o[0], &x[0])
+		}
+		return expF64(n, &o[0], &x[0], vec == vecLogistic)
 	}
-	return expF32(n, &asFloat32(out)[0], &asFloat32(in)[0], logistic)
+	if vec == vecErf {
+		return erfF32(n, &asFloat32(out)[0], &asFloat32(in)[0])
+	}
+	return expF32(n, &asFloat32(out)[0], &asFloat32(in)[0], vec == vecLogistic)
 }
 
 // elementwiseGrain is the fewest elements worth handing to another core.

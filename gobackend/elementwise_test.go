@@ -454,10 +454,10 @@ func TestVectorExpMatchesMath(t *testing.T) {
 			fn = sgLogistic
 		}
 		o64, o32 := make([]float64, n), make([]float32, n)
-		if done := expVec(o64, x64, logistic); done != n {
+		if done := unaryVec(o64, x64, vecOf(logistic)); done != n {
 			t.Fatalf("logistic %v: float64 kernel stopped at %d of %d", logistic, done, n)
 		}
-		if done := expVec(o32, x32, logistic); done != n {
+		if done := unaryVec(o32, x32, vecOf(logistic)); done != n {
 			t.Fatalf("logistic %v: float32 kernel stopped at %d of %d", logistic, done, n)
 		}
 		for i := range n {
@@ -470,8 +470,83 @@ func TestVectorExpMatchesMath(t *testing.T) {
 		}
 		// A group with a value outside [-700, 700] stops the kernel before it.
 		y := []float64{1, 2, 3, 4, 5, 701, 6, 7, 8}
-		if done := expVec(make([]float64, len(y)), y, logistic); done != 4 {
+		if done := unaryVec(make([]float64, len(y)), y, vecOf(logistic)); done != 4 {
 			t.Fatalf("logistic %v: stopped at %d, want 4", logistic, done)
 		}
 	}
 }
+
+func vecOf(logistic bool) vecUnary {
+	if logistic {
+		return vecLogistic
+	}
+	return vecExp
+}
+
+// The vector erf gives math.Erf's bits on every value it takes (float32 and float64 inputs from every
+// branch of math.Erf, their borders, tiny and subnormal values, zeros of both signs), and stops before
+// a group holding NaN or an infinity.
+func TestVectorErfMatchesMath(t *testing.T) {
+	switch {
+	case !hasExpAVX2:
+		t.Skip("no vector erf on this CPU")
+	case !hasErfAVX2 && goFusesMulAdd():
+		t.Skip("this build fuses math.Erf's multiply-adds: the vector erf is off")
+	case !hasErfAVX2:
+		t.Fatal("the vector erf disagrees with math.Erf (erfVecAgrees)")
+	}
+	rng := rand.New(rand.NewSource(58))
+	const n = 1 << 14
+	x64 := make([]float64, n)
+	for i := range x64 {
+		switch i % 6 {
+		case 0:
+			x64[i] = rng.NormFloat64()
+		case 1:
+			x64[i] = (rng.Float64()*2 - 1) * 7
+		case 2:
+			x64[i] = []float64{0.84375, 1.25, 1 / 0.35, 6, 1.0 / (1 << 28), 2.848094538889218e-306}[rng.Intn(6)] * (1 + (rng.Float64()-0.5)*1e-15)
+		case 3:
+			x64[i] = rng.NormFloat64() * 1e-9
+		case 4:
+			x64[i] = rng.NormFloat64() * 1e-300
+		default:
+			x64[i] = []float64{0, math.Copysign(0, -1), 1e-310, -6.5, 30}[rng.Intn(5)]
+		}
+		if rng.Intn(2) == 0 {
+			x64[i] = -x64[i]
+		}
+	}
+	x32 := make([]float32, n)
+	for i, v := range x64 {
+		x32[i] = float32(v)
+	}
+	o64, o32 := make([]float64, n), make([]float32, n)
+	if done := unaryVec(o64, x64, vecErf); done != n {
+		t.Fatalf("float64 kernel stopped at %d of %d", done, n)
+	}
+	if done := unaryVec(o32, x32, vecErf); done != n {
+		t.Fatalf("float32 kernel stopped at %d of %d", done, n)
+	}
+	for i := range n {
+		if want := math.Erf(x64[i]); math.Float64bits(o64[i]) != math.Float64bits(want) {
+			t.Fatalf("erf float64(%v) = %v, want %v", x64[i], o64[i], want)
+		}
+		if want := float32(math.Erf(float64(x32[i]))); math.Float32bits(o32[i]) != math.Float32bits(want) {
+			t.Fatalf("erf float32(%v) = %v, want %v", x32[i], o32[i], want)
+		}
+	}
+	y := []float64{1, 2, 3, 4, 5, math.NaN(), 6, 7, 8}
+	if done := unaryVec(make([]float64, len(y)), y, vecErf); done != 4 {
+		t.Fatalf("stopped at %d, want 4", done)
+	}
+}
+
+// Operands the compiler cannot fold: x·y rounds to 1 unless the multiply-add is fused.
+var fmaX, fmaY, fmaZ = 1 + 0x1p-30, 1 - 0x1p-30, -1.0
+
+// goFusesMulAdd reports whether this build compiles x*y+z to a fused multiply-add (GOAMD64=v3).
+func goFusesMulAdd() bool { return mulAdd(fmaX, fmaY, fmaZ) != 0 }
+
+//go:noinline
+func mulAdd(x, y, z float64) float64 { return x*y + z }
