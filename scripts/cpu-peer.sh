@@ -5,8 +5,10 @@
 # reference BLAS a fresh machine has makes every Linear 3-7x slower than a user's PyTorch), and prints
 # which BLAS is active.
 # Usage:
-#   scripts/cpu-peer.sh table [rounds] [steps]     every registered net, ours and PyTorch alternating,
-#                                                  one ratio table (TRAINER=path: our binary, else built)
+#   scripts/cpu-peer.sh table [rounds] [steps] [threads]
+#                                                  every registered net, ours and PyTorch alternating,
+#                                                  one ratio table (TRAINER=path: our binary, else built;
+#                                                  threads: both on that many, default every core)
 #   scripts/cpu-peer.sh NET BATCH SIZE [steps]     one net's peer (any registered net)
 #   scripts/cpu-peer.sh [batch] [steps]            MNIST-CNN (default batch 128, 20 steps)
 #   scripts/cpu-peer.sh all [steps]                the three configurations of issue 10
@@ -37,7 +39,7 @@ case "${1:-}" in
       (cd "$here/.." && GOMLX_NO_AUTO_INSTALL=1 go build -o "$tmp/trainer" ./cmd/trainer)
       trainer=$tmp/trainer
     fi
-    GOMLX_NO_AUTO_INSTALL=1 "$py" "$here/cpu_peer_table.py" "$trainer" --rounds "${2:-3}" --steps "${3:-10}"
+    GOMLX_NO_AUTO_INSTALL=1 "$py" "$here/cpu_peer_table.py" "$trainer" --rounds "${2:-3}" --steps "${3:-10}" --threads "${4:-0}"
     ;;
   resnet*) exec "$py" "$here/torch_resnet_step.py" "$1" "$2" "$3" "${4:-10}" ;;
   all)

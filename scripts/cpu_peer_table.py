@@ -3,13 +3,16 @@
 float32, the same cores, ours (`trainer bench --net NET`) and the peer (torch_step.py) alternating net
 by net and round by round, then one table of ratios (docs/benchmarks.md).
 
-    cpu_peer_table.py TRAINER [--rounds R] [--steps K] [--nets a,b,...] [--json FILE]
+    cpu_peer_table.py TRAINER [--rounds R] [--steps K] [--nets a,b,...] [--threads N] [--json FILE]
 
 TRAINER is the trainer binary. Each cell is the min and the median over the rounds of each run's median
 step time; the ratio is ours / PyTorch of those medians, and the range beside it the per-round ratios.
 Ours is also given as GFLOP/s and as a percentage of the machine's peak (the pure-Go backend's own
 float32 GEMM at 1024³, `trainer bench --peak`). The load average is printed before and after: on a
-shared machine the figures are worth what it says."""
+shared machine the figures are worth what it says. --threads N runs both on N threads (GOMAXPROCS for
+ours; torch.set_num_threads and OPENBLAS_NUM_THREADS for the peer): with 1, the ratio is per-core
+efficiency, which another process on the machine disturbs much less than it does two threads that
+wait for each other."""
 import argparse
 import datetime
 import json
@@ -39,8 +42,8 @@ ROWS = [
 ]
 
 
-def run_json(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     start = out.index("{")
     return json.loads(out[start:])
 
@@ -70,6 +73,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--nets", default="", help="comma-separated subset (default: every registered net)")
+    ap.add_argument("--threads", type=int, default=0, help="threads for both (default: every core)")
     ap.add_argument("--json", default="", help="also write every run's report to this file")
     args = ap.parse_args()
 
@@ -83,7 +87,12 @@ def main():
         wanted = args.nets.split(",")
         rows = [r for r in rows if r[0] in wanted]
 
-    peak = run_json([args.trainer, "bench", "--peak", "--json"])
+    env = dict(os.environ)
+    peer_threads = []
+    if args.threads > 0:
+        env["GOMAXPROCS"] = env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = str(args.threads)
+        peer_threads = ["--threads", str(args.threads)]
+    peak = run_json([args.trainer, "bench", "--peak", "--json"], env)
     load_before = load()
     print(f"# {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores ({cpu_model()}), "
           f"load average before {load_before}", flush=True)
@@ -92,9 +101,9 @@ def main():
         ours, peer = [], []
         for r in range(args.rounds):
             o = run_json([args.trainer, "bench", "--net", net, "--batch", str(batch), "--size", str(size),
-                          "--steps", str(args.steps), "--json"])
+                          "--steps", str(args.steps), "--json"], env)
             p = run_json(["/usr/bin/python3", os.path.join(HERE, "torch_step.py"), net, str(batch), str(size),
-                          str(args.steps), "--json"])
+                          str(args.steps), "--json"] + peer_threads, env)
             ours.append(o)
             peer.append(p)
             print(f"  {net} round {r + 1}: ours {o['median_ms']:.1f} ms, pytorch {p['median_ms']:.1f} ms "

@@ -4,9 +4,10 @@ cross-entropy, float32, random data, training mode) of NET's PyTorch reference (
 torchvision's models, ViT-Tiny as VisionTransformer(size, 16, 12 layers, 3 heads, 192, 768), the small
 nets and MobileNetV4-Conv-M as nn.Modules) at a given batch and resolution, on every core.
 
-    torch_step.py NET BATCH SIZE [STEPS] [--json]
+    torch_step.py NET BATCH SIZE [STEPS] [--json] [--threads N]
 
-Prints the median, minimum and maximum step time, which BLAS torch uses and its thread count."""
+Prints the median, minimum and maximum step time, which BLAS torch uses and its thread count. --threads
+N uses N threads instead of every core (the caller sets OPENBLAS_NUM_THREADS to match)."""
 import json
 import os
 import sys
@@ -33,13 +34,19 @@ def blas():
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--json"]
-    as_json = "--json" in sys.argv[1:]
+    argv = sys.argv[1:]
+    threads = os.cpu_count()
+    if "--threads" in argv:
+        i = argv.index("--threads")
+        threads = int(argv[i + 1])
+        del argv[i:i + 2]
+    args = [a for a in argv if a != "--json"]
+    as_json = "--json" in argv
     if len(args) < 3 or args[0] not in DEFAULTS:
         raise SystemExit(__doc__ + "\nnets: " + ", ".join(sorted(DEFAULTS)))
     net_name, batch, size = args[0], int(args[1]), int(args[2])
     steps = int(args[3]) if len(args) > 3 else 10
-    torch.set_num_threads(os.cpu_count())
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
     _, channels, classes = DEFAULTS[net_name]
     net = build(net_name, 1.0, size, classes)
