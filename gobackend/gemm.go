@@ -25,6 +25,21 @@ type gemmKernelOf[T gemmFloat] struct {
 	name   string
 	mr, nr int
 	fn     func(k int, a, b, c []T, rows []int)
+	// direct, where the kernel has it, computes the same tile with A read in place instead of packed:
+	// A's row r at step p is data[rowsA[r]+koff[p]] (the caller checks those reads are inside data).
+	direct func(k int, data []T, rowsA, koff []int, b, c []T, rows []int)
+}
+
+// gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
+// convolution's input: rows whose windows lie inside it), so they are not packed.
+type gemmDirectA[T gemmFloat] interface {
+	// markDirect sets mark[q] for the panels q of w rows from i0 (up to i1) read in place, and reports
+	// whether any is.
+	markDirect(mark []bool, i0, i1, w int) bool
+	// packUnmarked packs like pack, leaving the marked panels out.
+	packUnmarked(dst []T, i0, i1, k0, k1, w int, mark []bool)
+	// directTables returns what the marked panels are read from: A(i, k) = data[rowBase[i]+kOff[k]].
+	directTables() (data []T, rowBase, kOff []int)
 }
 
 // gemmFloat is the element type of a GEMM: float32 (the nets) or float64 (the verification checks).
@@ -143,10 +158,26 @@ const (
 type gemmScratch[T gemmFloat] struct {
 	packA, tile []T
 	tileRows    []int
+	direct      []bool // Per panel of the packed A block: read in place instead (gemmDirectA).
+	anyDirect   bool
 }
 
 func newGemmScratch[T gemmFloat]() any {
-	return &gemmScratch[T]{packA: make([]T, 128*gemmKC), tile: make([]T, 16*32), tileRows: make([]int, 16)}
+	return &gemmScratch[T]{packA: make([]T, 128*gemmKC), tile: make([]T, 16*32), tileRows: make([]int, 16), direct: make([]bool, 128)}
+}
+
+// packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
+// kernel reads in place (s.direct).
+func (p *gemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic, ml, pc, pcEnd int) {
+	s.anyDirect = false
+	if d, ok := p.lhs.(gemmDirectA[T]); ok && kern.direct != nil {
+		mark := s.direct[:(ml+kern.mr-1)/kern.mr]
+		if s.anyDirect = d.markDirect(mark, ic, ic+ml, kern.mr); s.anyDirect {
+			d.packUnmarked(s.packA, ic, ic+ml, pc, pcEnd, kern.mr, mark)
+			return
+		}
+	}
+	p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
 }
 
 func newPackB[T gemmFloat]() any {
@@ -324,8 +355,8 @@ func (p *gemmProblemOf[T]) serialCols(s *gemmScratch[T], packB []T, kern *gemmKe
 			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
 			for ic := 0; ic < p.m; ic += mc {
 				ml := min(mc, p.m-ic)
-				p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
-				p.block(s, kern, kl, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
+				p.packA(s, kern, b, ic, ml, pc, pcEnd)
+				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
 			}
 		}
 	}
@@ -364,8 +395,8 @@ func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)
-				p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
-				p.block(s, kern, kl, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
+				p.packA(s, kern, b, ic, ml, pc, pcEnd)
+				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
 			}
 		}
 	}
@@ -376,7 +407,7 @@ func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 // (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
 // workers) are split by column panels too.
 func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
-	mc, mr, nr := kern.mc(), kern.mr, kern.nr
+	mc, nr := kern.mc(), kern.nr
 	kb := kBlocks(0, p.k)
 	icBlocks := (p.m + mc - 1) / mc
 	for blk := range len(kb) - 1 {
@@ -409,8 +440,8 @@ func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 					ic := (it / colChunks) * mc
 					cc := it % colChunks
 					ml := min(mc, p.m-ic)
-					p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, mr)
-					p.block(s, kern, kl, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
+					p.packA(s, kern, b, ic, ml, pc, pcEnd)
+					p.block(s, kern, kl, pc, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
 				}
 				putScratch(s)
 			})
@@ -418,20 +449,33 @@ func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 	}
 }
 
-// block runs the micro-kernel over the packed A rows [ic, ic+ml) and B column panels [q0, q1) of the
-// column block at jc (nl columns), adding into c. Edge tiles go through the scratch tile.
-func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
+// block runs the micro-kernel over the packed A rows [ic, ic+ml) (contracting indices from pc, kl of
+// them) and B column panels [q0, q1) of the column block at jc (nl columns), adding into c; panels
+// marked in s.direct are read in place. Edge tiles go through the scratch tile.
+func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, pc, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
 	mr, nr := kern.mr, kern.nr
+	var data []T
+	var rowBase, koff []int
+	if s.anyDirect {
+		var kOff []int
+		data, rowBase, kOff = p.lhs.(gemmDirectA[T]).directTables()
+		koff = kOff[pc : pc+kl]
+	}
 	for q := q0; q < q1; q++ {
 		jr := q * nr
 		bp := packB[q*kl*nr:][:kl*nr]
 		cols := min(nr, nl-jr)
 		cq := c[jc+jr:]
 		for ir := 0; ir < ml; ir += mr {
+			direct := s.anyDirect && s.direct[ir/mr]
 			ap := s.packA[(ir/mr)*kl*mr:][:kl*mr]
 			rows := min(mr, ml-ir)
 			if rows == mr && cols == nr {
-				kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				if direct {
+					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				} else {
+					kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				}
 				continue
 			}
 			tile, tileRows := s.tile[:mr*nr], s.tileRows[:mr]
@@ -439,7 +483,11 @@ func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, i
 			for r := range tileRows {
 				tileRows[r] = r * nr
 			}
-			kern.fn(kl, ap, bp, tile, tileRows)
+			if direct {
+				kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, tile, tileRows)
+			} else {
+				kern.fn(kl, ap, bp, tile, tileRows)
+			}
 			for r := range rows {
 				crow := cq[rowOff[ic+ir+r]:][:cols]
 				for j, v := range tile[r*nr : r*nr+cols] {

@@ -85,6 +85,7 @@ type convOperand[T gemmFloat] struct {
 	inDims            []int // Input spatial sizes.
 	rowBase, rowCoord []int
 	kOff, kCoord      []int
+	kOffMin, kOffMax  int    // Extremes of kOff (a whole-window row reads between them).
 	kRunEnd           []int  // End of the run from k of contracting indices with consecutive offsets and the same kernel position.
 	kGroupEnd         []int  // End of the run from k of contracting indices with the same kernel position.
 	rowInterior       []bool // The row's whole window is inside the input.
@@ -103,8 +104,35 @@ func (o *convOperand[T]) valid(i, k int) bool {
 }
 
 func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
+	o.packUnmarked(dst, i0, i1, k0, k1, w, nil)
+}
+
+// markDirect implements gemmDirectA: a full panel of whole-window rows is read in place when every
+// offset it can read is inside the input.
+func (o *convOperand[T]) markDirect(mark []bool, i0, i1, w int) bool {
+	any := false
+	for q := range mark {
+		r0 := i0 + q*w
+		ok := r0+w <= i1 && allInterior(o.rowInterior[r0:r0+w])
+		for r := r0; ok && r < r0+w; r++ {
+			ok = o.rowBase[r]+o.kOffMin >= 0 && o.rowBase[r]+o.kOffMax < len(o.data)
+		}
+		mark[q] = ok
+		any = any || ok
+	}
+	return any
+}
+
+// directTables implements gemmDirectA.
+func (o *convOperand[T]) directTables() ([]T, []int, []int) { return o.data, o.rowBase, o.kOff }
+
+// packUnmarked packs the panels of rows [i0, i1) not marked (mark nil: all of them).
+func (o *convOperand[T]) packUnmarked(dst []T, i0, i1, k0, k1, w int, mark []bool) {
 	kl := k1 - k0
 	for q := 0; q*w < i1-i0; q++ {
+		if mark != nil && mark[q] {
+			continue
+		}
 		panel := dst[q*kl*w:][:kl*w]
 		r0 := i0 + q*w
 		valid := min(w, i1-r0)
@@ -346,6 +374,7 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 			op.rowRun[i] = op.rowRun[i+1] + 1
 		}
 	}
+	op.kOffMin, op.kOffMax = slices.Min(kOff), slices.Max(kOff)
 	op.kRunEnd[K-1], op.kGroupEnd[K-1] = K, K
 	for k := K - 2; k >= 0; k-- {
 		op.kRunEnd[k], op.kGroupEnd[k] = k+1, k+1

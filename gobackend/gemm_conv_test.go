@@ -2,6 +2,7 @@ package gobackend
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"sync"
@@ -230,5 +231,51 @@ func TestConvPlansReused(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%s: %d plans kept, want 1", cc.name, n)
 		}
+	}
+}
+
+// The kernel's direct form (A read in place: whole-window panels of a convolution's input) gives the
+// packed form's bits on every fused-convolution case, and did read panels in place.
+func TestConvDirectPanelsMatchPacked(t *testing.T) {
+	kern := defaultKernelOf[float32]()
+	if kern.direct == nil {
+		t.Skip("the default kernel has no direct form on this CPU")
+	}
+	packedOnly := *kern
+	packedOnly.direct = nil
+	rng := rand.New(rand.NewSource(65))
+	anyDirect := false
+	for _, cc := range append(fusedConvCases(), convCase{name: "interior-heavy", inDims: []int{2, 12, 12, 16},
+		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}}) {
+		if cc.axes.OutputChannels != len(cc.inDims)-1 {
+			continue
+		}
+		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+		outDims := refConv(x, k, cc).dims
+		probs, ok := newConvGemms(toF32(x), cc.inDims, toF32(k), cc.kDims, outDims, specOf(cc))
+		if !ok {
+			t.Fatalf("%s: layout refused", cc.name)
+		}
+		got, want := make([]float32, prod(outDims)), make([]float32, prod(outDims))
+		for _, p := range probs {
+			mark := make([]bool, (p.m+kern.mr-1)/kern.mr)
+			anyDirect = anyDirect || p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
+			for _, split := range []gemmSplit{splitNone, splitShared} {
+				q := *p
+				q.forceSplit, q.threads = split, 2
+				q.kernel = kern
+				q.run(got)
+				q.kernel = &packedOnly
+				q.run(want)
+			}
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: output %d direct %v, packed %v", cc.name, i, got[i], want[i])
+			}
+		}
+	}
+	if !anyDirect {
+		t.Fatal("no panel was read in place")
 	}
 }
