@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -91,6 +92,10 @@ func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 			return true
 		}
 	}
+	if padded, paddedDims, paddedSpec, ok := padInput(input, inDims, spec); ok {
+		defer putPadded(padded)
+		input, inDims, spec = padded, paddedDims, paddedSpec
+	}
 	probs, ok := convGemmsOf(input, inDims, kernel, kDims, outDims, spec)
 	if !ok {
 		return false
@@ -110,6 +115,66 @@ func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 		p.run(out)
 	}
 	return true
+}
+
+// padInput returns the input with its spatial padding written out as zeros, its dims, and the spec
+// without padding: every output row's window then lies inside the input, so the kernel's direct form
+// reads every full panel in place (border rows included) instead of packing it. Worth it when there is
+// a direct form (float32, AVX2): the copy is one pass over the input, packing is one per kernel
+// position. Not for input dilation (the phases keep their own windows) or negative padding.
+func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []int, convGemmSpec, bool) {
+	if isFloat64[T]() || defaultKernelOf[T]().direct == nil {
+		return nil, nil, spec, false
+	}
+	padded := false
+	for i, p := range spec.paddings {
+		if p[0] < 0 || p[1] < 0 || spec.inputDilations[i] != 1 {
+			return nil, nil, spec, false
+		}
+		padded = padded || p != [2]int{}
+	}
+	if !padded {
+		return nil, nil, spec, false
+	}
+	a := spec.axes
+	dims := slices.Clone(inDims)
+	lo := make([]int, len(dims))
+	for i, axis := range a.InputSpatial {
+		lo[axis] = spec.paddings[i][0]
+		dims[axis] += spec.paddings[i][0] + spec.paddings[i][1]
+	}
+	buf := getPadded(prod(dims))
+	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf))
+	clear(out)
+	// Copy row by row of the last axis (the channels, usually), each to its place in the padded tensor.
+	last := len(dims) - 1
+	src, dst := rowMajorStrides(inDims), rowMajorStrides(dims)
+	n := inDims[last]
+	forEachPosition(inDims[:last], func(pos []int) {
+		so, do := 0, lo[last]
+		for i, p := range pos {
+			so += p * src[i]
+			do += (p + lo[i]) * dst[i]
+		}
+		copy(out[do:do+n], input[so:so+n])
+	})
+	spec.paddings = make([][2]int, len(spec.paddings))
+	return out, dims, spec, true
+}
+
+// paddedPool keeps padInput's buffers (float32 only: the direct form is float32's).
+var paddedPool sync.Pool
+
+func getPadded(n int) []float32 {
+	if b, ok := paddedPool.Get().(*[]float32); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]float32, n)
+}
+
+func putPadded[T gemmFloat](b []T) {
+	f := asFloat32(b)
+	paddedPool.Put(&f)
 }
 
 // foldKernelFlips rewrites, in the graph being compiled, each fused convolution whose kernel is a
