@@ -31,15 +31,15 @@ type gemmKernelOf[T gemmFloat] struct {
 }
 
 // gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
-// convolution's input: rows whose windows lie inside it), so they are not packed.
+// DotGeneral operand; a convolution's input, rows whose windows lie inside it), so they are not packed.
 type gemmDirectA[T gemmFloat] interface {
 	// markDirect sets mark[q] for the panels q of w rows from i0 (up to i1) read in place, and reports
 	// whether any is.
 	markDirect(mark []bool, i0, i1, w int) bool
-	// packUnmarked packs like pack, leaving the marked panels out.
-	packUnmarked(dst []T, i0, i1, k0, k1, w int, mark []bool)
-	// directTables returns what the marked panels are read from: A(i, k) = data[rowBase[i]+kOff[k]].
-	directTables() (data []T, rowBase, kOff []int)
+	// packUnmarked packs like pack (batch b), leaving the marked panels out.
+	packUnmarked(dst []T, b, i0, i1, k0, k1, w int, mark []bool)
+	// directTables returns what batch b's marked panels are read from: A(b, i, k) = data[rowBase[i]+kOff[k]].
+	directTables(b int) (data []T, rowBase, kOff []int)
 }
 
 // gemmFloat is the element type of a GEMM: float32 (the nets) or float64 (the verification checks).
@@ -127,6 +127,33 @@ func (o *gemmOperandOf[T]) pack(dst []T, b, i0, i1, k0, k1, w int) {
 	packPanels(dst, o.data, o.batchOff[b], o.crossOff[i0:i1], o.kOff[k0:k1], w)
 }
 
+// markDirect implements gemmDirectA: every full panel is read in place (a DotGeneral operand's
+// offsets are all inside it).
+func (o *gemmOperandOf[T]) markDirect(mark []bool, i0, i1, w int) bool {
+	any := false
+	for q := range mark {
+		mark[q] = i0+q*w+w <= i1
+		any = any || mark[q]
+	}
+	return any
+}
+
+// packUnmarked implements gemmDirectA: the panels not marked, packed as pack does.
+func (o *gemmOperandOf[T]) packUnmarked(dst []T, b, i0, i1, k0, k1, w int, mark []bool) {
+	kl := k1 - k0
+	for q := range mark {
+		if !mark[q] {
+			r0 := i0 + q*w
+			packPanels(dst[q*kl*w:], o.data, o.batchOff[b], o.crossOff[r0:min(r0+w, i1)], o.kOff[k0:k1], w)
+		}
+	}
+}
+
+// directTables implements gemmDirectA.
+func (o *gemmOperandOf[T]) directTables(b int) ([]T, []int, []int) {
+	return o.data[o.batchOff[b]:], o.crossOff, o.kOff
+}
+
 // gemmProblem is out[b, i, j] = Σ_k lhs(b, i, k)·rhs(b, j, k). Row i of batch b's output starts at
 // b·batchStride + rowOff[i] and its columns are contiguous; by default (nil rowOff, 0 batchStride) out
 // is row-major [batch, m, n]. run clears out first unless accumulate is set (then the product is added
@@ -160,6 +187,9 @@ type gemmScratch[T gemmFloat] struct {
 	tileRows    []int
 	direct      []bool // Per panel of the packed A block: read in place instead (gemmDirectA).
 	anyDirect   bool
+	// What the direct panels are read from (gemmDirectA.directTables), while anyDirect.
+	directData             []T
+	directRows, directKOff []int
 }
 
 func newGemmScratch[T gemmFloat]() any {
@@ -173,7 +203,8 @@ func (p *gemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic
 	if d, ok := p.lhs.(gemmDirectA[T]); ok && kern.direct != nil {
 		mark := s.direct[:(ml+kern.mr-1)/kern.mr]
 		if s.anyDirect = d.markDirect(mark, ic, ic+ml, kern.mr); s.anyDirect {
-			d.packUnmarked(s.packA, ic, ic+ml, pc, pcEnd, kern.mr, mark)
+			d.packUnmarked(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr, mark)
+			s.directData, s.directRows, s.directKOff = d.directTables(b)
 			return
 		}
 	}
@@ -457,9 +488,7 @@ func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 	var data []T
 	var rowBase, koff []int
 	if s.anyDirect {
-		var kOff []int
-		data, rowBase, kOff = p.lhs.(gemmDirectA[T]).directTables()
-		koff = kOff[pc : pc+kl]
+		data, rowBase, koff = s.directData, s.directRows, s.directKOff[pc:pc+kl]
 	}
 	for q := q0; q < q1; q++ {
 		jr := q * nr

@@ -104,7 +104,7 @@ func (o *convOperand[T]) valid(i, k int) bool {
 }
 
 func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
-	o.packUnmarked(dst, i0, i1, k0, k1, w, nil)
+	o.packUnmarked(dst, 0, i0, i1, k0, k1, w, nil)
 }
 
 // markDirect implements gemmDirectA: a full panel of whole-window rows is read in place when every
@@ -123,11 +123,11 @@ func (o *convOperand[T]) markDirect(mark []bool, i0, i1, w int) bool {
 	return any
 }
 
-// directTables implements gemmDirectA.
-func (o *convOperand[T]) directTables() ([]T, []int, []int) { return o.data, o.rowBase, o.kOff }
+// directTables implements gemmDirectA (a convolution's GEMM has one batch).
+func (o *convOperand[T]) directTables(int) ([]T, []int, []int) { return o.data, o.rowBase, o.kOff }
 
 // packUnmarked packs the panels of rows [i0, i1) not marked (mark nil: all of them).
-func (o *convOperand[T]) packUnmarked(dst []T, i0, i1, k0, k1, w int, mark []bool) {
+func (o *convOperand[T]) packUnmarked(dst []T, _, i0, i1, k0, k1, w int, mark []bool) {
 	kl := k1 - k0
 	for q := 0; q*w < i1-i0; q++ {
 		if mark != nil && mark[q] {
