@@ -100,7 +100,7 @@ func TestCheckpointKeepsNewestN(t *testing.T) {
 	dir := t.TempDir()
 	ctx := contextWithVariables(t)
 	for step := 1; step <= 5; step++ {
-		if _, err := Save(dir, ctx, testHeader(step * 100), 2); err != nil {
+		if _, err := Save(dir, ctx, testHeader(step*100), 2); err != nil {
 			t.Fatal(err)
 		}
 	}
