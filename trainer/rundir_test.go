@@ -42,7 +42,9 @@ func TestOneRunAtATimePerDirectory(t *testing.T) {
 		}
 	}
 	host, _ := os.Hostname()
-	for _, opts := range []RunOptions{{Out: io.Discard}, {Out: io.Discard, Resume: true}} {
+	stopAtOnce := make(chan struct{}) // were the second run let in, it would stop after one step
+	close(stopAtOnce)
+	for _, opts := range []RunOptions{{Out: io.Discard, Stop: stopAtOnce}, {Out: io.Discard, Resume: true, Stop: stopAtOnce}} {
 		_, err := Run(cfg, opts)
 		if err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) ||
 			!strings.Contains(err.Error(), host) || !strings.Contains(err.Error(), LockName) {
