@@ -35,7 +35,7 @@ const (
 
 // SmokeKeys are the keys SmokeOverrides may set: the documented override set (docs/recipes.md).
 var SmokeKeys = []string{
-	"name", "backend", "replicas", "steps", "net.width", "net.image_size", "data.eval_image_size",
+	"name", "backend", "replicas", "steps", "net.width", "net.image_size", "net.num_classes", "data.eval_image_size",
 	"data.source", "data.dir", "data.train", "data.eval", "data.batch_size", "data.eval_batch_size",
 	"data.workers", "data.mean", "data.std", "optimizer.accumulate_steps",
 	"schedule.warmup_epochs", "schedule.warmup_steps", "schedule.min_lr", "schedule.warmup_start_lr",
@@ -56,6 +56,7 @@ func SmokeOverrides(cfg Config, dataDir string) ([]string, error) {
 		"backend=go",
 		"steps=" + strconv.Itoa(SmokeSteps),
 		"net.width=" + strconv.FormatFloat(SmokeWidth, 'g', -1, 64),
+		"net.num_classes=" + strconv.Itoa(SmokeClasses), // the head fits the generated data (a run refuses a mismatch)
 		"data.source=imagefolder",
 		"data.dir=" + strconv.Quote(dataDir),
 		`data.train=""`,

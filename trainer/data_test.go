@@ -236,3 +236,22 @@ func TestDamagedShardRecord(t *testing.T) {
 		t.Errorf("metrics.jsonl does not count the skipped record:\n%s", log)
 	}
 }
+
+// TestHeadWiderThanTheDataIsRefused: a net with more outputs than the data has classes is refused
+// before training (before: 2 classes trained into a 10-class head without a word).
+func TestHeadWiderThanTheDataIsRefused(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	if err := WriteSmokeData(dataDir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.LoadSmoke("../configs/mnist_linear.yaml", []string{"run_dir=" + t.TempDir()}, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Net.NumClasses = 10
+	_, err = Run(cfg, RunOptions{Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "has 2 classes") || !strings.Contains(err.Error(), "10 outputs") ||
+		!strings.Contains(err.Error(), "net.num_classes") {
+		t.Errorf("2 classes into a 10-class head: %v", err)
+	}
+}

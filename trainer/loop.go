@@ -26,6 +26,16 @@ type RunOptions struct {
 	// Stop, when closed (the CLI closes it on SIGINT/SIGTERM), ends the run after the optimizer step in
 	// flight: a checkpoint is written and Result.Interrupted is set.
 	Stop <-chan struct{}
+	// ResumeCommand is the command line that continues this run, printed when it is interrupted; empty
+	// means a generic one.
+	ResumeCommand string
+}
+
+func (o RunOptions) resumeCommand() string {
+	if o.ResumeCommand != "" {
+		return o.ResumeCommand
+	}
+	return "trainer run CONFIG --resume"
 }
 
 // Result summarises a finished run.
@@ -38,6 +48,8 @@ type Result struct {
 	Checkpoint string
 	// Interrupted says the run ended early on RunOptions.Stop; Checkpoint then holds its state.
 	Interrupted bool
+	// AlreadyFinished says a resumed run had already reached its end: nothing was trained or written.
+	AlreadyFinished bool
 }
 
 // stepRunner runs one (micro-)step on a micro-batch given as one shard per replica: the compiled
@@ -253,11 +265,14 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 		return res, err
 	}
 	res.Dir = cfg.Dir()
-	rd, err := s.openRunDir(opts, out)
+	rd, err := s.openRunDir(opts, out, total)
 	if err != nil {
 		return res, err
 	}
-	defer rd.metrics.Close()
+	defer rd.close()
+	if rd.finished {
+		return rd.finishedResult(res, total, out), nil
+	}
 
 	st := &loopState{cfg: cfg, step: rd.startStep, total: total, micro: rd.startStep * k, k: k, batchesPerEpoch: batches,
 		perEpoch: perEpoch, emaFresh: s.emaFresh, lrScale: 1, window: window{start: time.Now()}}
@@ -269,7 +284,7 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	}
 	term := newProgressHook(out, opts.Progress, st)
 	defer term.bar.Done() // an error return must not leave a phase's spinner running
-	ckpts := &checkpointHook{s: s, dir: filepath.Join(res.Dir, "checkpoints")}
+	ckpts := &checkpointHook{s: s, dir: filepath.Join(res.Dir, "checkpoints"), from: rd.resumed}
 	best := newBestHook(ckpts, term)
 	eval := &evalHook{s: s, loader: evalLoader, metrics: rd.metrics, term: term, best: best, lastEval: -1}
 	l := loop{step: step, feed: feed, hooks: []any{
@@ -283,7 +298,7 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	}
 	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d\n",
 		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
-	fmt.Fprintf(out, "backend %s; run directory %s\n", s.backend.Name(), res.Dir)
+	fmt.Fprintf(out, "backend %s; run directory %s\nmetrics log %s\n", s.backend.Name(), res.Dir, rd.metrics.path)
 
 	err = l.run(st)
 	res.Eval, res.EMAEval = eval.last, eval.lastEMA
@@ -293,8 +308,8 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	res.Step, res.Checkpoint, res.Elapsed = st.step, st.lastCheckpoint, time.Since(start)
 	if st.stop {
 		res.Interrupted = true
-		fmt.Fprintf(out, "interrupted after step %d of %d; checkpoint %s\nresume with: trainer run CONFIG --resume\n",
-			st.step, total, res.Checkpoint)
+		fmt.Fprintf(out, "interrupted after step %d of %d; checkpoint %s\nresume with: %s\n",
+			st.step, total, res.Checkpoint, opts.resumeCommand())
 		return res, nil
 	}
 	fmt.Fprintf(out, "done in %s; checkpoint %s\n", res.Elapsed.Round(time.Second), res.Checkpoint)
