@@ -22,6 +22,9 @@ var resumable = map[string]bool{
 	"data.workers": true, "data.prefetch": true, "data.eval_batch_size": true,
 	"data.device_normalize": true, // where the same floats are computed, not which
 	"guard.nonfinite":       true,
+	// The explicit per-device program and XLA's partitioner compute the same step (sync_bn, which
+	// would change it, is not on the list).
+	"data_parallel.mode": true,
 }
 
 // Resumable reports whether a resumed run may change key (dotted, as in --set).
