@@ -28,6 +28,7 @@ type Step struct {
 	accumulate int // micro-batches per optimizer step
 	ema        bool
 	replicas   int
+	spmd       bool // the per-device program with its own all-reduces (data_parallel.mode spmd, replicas > 1)
 	guard      guard
 }
 
@@ -59,8 +60,8 @@ type Inputs struct {
 }
 
 // New builds cfg's train step for model over ctx's variables on backend, compiled at its first run.
-// With cfg.Replicas R > 1 it is one program over R devices: the batch axis sharded, every variable
-// replicated (docs/distributed.md); the backend must have the devices.
+// With cfg.Replicas R > 1 it is one program over R devices, every variable replicated, made as
+// cfg.DataParallel.Mode says (replicas.go, docs/distributed.md); the backend must have the devices.
 func New(backend backends.Backend, ctx *context.Context, cfg config.Config, model Model) (*Step, error) {
 	opt, err := NewOptimizer(cfg.Optimizer)
 	if err != nil {
@@ -72,14 +73,14 @@ func New(backend backends.Backend, ctx *context.Context, cfg config.Config, mode
 	}
 	s := &Step{cfg: cfg, model: model, opt: opt, hostCount: len(opt.HostScalars(1)),
 		accumulate: max(cfg.Optimizer.AccumulateSteps, 1), ema: cfg.EMA.Decay > 0, replicas: replicas,
-		guard: guard{gate: cfg.Guard.SkipsNonFinite()}}
+		spmd: replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD, guard: guard{gate: cfg.Guard.SkipsNonFinite()}}
 	s.exec, err = context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
 		return s.build(ctx, s.inputs(in))
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := distribute(s.exec, replicas); err != nil {
+	if err := distribute(s.exec, replicas, cfg.DataParallel.Mode); err != nil {
 		s.exec.Finalize()
 		return nil, err
 	}
@@ -129,7 +130,8 @@ func flag(b bool) float32 {
 }
 
 // build is the step graph: it updates the variables in ctx and returns the batch's mean loss
-// (float32), its number of correct top-1 predictions and the guard's finiteness flags.
+// (float32), its number of correct top-1 predictions and the guard's finiteness flags; an SPMD
+// step (one replica's program) returns those of the global batch, then its own shard's mean loss.
 func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 	g := in.Images.Graph()
 	ctx.SetTraining(g, true)
@@ -141,6 +143,10 @@ func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 		nodes[i] = v.ValueGraph(g)
 	}
 	grads := Gradient(loss, nodes...)
+	correct, shardLoss := correctCount(logits, in.Labels), loss
+	if s.spmd {
+		loss, correct, grads = crossReplicaMean(loss, correct, grads, s.replicas)
+	}
 	sums := squaredNorms(grads)
 	flags, ok := s.guard.measure(loss, vars, sums)
 	if in.Keep != nil {
@@ -160,7 +166,11 @@ func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 		gateUpdates(ctx, g, in.Apply)
 	}
 	s.guard.gateAll(ctx, g, ok) // last: a skipped step changes nothing
-	return []*Node{ConvertDType(loss, dtypes.Float32), correctCount(logits, in.Labels), flags}
+	outs := []*Node{ConvertDType(loss, dtypes.Float32), correct, flags}
+	if s.spmd {
+		outs = append(outs, ConvertDType(shardLoss, dtypes.Float32))
+	}
+	return outs
 }
 
 // correctCount is the number of rows whose top-1 logit is the label (for soft targets, the
@@ -195,6 +205,9 @@ type Result struct {
 	Correct float64 // top-1 hits in the batch
 	// NonFinite says what was non-finite; its zero value means everything was finite.
 	NonFinite NonFinite
+	// ShardLosses are the replicas' own mean losses, replica r's over shard r, before they were
+	// averaged into Loss (SPMD steps over several devices; nil otherwise).
+	ShardLosses []float64
 }
 
 // Outputs are one execution's outputs, still where the backend left them.
@@ -221,10 +234,17 @@ func (s *Step) Execute(images, labels []*tensors.Tensor, sc Scalars) (Outputs, e
 func (o Outputs) Loss() float64 { return float64(tensors.ToScalar[float32](o.outs[0])) }
 
 // Result reads the loss, the correct count and the guard's flags (with several devices, device
-// 0's replicated copies).
+// 0's replicated copies) and, of an SPMD step, every replica's shard loss.
 func (o Outputs) Result() Result {
-	return Result{Loss: o.Loss(), Correct: float64(tensors.ToScalar[float32](o.outs[1])),
+	res := Result{Loss: o.Loss(), Correct: float64(tensors.ToScalar[float32](o.outs[1])),
 		NonFinite: o.step.guard.read(tensors.MustCopyFlatData[float32](o.outs[2]))}
+	if o.step.spmd {
+		perDevice := len(o.outs) / o.step.replicas // device-major
+		for r := range o.step.replicas {
+			res.ShardLosses = append(res.ShardLosses, float64(tensors.ToScalar[float32](o.outs[r*perDevice+3])))
+		}
+	}
+	return res
 }
 
 // Finalize frees the outputs.
