@@ -17,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/internal/testnets"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -45,28 +46,33 @@ func dpConfig(t *testing.T, optimizer string, replicas int) config.Config {
 	return cfg
 }
 
-// dpBatches draws micro-batches of dpBatch float32 images and labels.
+// dpBatches draws micro-batches of dpBatch float32 images of dpSize×dpSize×3 and labels.
 func dpBatches(seed uint64, count int) (images, labels [][]float32) {
+	return randomBatches(seed, count, dpSize*dpSize*3, dpClasses)
+}
+
+// randomBatches draws micro-batches of dpBatch float32 images of px values and labels in [0, classes).
+func randomBatches(seed uint64, count, px, classes int) (images, labels [][]float32) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	for range count {
-		x := make([]float32, dpBatch*dpSize*dpSize*3)
+		x := make([]float32, dpBatch*px)
 		for i := range x {
 			x[i] = float32(rng.NormFloat64())
 		}
 		y := make([]float32, dpBatch)
 		for i := range y {
-			y[i] = float32(rng.IntN(dpClasses))
+			y[i] = float32(rng.IntN(classes))
 		}
 		images, labels = append(images, x), append(labels, y)
 	}
 	return images, labels
 }
 
-// shardsOf splits a batch into replicas shards, rows [r·n, (r+1)·n) to shard r.
-func shardsOf(x, y []float32, replicas int) (images, labels []*tensors.Tensor) {
-	n, px := len(y)/replicas, dpSize*dpSize*3
+// shardsOf splits a batch of images [h, w, c] into replicas shards, rows [r·n, (r+1)·n) to shard r.
+func shardsOf(x, y []float32, replicas int, image [3]int) (images, labels []*tensors.Tensor) {
+	n, px := len(y)/replicas, image[0]*image[1]*image[2]
 	for r := range replicas {
-		images = append(images, tensors.FromFlatDataAndDimensions(slices.Clone(x[r*n*px:(r+1)*n*px]), n, dpSize, dpSize, 3))
+		images = append(images, tensors.FromFlatDataAndDimensions(slices.Clone(x[r*n*px:(r+1)*n*px]), n, image[0], image[1], image[2]))
 		lab := make([]int32, n)
 		for i := range lab {
 			lab[i] = int32(y[r*n+i])
@@ -176,7 +182,12 @@ func (r *dpRun) microStep(x, y []float32, t, j int) Result {
 	if j > 0 {
 		sc.Keep = 1
 	}
-	images, labels := shardsOf(x, y, r.cfg.Replicas)
+	net, err := NetOf(r.cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	form := BatchOf(r.cfg, net)
+	images, labels := shardsOf(x, y, r.cfg.Replicas, [3]int{form.Height, form.Width, form.Channels})
 	res, err := r.step.RunShards(images, labels, sc)
 	if err != nil {
 		r.t.Fatalf("%d replica(s), step %d/%d: %v", r.cfg.Replicas, t, j, err)
@@ -389,6 +400,70 @@ func TestReplicasEqualOneDeviceFloat32(t *testing.T) {
 				t.Errorf("%s, %d replicas, float32: state differs by %.3g at %s", opt, replicas, d, where)
 			}
 			t.Logf("%s, %d replicas, float32: largest relative difference from one device after %d steps: %.2g", opt, replicas, steps, d)
+		}
+	}
+}
+
+// TestReplicasDrawTheGlobalMasks: dropout on R replicas draws the one-device run's masks (each replica
+// draws the global batch's and keeps its shard's rows), so the BatchNorm-and-dropout MLP at dropout
+// 0.5 trains on 2 and 4 replicas exactly as on one device, to float64 rounding, over two steps.
+func TestReplicasDrawTheGlobalMasks(t *testing.T) {
+	const px, classes = 28 * 28, 10
+	images, labels := randomBatches(17, 2, px, classes)
+	config := func(replicas int) config.Config {
+		cfg := dpConfig(t, "sgd", replicas)
+		cfg.Net = config.Defaults().Net
+		cfg.Net.Name, cfg.Net.Dropout = testnets.BNDropoutMLP, 0.5
+		cfg.Data.Source = "mnist"
+		cfg.Optimizer.AccumulateSteps = 1
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	one := newDPRun(t, config(1))
+	for i := range images {
+		one.microStep(images[i], labels[i], i, 0)
+	}
+	for _, replicas := range []int{2, 4} {
+		many := newDPRun(t, config(replicas))
+		for i := range images {
+			many.microStep(images[i], labels[i], i, 0)
+		}
+		if d, where := stateDiff(t, many.state(), one.state()); d > dpTol64 {
+			t.Errorf("%d replicas with dropout: state differs from one device's by %.3g at %s", replicas, d, where)
+		}
+	}
+}
+
+// TestReplicasGuardTogether: a non-finite value in one replica's shard is non-finite on every replica
+// (the all-reduced gradients carry it), so under guard.nonfinite skip every replica withholds the step
+// alike: the result names what one device names for the joined batch, and every variable on every
+// device is as it was.
+func TestReplicasGuardTogether(t *testing.T) {
+	images, labels := dpBatches(19, 1)
+	x, y := slices.Clone(images[0]), labels[0]
+	x[len(x)-1] = float32(math.NaN()) // the last replica's shard
+	config := func(replicas int) config.Config {
+		cfg := dpConfig(t, "adamw", replicas)
+		cfg.Optimizer.AccumulateSteps, cfg.Guard.NonFinite = 1, config.GuardSkip
+		return cfg
+	}
+	one := newDPRun(t, config(1))
+	one.microStep(images[0], y, 0, 0)
+	want := one.microStep(x, y, 1, 0).NonFinite
+	if !want.Any() {
+		t.Fatal("one device: the NaN pixel made nothing non-finite")
+	}
+	for _, replicas := range []int{2, 4} {
+		run := newDPRun(t, config(replicas))
+		run.microStep(images[0], y, 0, 0) // one good step, so that slots and shadows exist
+		before := run.state()
+		if got := run.microStep(x, y, 1, 0).NonFinite; got != want {
+			t.Errorf("%d replicas: a NaN in the last shard gave %+v, one device %+v", replicas, got, want)
+		}
+		if d, where := stateDiff(t, run.state(), before); d != 0 {
+			t.Errorf("%d replicas: the skipped step changed %s (by %.3g)", replicas, where, d)
 		}
 	}
 }

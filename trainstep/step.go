@@ -29,7 +29,10 @@ type Step struct {
 	ema        bool
 	replicas   int
 	spmd       bool // the per-device program with its own all-reduces (data_parallel.mode spmd, replicas > 1)
-	guard      guard
+	// replicaIndex holds r for replica r of an SPMD step, fed to its device with every execution (the
+	// same tensors each time, so each crosses to its device once).
+	replicaIndex []*tensors.Tensor
+	guard        guard
 }
 
 // Scalars are the host values one execution of the step reads.
@@ -48,15 +51,18 @@ type Scalars struct {
 	Apply bool
 }
 
-// Inputs are the step graph's inputs by name, in the order the host feeds them (Step.scalarArgs):
-// the batch, the learning rate, the optimizer's host scalars, then the EMA's and the accumulation's
-// scalars when the config has them (nil otherwise).
+// Inputs are the step graph's inputs by name, in the order the host feeds them (Step.args): the
+// batch, the learning rate, the optimizer's host scalars, then the EMA's and the accumulation's
+// scalars when the config has them, and an SPMD step's replica index (nil otherwise).
 type Inputs struct {
 	Images, Labels     *Node
 	LR                 *Node
 	Host               []*Node
 	EMADecay, EMAFresh *Node
 	Keep, Apply        *Node
+	// Replica is r on replica r's device (int32): the layers draw their dropout masks for the global
+	// batch and keep their shard's rows (graphs.ReplicaIndexParam).
+	Replica *Node
 }
 
 // New builds cfg's train step for model over ctx's variables on backend, compiled at its first run.
@@ -74,6 +80,11 @@ func New(backend backends.Backend, ctx *context.Context, cfg config.Config, mode
 	s := &Step{cfg: cfg, model: model, opt: opt, hostCount: len(opt.HostScalars(1)),
 		accumulate: max(cfg.Optimizer.AccumulateSteps, 1), ema: cfg.EMA.Decay > 0, replicas: replicas,
 		spmd: replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD, guard: guard{gate: cfg.Guard.SkipsNonFinite()}}
+	if s.spmd {
+		for r := range replicas {
+			s.replicaIndex = append(s.replicaIndex, tensors.FromValue(int32(r)))
+		}
+	}
 	s.exec, err = context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
 		return s.build(ctx, s.inputs(in))
 	})
@@ -88,7 +99,12 @@ func New(backend backends.Backend, ctx *context.Context, cfg config.Config, mode
 }
 
 // Finalize releases the compiled graph.
-func (s *Step) Finalize() { s.exec.Finalize() }
+func (s *Step) Finalize() {
+	s.exec.Finalize()
+	for _, t := range s.replicaIndex {
+		t.FinalizeAll()
+	}
+}
 
 // inputs names the graph's positional inputs.
 func (s *Step) inputs(in []*Node) Inputs {
@@ -100,6 +116,10 @@ func (s *Step) inputs(in []*Node) Inputs {
 	}
 	if s.accumulate > 1 {
 		x.Keep, x.Apply = in[next], in[next+1]
+		next += 2
+	}
+	if s.spmd {
+		x.Replica = in[next]
 	}
 	return x
 }
@@ -135,6 +155,9 @@ func flag(b bool) float32 {
 func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 	g := in.Images.Graph()
 	ctx.SetTraining(g, true)
+	if in.Replica != nil {
+		ctx.SetGraphParam(g, graphs.ReplicaIndexParam, in.Replica)
+	}
 	logits := s.model.Forward(ctx.In(graphs.ModelScope), NormalizeInput(s.cfg.Data, in.Images), true)
 	loss := Loss(s.cfg.Loss, logits, in.Labels)
 	vars, decay := trainables(ctx, g, s.model)
@@ -270,7 +293,7 @@ func (s *Step) Run(images, labels *tensors.Tensor, sc Scalars) (Result, error) {
 }
 
 // args lays out one execution's inputs device by device, as GoMLX's Exec takes them: replica r's
-// images and labels, then the (replicated) scalars, for r = 0..R-1.
+// images and labels, then the (replicated) scalars, then an SPMD step's r, for r = 0..R-1.
 func (s *Step) args(images, labels []*tensors.Tensor, sc Scalars) ([]any, error) {
 	if len(images) != len(labels) || len(images) != s.replicas {
 		return nil, fmt.Errorf("train step: %d image shards and %d label shards for %d replica(s)", len(images), len(labels), s.replicas)
@@ -287,6 +310,9 @@ func (s *Step) args(images, labels []*tensors.Tensor, sc Scalars) ([]any, error)
 	for r := range images {
 		args = append(args, images[r], labels[r])
 		args = append(args, scalars...)
+		if s.spmd {
+			args = append(args, s.replicaIndex[r])
+		}
 	}
 	return args, nil
 }

@@ -44,7 +44,8 @@ func TestCmdEmit(t *testing.T) {
 		}
 	}
 	// The default spmd mode: one replica's program on its 8 images, its all-reduces in the text (8
-	// gradients, the loss, the correct count), the summary per device.
+	// gradients, the loss, the correct count), the summary per device (its images and labels, the
+	// three scalars, its replica index).
 	stderr.Reset()
 	if err := cmdEmit([]string{"mnist_cnn", "--batch", "16", "--optimizer", "adamw", "--replicas", "2", "--out", out}, &stdout, &stderr); err != nil {
 		t.Fatalf("emit spmd: %v\n%s", err, stderr.String())
@@ -58,7 +59,7 @@ func TestCmdEmit(t *testing.T) {
 			t.Errorf("emitted spmd module lacks %q", want)
 		}
 	}
-	if want := "one replica's program (spmd, 10 all-reduces): per step the host sends each device 5 inputs (its shard of 8"; !strings.Contains(stderr.String(), want) {
+	if want := "one replica's program (spmd, 10 all-reduces): per step the host sends each device 6 inputs (its shard of 8"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("spmd summary lacks %q:\n%s", want, stderr.String())
 	}
 	for _, bad := range [][]string{
