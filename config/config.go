@@ -29,7 +29,22 @@ type Config struct {
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Log        LogConfig        `yaml:"log"`
 	Guard      GuardConfig      `yaml:"guard"`
+	// DataParallel is how the step over Replicas > 1 devices is made.
+	DataParallel DataParallelConfig `yaml:"data_parallel"`
 }
+
+// DataParallelConfig chooses the data-parallel step (docs/distributed.md): the explicit SPMD program
+// (DataParallelSPMD) or XLA's partitioner (DataParallelAuto), and BatchNorm across replicas.
+type DataParallelConfig struct {
+	Mode   string `yaml:"mode"`
+	SyncBN bool   `yaml:"sync_bn"`
+}
+
+// The values of data_parallel.mode.
+const (
+	DataParallelSPMD = "spmd"
+	DataParallelAuto = "auto"
+)
 
 // NetConfig picks a registered net, its size and the options every net takes (Options resolves them
 // for graphs). Zero or −1 values keep the net's own choice.
@@ -186,6 +201,8 @@ var (
 	GuardPolicies = []string{GuardStop, GuardSkip, GuardReduceLR}
 	Precisions    = []string{"float32", "bfloat16"}
 	ErasingModes  = []string{"pixel", "rand", "const"}
+	// DataParallelModes are the values of data_parallel.mode.
+	DataParallelModes = []string{DataParallelSPMD, DataParallelAuto}
 	// AutoAugmentInterpolations are the samplings of auto_augment's geometric ops (empty: nearest).
 	AutoAugmentInterpolations = []string{"nearest", "bilinear"}
 	// Switches are the values of a Switch key.
@@ -223,5 +240,7 @@ func Defaults() Config {
 		Checkpoint: CheckpointConfig{EverySteps: 500, Keep: 3, Best: "auto"},
 		Log:        LogConfig{EverySteps: 20},
 		Guard:      GuardConfig{NonFinite: GuardStop},
+		// The explicit per-device program, BatchNorm over the global batch.
+		DataParallel: DataParallelConfig{Mode: DataParallelSPMD, SyncBN: true},
 	}
 }

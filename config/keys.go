@@ -87,11 +87,14 @@ func formatFloat(f float64) string {
 var keyMeanings = map[string]string{
 	"name":     "run name (at most 255 bytes, no `/`); the run writes `run_dir/name/`; empty: the recipe file's base name",
 	"backend":  "`go` (pure Go, embedded), `go:<simplego options>`, `xla:cpu`, `xla:cuda`, `xla:tpu`, or the path of a PJRT plugin `.so`",
-	"replicas": "data-parallel replicas: `data.batch_size` is the global batch of one step and must divide by it; needs a PJRT backend with that many devices (the pure-Go backend has one); see [distributed.md](distributed.md) — `trainer emit --replicas R` writes the sharded step, `trainer run` does not yet drive several devices and refuses replicas > 1",
+	"replicas": "data-parallel replicas: `data.batch_size` is the global batch of one step and must divide by it (each replica gets `data.batch_size / replicas`); the backend needs that many devices: `go` opens itself with them (`go:devices=R`, in-process devices sharing the cores), an XLA backend needs R GPUs or TPU chips; see [distributed.md](distributed.md)",
 	"seed":     "seeds the initial weights (a pure function of seed and variable name) and the data order (a pure function of seed and epoch); the dropout and drop-path masks start from it too",
 	"epochs":   "passes over the training split",
 	"steps":    "if > 0, the run is exactly this many optimizer steps instead of `epochs` whole epochs",
 	"run_dir":  "parent directory of run directories",
+
+	"data_parallel.mode":    "how the step for `replicas` > 1 is made: `spmd`, the per-device program with explicit all-reduces (of the gradients, the loss and metric counts, and BatchNorm's moments under `sync_bn`; every backend), or `auto`, the global-batch program partitioned by XLA's automatic partitioner (XLA backends only; BatchNorm always over the global batch); `trainer emit --replicas R` shows either",
+	"data_parallel.sync_bn": "with `replicas` > 1 in `spmd` mode, BatchNorm's batch mean and variance are all-reduced, so training normalises over the global batch as on one device; `false`: each replica normalises over its own shard, and the running statistics are averaged over the replicas after each step (every replica keeps the same); `auto` mode needs `true`",
 
 	"net.name":        "a registered net (`trainer nets` lists them)",
 	"net.width":       "multiplier of every hidden width, in (0, 16]",

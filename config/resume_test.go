@@ -21,7 +21,8 @@ func TestChangesAndResumableKeys(t *testing.T) {
 		t.Errorf("Changes of a config with itself: %v", Changes(old, old))
 	}
 	for key, want := range map[string]bool{"steps": true, "epochs": true, "data.workers": true, "guard.nonfinite": true,
-		"optimizer.lr": false, "data.batch_size": false, "net.width": false} {
+		"optimizer.lr": false, "data.batch_size": false, "net.width": false,
+		"data_parallel.mode": true, "data_parallel.sync_bn": false, "replicas": false} {
 		if Resumable(key) != want {
 			t.Errorf("Resumable(%s) = %v, want %v", key, !want, want)
 		}

@@ -74,7 +74,9 @@ func SmokeOverrides(cfg Config, dataDir string) ([]string, error) {
 	mean, std := cfg.Data.Normalisation()
 	set = append(set, "data.mean="+floatList(mean), "data.std="+floatList(std))
 	if cfg.Replicas > 1 {
-		set = append(set, "replicas=1") // the pure-Go backend has one device
+		// The smoke run is one device's (SmokeBatch need not split over the recipe's replicas);
+		// --set replicas=R runs it on R in-process devices.
+		set = append(set, "replicas=1")
 	}
 	size := cfg.Net.ImageSize
 	if size == 0 {

@@ -47,12 +47,13 @@ func orList(names []string) string {
 // maxName bounds the run name, a directory name (NAME_MAX).
 const maxName = 255
 
-// Validate checks ranges, names and how keys relate. The pure-Go backend counts as one device;
-// a PJRT backend's devices are checked when it opens (pjrt.CheckDevices).
+// Validate checks ranges, names and how keys relate. A PJRT backend's devices are checked when it
+// opens (pjrt.CheckDevices).
 func (c Config) Validate() error { return c.ValidateWithDevices(0) }
 
 // ValidateWithDevices is Validate for a backend known to have devices devices, which bounds replicas;
-// 0 takes the count from the backend's name (one for the pure-Go backend, unknown for the others).
+// 0 takes the count from the backend's name (the pure-Go backend's devices=R when given, else as
+// many as replicas; unknown for the others).
 func (c Config) ValidateWithDevices(devices int) error {
 	var cs checks
 	cs.check(c.Name != "" && len(c.Name) <= maxName && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
@@ -235,19 +236,30 @@ func (d DataConfig) validate(cs *checks) {
 // no per-example transform.
 func (d DataConfig) idx() bool { return slices.Contains(data.Sources, d.Source) }
 
-// validateReplicas checks the replicas key against the batch and the backend's devices (see
-// ValidateWithDevices).
+// validateReplicas checks the replicas key and the data_parallel section against the batch and the
+// backend (see ValidateWithDevices). The pure-Go backend opens with as many devices as replicas unless
+// its config names fewer (pjrt.ForReplicas); it has no automatic partitioner.
 func (c Config) validateReplicas(cs *checks, devices int) {
-	r := c.Replicas
+	r, dp := c.Replicas, c.DataParallel
 	cs.check(r >= 1 && r <= 4096, "replicas", "got %d, expected in [1, 4096] (1: one device)", r)
-	if r > 1 {
-		cs.check(c.Data.BatchSize%r == 0, "data.batch_size",
-			"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
-		spec, err := pjrt.ParseConfig(c.Backend)
-		pureGo := err == nil && spec.Backend == "go"
-		cs.check(!pureGo || devices >= r, "replicas", "got %d, but backend %s (pure Go) has one device: "+
-			"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, echo.Quote(c.Backend), r)
+	cs.oneOf(dp.Mode, "data_parallel.mode", DataParallelModes)
+	cs.check(dp.SyncBN || dp.Mode != DataParallelAuto, "data_parallel.sync_bn",
+		"false needs data_parallel.mode spmd: XLA's partitioner (auto) computes BatchNorm over the global batch")
+	if r <= 1 {
+		return
 	}
+	cs.check(c.Data.BatchSize%r == 0, "data.batch_size",
+		"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
+	cs.check(devices == 0 || devices >= r, "replicas", "got %d, but the backend has %d device(s)", r, devices)
+	spec, err := pjrt.ParseConfig(c.Backend)
+	if err != nil || spec.Backend != "go" {
+		return
+	}
+	cs.check(!spec.DevicesGiven || spec.Devices >= r, "replicas",
+		"got %d, but backend %s has %d device(s): use backend go (opened with as many devices as replicas) or go:devices=%d",
+		r, echo.Quote(c.Backend), spec.Devices, r)
+	cs.check(dp.Mode != DataParallelAuto, "data_parallel.mode",
+		"auto needs XLA's automatic partitioner, which backend %q (pure Go) lacks: use spmd", c.Backend)
 }
 
 // validateRecipeTraps refuses recipes that load and run but do not do what they say, the traps the book

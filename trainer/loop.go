@@ -299,6 +299,7 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d\n",
 		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
 	fmt.Fprintf(out, "backend %s; run directory %s\nmetrics log %s\n", s.backend.Name(), res.Dir, rd.metrics.path)
+	s.printDevices(out)
 
 	err = l.run(st)
 	res.Eval, res.EMAEval = eval.last, eval.lastEMA

@@ -34,7 +34,8 @@ func (n Net) ExcludedFromWeightDecay(scope, name string) bool {
 }
 
 // NetOf returns cfg's registered net with cfg's options; BatchNorm's running statistics are
-// compensated for gradient accumulation (graphs.Options.BNMicroBatches).
+// compensated for gradient accumulation (graphs.Options.BNMicroBatches), and in a data-parallel
+// SPMD step its moments are the global batch's under data_parallel.sync_bn (graphs.Options.SyncBN).
 func NetOf(cfg config.Config) (Net, error) {
 	spec, err := graphs.Get(cfg.Net.Name)
 	if err != nil {
@@ -45,6 +46,7 @@ func NetOf(cfg config.Config) (Net, error) {
 		return Net{}, err
 	}
 	opts.BNMicroBatches = max(cfg.Optimizer.AccumulateSteps, 1)
+	opts.SyncBN = cfg.DataParallel.SyncBN
 	return Net{Spec: spec, Options: opts}, nil
 }
 

@@ -208,7 +208,11 @@ func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benc
 	}
 	stats := &graphs.Stats{}
 	net.Options.Stats = stats
-	opened, err := pjrt.Open(cfg.Backend)
+	config, err := pjrt.ForReplicas(cfg.Backend, cfg.Replicas) // go: one device per replica
+	if err != nil {
+		return benchReport{}, err
+	}
+	opened, err := pjrt.Open(config)
 	if err != nil {
 		return benchReport{}, err
 	}
