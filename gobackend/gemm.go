@@ -12,8 +12,8 @@ import (
 // float64): C[b] = A[b]·B[b] over batch b. Operands are packers: a DotGeneral operand addressed through
 // offset tables (any layout of batch, cross and contracting axes is read in place, with no transposed
 // copy), or a convolution's input read window by window (gemm_conv.go). They are packed into panels of
-// mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, plain Go
-// otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
+// mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, NEON on
+// arm64, plain Go otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
 
 const (
 	gemmKC = 256  // Depth of a packed block: a B micro-panel (KC×NR: 8 to 32 KB) stays in L1.
@@ -86,8 +86,8 @@ func gemmKernelGoGenericOf[T gemmFloat](mr, nr int) *gemmKernelOf[T] {
 	}}
 }
 
-// gemmDefaultKernel is the fastest kernel the CPU runs; set in init (gemm_amd64.go), and overridden by
-// TRAINER_GEMM_KERNEL=go|avx2|avx512 for comparisons.
+// gemmDefaultKernel is the fastest kernel the CPU runs; set in init (gemm_amd64.go, gemm_arm64.go), and
+// overridden by TRAINER_GEMM_KERNEL=go (or avx2 on amd64) for comparisons.
 var (
 	gemmDefaultKernel   = gemmKernelGo4x8
 	gemmDefaultKernel64 = gemmKernelGo4x8F64
