@@ -348,11 +348,11 @@ func newTensor(shape shapes.Shape, values []float64) (*tensors.Tensor, error) {
 	return nil, fmt.Errorf("variables of dtype %s are not imported (float32 and float64 only)", shape.DType)
 }
 
-// Load reads a safetensors state_dict and creates spec's variables from it in ctx, which must not hold
-// them yet: build the net afterwards with ctx.In(graphs.ModelScope).Reuse(). It returns the number of
-// variables loaded.
+// Load reads a state_dict (safetensors or PyTorch's .pth, ReadStateDict) and creates spec's variables
+// from it in ctx, which must not hold them yet: build the net afterwards with
+// ctx.In(graphs.ModelScope).Reuse(). It returns the number of variables loaded.
 func Load(ctx *context.Context, backend backends.Backend, spec graphs.Spec, opts graphs.Options, path string) (int, error) {
-	f, err := Read(path)
+	f, err := ReadStateDict(path)
 	if err != nil {
 		return 0, err
 	}
