@@ -33,6 +33,9 @@ func (n Net) ExcludedFromWeightDecay(scope, name string) bool {
 	return n.Spec.ExcludedFromWeightDecay(scope, name)
 }
 
+// StateDictKey implements StateDictNamer: the reference's key of a variable.
+func (n Net) StateDictKey(scope, name string) (string, bool) { return n.Spec.StateDictKey(scope, name) }
+
 // NetOf returns cfg's registered net with cfg's options; BatchNorm's running statistics are
 // compensated for gradient accumulation (graphs.Options.BNMicroBatches), and in a data-parallel
 // SPMD step its moments are the global batch's under data_parallel.sync_bn (graphs.Options.SyncBN).

@@ -33,6 +33,7 @@ type Step struct {
 	// same tensors each time, so each crosses to its device once).
 	replicaIndex []*tensors.Tensor
 	guard        guard
+	params       paramGroups // optimizer.freeze and optimizer.lr_mult (params.go)
 }
 
 // Scalars are the host values one execution of the step reads.
@@ -79,7 +80,8 @@ func New(backend backends.Backend, ctx *context.Context, cfg config.Config, mode
 	}
 	s := &Step{cfg: cfg, model: model, opt: opt, hostCount: len(opt.HostScalars(1)),
 		accumulate: max(cfg.Optimizer.AccumulateSteps, 1), ema: cfg.EMA.Decay > 0, replicas: replicas,
-		spmd: replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD, guard: guard{gate: cfg.Guard.SkipsNonFinite()}}
+		spmd: replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD, guard: guard{gate: cfg.Guard.SkipsNonFinite()},
+		params: newParamGroups(cfg.Optimizer)}
 	if s.spmd {
 		for r := range replicas {
 			s.replicaIndex = append(s.replicaIndex, tensors.FromValue(int32(r)))
@@ -161,6 +163,7 @@ func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 	logits := s.model.Forward(ctx.In(graphs.ModelScope), NormalizeInput(s.cfg.Data, in.Images), true)
 	loss := Loss(s.cfg.Loss, logits, in.Labels)
 	vars, decay := trainables(ctx, g, s.model)
+	vars, decay, lrFactors := s.params.split(s.model, vars, decay) // optimizer.freeze and lr_mult
 	nodes := make([]*Node, len(vars))
 	for i, v := range vars {
 		nodes[i] = v.ValueGraph(g)
@@ -181,7 +184,7 @@ func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 		}
 		grads = clipWithSquaredNorms(grads, sums, clip)
 	}
-	s.opt.Update(ctx, vars, grads, decay, in.LR, in.Host...)
+	updateInGroups(s.opt, ctx, vars, grads, decay, lrFactors, in.LR, in.Host...)
 	if in.EMADecay != nil {
 		updateEMA(ctx, g, in.EMADecay, in.EMAFresh)
 	}
