@@ -35,7 +35,8 @@ const (
 
 // SmokeKeys are the keys SmokeOverrides may set: the documented override set (docs/recipes.md).
 var SmokeKeys = []string{
-	"name", "backend", "replicas", "steps", "net.width", "net.image_size", "net.num_classes", "data.eval_image_size",
+	"name", "backend", "replicas", "steps", "net.width", "net.image_size", "net.num_classes", "net.pretrained",
+	"net.pretrained_sha256", "data.eval_image_size",
 	"data.source", "data.dir", "data.train", "data.eval", "data.batch_size", "data.eval_batch_size",
 	"data.workers", "data.mean", "data.std", "optimizer.accumulate_steps",
 	"schedule.warmup_epochs", "schedule.warmup_steps", "schedule.min_lr", "schedule.warmup_start_lr",
@@ -68,6 +69,10 @@ func SmokeOverrides(cfg Config, dataDir string) ([]string, error) {
 		"checkpoint.every_steps=" + strconv.Itoa(SmokeCheckpointStep),
 		"checkpoint.keep=2",
 		"log.every_steps=1",
+	}
+	if cfg.Net.Pretrained != "" {
+		// Pretrained weights fit the full-width net, not the smoke run's, and may need a download.
+		set = append(set, `net.pretrained=""`, `net.pretrained_sha256=""`)
 	}
 	// The recipe's normalisation stays: its source's statistics become explicit, as imagefolder's own
 	// (ImageNet's, three channels) would not fit the MNIST nets.

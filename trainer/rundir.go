@@ -103,6 +103,9 @@ func (s *session) openRunDir(opts RunOptions, out io.Writer, total int) (rd *run
 			return rd, fmt.Errorf("run directory %s already holds checkpoints (%s): pass --resume to continue it, "+
 				"or choose another run name (--set name=...), or delete the directory", dir, listSome(held, 3))
 		}
+		if err := s.loadPretrained(out); err != nil { // net.pretrained: a fresh run starts from it
+			return rd, err
+		}
 	}
 	if err := os.MkdirAll(ckptDir, 0o755); err != nil {
 		return rd, err

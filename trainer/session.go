@@ -27,6 +27,9 @@ type session struct {
 	ctx           *context.Context
 	// loaded is set once variables come from a checkpoint: the net must then reuse them, not create them.
 	loaded bool
+	// pretrained is set once net.pretrained created the variables (pretrained.go): the net reuses them
+	// and creates the ones it skipped (a re-initialised classifier).
+	pretrained bool
 	// evalExec is the compiled eval forward pass, built at the first eval.
 	evalExec *context.Exec
 	// emaCtx holds copies of the EMA shadows under the model scope; emaEvalExec scores them.
@@ -96,12 +99,19 @@ func (s *session) newStep() (*trainstep.Step, error) {
 }
 
 // Forward implements trainstep.Model: the session's net, reusing its variables once they come from
-// a checkpoint.
+// a checkpoint, or from pretrained weights (then creating those the weights did not hold).
 func (s *session) Forward(ctx *context.Context, images *Node, train bool) *Node {
 	if s.loaded {
 		ctx = ctx.Reuse()
+	} else if s.pretrained {
+		ctx = ctx.Checked(false)
 	}
 	return s.net.Forward(ctx, images, train)
+}
+
+// StateDictKey implements trainstep.StateDictNamer: optimizer.freeze and lr_mult name the net's keys.
+func (s *session) StateDictKey(scope, name string) (string, bool) {
+	return s.net.StateDictKey(scope, name)
 }
 
 // ExcludedFromWeightDecay implements trainstep.Model.
