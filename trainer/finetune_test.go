@@ -2,6 +2,8 @@ package trainer
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"image"
 	"image/color"
@@ -9,10 +11,13 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
@@ -188,5 +193,41 @@ func TestFineTuneFrozenBackbone(t *testing.T) {
 	}
 	if len(slots) == 0 {
 		t.Error("no optimizer slots at all")
+	}
+}
+
+// net.pretrained by URL: the run downloads the weights into the cache once and checks them against the
+// net before anything trains; weights of another width are refused with every mismatch listed.
+func TestPretrainedURLIsCachedAndChecked(t *testing.T) {
+	pth, err := os.ReadFile(filepath.Join("testdata", "finetune", "stripes4.pth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(pth)
+	name := "stripes4-" + hex.EncodeToString(sum[:])[:8] + ".pth"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(pth))
+	}))
+	defer srv.Close()
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	tree := t.TempDir()
+	stripesTree(t, tree, []string{"h", "v"}, [][2]float64{{0, 1}, {1, 0}}, 4, 2)
+	c := config.Defaults()
+	c.Name, c.RunDir = "url", t.TempDir()
+	c.Net.Name, c.Net.Width, c.Net.ImageSize, c.Net.NumClasses = "resnet50", 1.0/8, 32, 2
+	c.Net.Pretrained = srv.URL + "/weights/" + name
+	c.Data.Source, c.Data.Dir, c.Data.BatchSize, c.Data.EvalBatchSize = "imagefolder", tree, 4, 4
+	c.Steps = 1
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(c, RunOptions{Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "net.pretrained: weights "+filepath.Join(cache, "trainer", "weights", name)) ||
+		!strings.Contains(err.Error(), "shape mismatches") || !strings.Contains(err.Error(), "conv1.weight: file [4 3 7 7], net expects [8 3 7 7]") {
+		t.Errorf("weights of another width: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "trainer", "weights", name)); err != nil {
+		t.Errorf("the download is not in the cache: %v", err)
 	}
 }

@@ -291,3 +291,44 @@ func TestReadStateDictTellsFormatsApart(t *testing.T) {
 		t.Errorf("junk: %v", err)
 	}
 }
+
+// The classifier is what changes shape with the class count; a file whose classifier has another size
+// loads everything else when the classifier may be re-initialised, and is refused otherwise.
+func TestHeadVariablesAndReinit(t *testing.T) {
+	for net, want := range map[string][]string{
+		"resnet50":     {"/model/fc/bias", "/model/fc/weight"},
+		"mobilenet_v2": {"/model/classifier/1/bias", "/model/classifier/1/weight"},
+	} {
+		spec, _ := graphs.Get(net)
+		head, err := HeadVariables(testBackend(), spec, graphs.Options{Width: 0.25, NumClasses: 7, ImageSize: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sortedKeys(head); !slices.Equal(got, want) {
+			t.Errorf("%s: head %v, want %v", net, got, want)
+		}
+	}
+	spec, _ := graphs.Get("mobilenet_v2")
+	opts := graphs.Options{Width: 0.25, NumClasses: 3, ImageSize: 32} // the file has 10 classes
+	f, err := ReadStateDict(filepath.Join("testdata", "mobilenet_v2", "weights.pth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, err := Template(testBackend(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := HeadVariables(testBackend(), spec, opts)
+	values, skipped, err := FromStateDictReinit(spec, template, f, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(values) != len(template)-2 || strings.Join(skipped, "; ") !=
+		"classifier.1.bias [10] (the net's is [3]); classifier.1.weight [10 1280] (the net's is [3 1280])" {
+		t.Errorf("%d of %d loaded, skipped %v", len(values), len(template), skipped)
+	}
+	var fit *FitError
+	if _, err := FromStateDict(spec, template, f); !errors.As(err, &fit) || len(fit.Mismatched) != 2 {
+		t.Errorf("without re-initialisation: %v", err)
+	}
+}
