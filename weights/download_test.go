@@ -199,3 +199,25 @@ func TestResolveAndCacheDir(t *testing.T) {
 		}
 	}
 }
+
+// A server that ignores the Range request of a resumed download sends the whole file again: the
+// download restarts from byte 0 rather than appending it.
+func TestFetchRestartsWhenRangeIsIgnored(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+		if requests.Add(1) == 1 {
+			_, _ = w.Write(payload[:len(payload)/2])
+			panic(http.ErrAbortHandler)
+		}
+		_, _ = w.Write(payload) // 200 and the whole file, whatever the Range header said
+	}))
+	defer srv.Close()
+	path, err := Fetch(context.Background(), srv.URL+"/x.pth", FetchOptions{CacheDir: t.TempDir(), SHA256: payloadSHA()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, payload) || requests.Load() != 2 {
+		t.Errorf("%d bytes after %d requests", len(got), requests.Load())
+	}
+}
