@@ -197,19 +197,29 @@ type loop struct {
 // dispatch (the whole execution where the backend runs it synchronously), and draining results.
 type loopTiming struct {
 	feedWait, dispatch, drain time.Duration
-	micro                     int // micro-batches dispatched
+	// The first micro-batch's wait and dispatch, also in the sums: the pipeline's start and, for a
+	// step not compiled yet, the compilation.
+	firstWait, firstDispatch time.Duration
+	micro                    int // micro-batches dispatched
 }
 
-// add adds the time since since to the duration of's pick selects.
-func (t *loopTiming) add(pick func(*loopTiming) *time.Duration, since time.Time) {
-	if t != nil {
-		*pick(t) += time.Since(since)
+// add adds the time since since to the duration pick selects (and, for the first micro-batch, to
+// the one first selects).
+func (t *loopTiming) add(pick func(*loopTiming) (sum, first *time.Duration), since time.Time) {
+	if t == nil {
+		return
+	}
+	d := time.Since(since)
+	sum, first := pick(t)
+	*sum += d
+	if t.micro == 0 && first != nil {
+		*first += d
 	}
 }
 
-func feedWait(t *loopTiming) *time.Duration     { return &t.feedWait }
-func dispatchTime(t *loopTiming) *time.Duration { return &t.dispatch }
-func drainTime(t *loopTiming) *time.Duration    { return &t.drain }
+func feedWait(t *loopTiming) (sum, first *time.Duration)     { return &t.feedWait, &t.firstWait }
+func dispatchTime(t *loopTiming) (sum, first *time.Duration) { return &t.dispatch, &t.firstDispatch }
+func drainTime(t *loopTiming) (sum, first *time.Duration)    { return &t.drain, nil }
 
 // run trains from st's position to the run's end, or until a hook stops it, then runs the end hooks.
 func (l *loop) run(st *loopState) error {
@@ -270,15 +280,8 @@ func (l *loop) epoch(st *loopState) error {
 // carry's to decide, from the results before it.
 func (l *loop) dispatch(st *loopState, batch shards) error {
 	j, t := st.dispatched%st.k, st.dispatched/st.k // position in the accumulation group; optimizer step
-	d := dispatched{lr: schedule.LearningRate(st.cfg, t, st.total, st.perEpoch)}
-	sc := trainstep.Scalars{LR: d.lr, Update: t + 1, Apply: j == st.k-1}
-	if j > 0 {
-		sc.Keep = 1
-	}
-	if st.cfg.EMA.Decay > 0 {
-		d.emaDecay = schedule.EMADecay(st.cfg.EMA, t)
-		sc.EMADecay = d.emaDecay
-	}
+	sc := scalarsFor(st.cfg, t, j, st.k, st.total, st.perEpoch)
+	d := dispatched{lr: sc.LR, emaDecay: sc.EMADecay}
 	start := time.Now()
 	err := l.step.Dispatch(batch.images, batch.labels, sc)
 	l.timing.add(dispatchTime, start)
@@ -292,6 +295,20 @@ func (l *loop) dispatch(st *loopState, batch shards) error {
 		l.timing.micro++
 	}
 	return nil
+}
+
+// scalarsFor is what the host sends with micro-batch j (of k) of optimizer step t (0-based) of a run
+// of total steps: the schedule's lr and EMA decay, the update's number, and whether the micro-batch
+// starts (Keep 0) or ends (Apply) its group. Scalars.EMAFresh stays false: the step's carry decides.
+func scalarsFor(cfg config.Config, t, j, k, total int, perEpoch float64) trainstep.Scalars {
+	sc := trainstep.Scalars{LR: schedule.LearningRate(cfg, t, total, perEpoch), Update: t + 1, Apply: j == k-1}
+	if j > 0 {
+		sc.Keep = 1
+	}
+	if cfg.EMA.Decay > 0 {
+		sc.EMADecay = schedule.EMADecay(cfg.EMA, t)
+	}
+	return sc
 }
 
 // drainDue says whether to read the results now: only at the end of an optimizer step, and there in
