@@ -311,14 +311,18 @@ func scalarsFor(cfg config.Config, t, j, k, total int, perEpoch float64) trainst
 	return sc
 }
 
-// drainDue says whether to read the results now: only at the end of an optimizer step, and there in
-// sync mode, at a log interval, when a hook needs the state after it, or drainEvery after the last.
+// drainDue says whether to read the results now: after every micro-batch in sync mode; else only at
+// the end of an optimizer step, and there at a log interval, when a hook needs the state after it, or
+// drainEvery after the last drain.
 func (l *loop) drainDue(st *loopState) bool {
+	if l.sync {
+		return true
+	}
 	if st.dispatched%st.k != 0 {
 		return false
 	}
 	steps := st.dispatched / st.k
-	if l.sync || steps-st.drainedSteps >= st.cfg.Log.EverySteps || time.Since(st.lastDrain) >= drainEvery {
+	if steps-st.drainedSteps >= st.cfg.Log.EverySteps || time.Since(st.lastDrain) >= drainEvery {
 		return true
 	}
 	for _, h := range l.hooks {
