@@ -154,6 +154,12 @@ func (h *checkpointHook) save(st *loopState) error {
 	return nil
 }
 
+// wantsState implements stateHook: the checkpoint of step is written from the state after it.
+func (h *checkpointHook) wantsState(st *loopState, step int) bool {
+	every := h.s.cfg.Checkpoint.EverySteps
+	return every > 0 && step%every == 0 && step < st.total
+}
+
 func (h *checkpointHook) afterStep(st *loopState) error {
 	if every := h.s.cfg.Checkpoint.EverySteps; every > 0 && st.step%every == 0 && st.step < st.total {
 		return h.save(st)
@@ -171,6 +177,16 @@ func (h finalCheckpoint) atEnd(st *loopState) error { return h.save(st) }
 
 // signalHook asks the loop to stop after the optimizer step in flight once stop is closed.
 type signalHook struct{ stop <-chan struct{} }
+
+// wantsState implements stateHook: a stop checkpoints the state after the steps dispatched.
+func (h signalHook) wantsState(*loopState, int) bool {
+	select {
+	case <-h.stop:
+		return true
+	default:
+		return false
+	}
+}
 
 func (h signalHook) afterStep(st *loopState) error {
 	select {

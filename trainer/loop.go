@@ -29,6 +29,10 @@ type RunOptions struct {
 	// ResumeCommand is the command line that continues this run, printed when it is interrupted; empty
 	// means a generic one.
 	ResumeCommand string
+	// SyncEveryStep makes the loop read every micro-batch's results as soon as it has run and take the
+	// next batch from the feed only then, as the loop did before it ran ahead of the device: a run
+	// gives the same bits either way (trainer/async_test.go compares them).
+	SyncEveryStep bool
 }
 
 func (o RunOptions) resumeCommand() string {
@@ -52,10 +56,13 @@ type Result struct {
 	AlreadyFinished bool
 }
 
-// stepRunner runs one (micro-)step on a micro-batch given as one shard per replica: the compiled
-// trainstep.Step in a run; tests wrap it.
+// stepRunner runs (micro-)steps on micro-batches given as one shard per replica without reading
+// anything back, and hands over their results in order when the loop drains it: the compiled
+// trainstep.Step in a run (its carry keeps the results and the guard's decisions on the device).
 type stepRunner interface {
-	RunShards(images, labels []*tensors.Tensor, sc trainstep.Scalars) (trainstep.Result, error)
+	StartCarry(lrScale float64, emaFresh bool)
+	Dispatch(images, labels []*tensors.Tensor, sc trainstep.Scalars) error
+	Drain() []trainstep.Result
 }
 
 // Run trains cfg's net on cfg's data, evaluating after every eval.every_epochs epochs and writing
@@ -78,12 +85,26 @@ func Run(cfg config.Config, opts RunOptions) (Result, error) {
 	return s.train(opts, step, feed, start)
 }
 
+// The loop runs ahead of the device (docs/reliability.md, "The asynchronous loop"): it dispatches
+// micro-batch after micro-batch without reading anything back, while its prefetcher decodes the next
+// batch and moves it to the device. The step keeps every execution's results and the guard's decisions
+// on the device (trainstep's carry); the loop drains them — one transfer — at each log interval, before
+// every checkpoint or eval, at an epoch's and the run's end, on a stop, and at least every drainEvery,
+// then replays them in order through the hooks, which therefore see each step exactly as if it had been
+// read the moment it ran: a non-finite step is reported as the step it was.
+
+// drainEvery bounds the time between two drains, so the progress line and a stop request are not
+// held up for a whole log interval of slow steps (a variable for tests that need drains where they
+// say).
+var drainEvery = time.Second
+
 // loopState is where the run is, which the loop advances and its hooks read; the few fields hooks
 // write say so.
 type loopState struct {
 	cfg             config.Config
 	step, total     int     // optimizer steps done, and the run's
-	micro           int     // micro-batches done: k per optimizer step
+	micro           int     // micro-batches done (their results replayed): k per optimizer step
+	dispatched      int     // micro-batches handed to the step, whose results may not be read yet
 	k               int     // micro-batches per optimizer step (optimizer.accumulate_steps)
 	batchesPerEpoch int     // micro-batches per epoch
 	perEpoch        float64 // optimizer steps per epoch (fractional under accumulation)
@@ -93,18 +114,30 @@ type loopState struct {
 	window window
 	logDue bool
 	// emaFresh makes the EMA shadows start from the weights at the next step; the first applied
-	// optimizer step clears it.
+	// optimizer step clears it. The step's carry makes the same decision on the device; this is the
+	// host's account of it, as of the micro-batch replayed last.
 	emaFresh bool
-	// Written by the guard hook: holdBack withholds the update of the optimizer step in flight, one of
-	// its micro-batches having been non-finite (skipped says the step just done was withheld);
+	// Written by the guard hook, as of the micro-batch replayed last (the step's carry took the same
+	// decisions on the device when it ran): holdBack says the optimizer step in flight is withheld, one
+	// of its micro-batches having been non-finite (skipped says the step just done was withheld);
 	// lrScale is reduce_lr's factor on the schedule.
 	holdBack, skipped bool
 	lrScale           float64
 	// lastCheckpoint is the newest checkpoint written (by the checkpoint hook), or resumed from.
 	lastCheckpoint string
-	// stop, set by the signal hook, ends the run after the optimizer step in flight.
+	// stop, set by the signal hook, ends the run after the optimizer steps dispatched.
 	stop bool
+	// pending holds what the host chose for each micro-batch dispatched and not yet replayed;
+	// lastDrain and drainedSteps say when the loop last drained and how many optimizer steps were
+	// dispatched then.
+	pending      []dispatched
+	lastDrain    time.Time
+	drainedSteps int
 }
+
+// dispatched is the host's side of one micro-batch the step ran: its schedule's lr (before
+// reduce_lr's factor, which the step applies) and EMA decay.
+type dispatched struct{ lr, emaDecay float64 }
 
 // epoch is the number of epochs done.
 func (st *loopState) epoch() float64 { return float64(st.step) / st.perEpoch }
@@ -136,6 +169,11 @@ type (
 	epochHook interface{ afterEpoch(st *loopState) error }
 	// startHook runs once before the first micro-batch.
 	startHook interface{ atStart(st *loopState) error }
+	// stateHook says whether it needs the device state as it is after optimizer step step (a
+	// checkpoint of it, or a stop): the loop drains there, so the hook's afterStep sees that state.
+	stateHook interface {
+		wantsState(st *loopState, step int) bool
+	}
 	// endHook runs once the loop has ended, by the run's end or a stop.
 	endHook interface{ atEnd(st *loopState) error }
 )
@@ -145,13 +183,51 @@ type loop struct {
 	step  stepRunner
 	feed  feed
 	hooks []any
+	// toDevice moves a batch to the devices its shards feed, on the prefetcher's goroutine; nil leaves
+	// the transfer to the step.
+	toDevice func(shards) error
+	// sync reads every micro-batch's results at once and takes batches from the feed without
+	// prefetching (RunOptions.SyncEveryStep).
+	sync bool
+	// timing, when set, adds up where the loop's time goes (trainer bench --data shards).
+	timing *loopTiming
 }
+
+// loopTiming is where the loop's wall time went: waiting for the feed's next batch, in the step's
+// dispatch (the whole execution where the backend runs it synchronously), and draining results.
+type loopTiming struct {
+	feedWait, dispatch, drain time.Duration
+	// The first micro-batch's wait and dispatch, also in the sums: the pipeline's start and, for a
+	// step not compiled yet, the compilation.
+	firstWait, firstDispatch time.Duration
+	micro                    int // micro-batches dispatched
+}
+
+// add adds the time since since to the duration pick selects (and, for the first micro-batch, to
+// the one first selects).
+func (t *loopTiming) add(pick func(*loopTiming) (sum, first *time.Duration), since time.Time) {
+	if t == nil {
+		return
+	}
+	d := time.Since(since)
+	sum, first := pick(t)
+	*sum += d
+	if t.micro == 0 && first != nil {
+		*first += d
+	}
+}
+
+func feedWait(t *loopTiming) (sum, first *time.Duration)     { return &t.feedWait, &t.firstWait }
+func dispatchTime(t *loopTiming) (sum, first *time.Duration) { return &t.dispatch, &t.firstDispatch }
+func drainTime(t *loopTiming) (sum, first *time.Duration)    { return &t.drain, nil }
 
 // run trains from st's position to the run's end, or until a hook stops it, then runs the end hooks.
 func (l *loop) run(st *loopState) error {
 	if err := fire(l.hooks, func(h startHook) error { return h.atStart(st) }); err != nil {
 		return err
 	}
+	l.step.StartCarry(st.lrScale, st.emaFresh)
+	st.lastDrain, st.drainedSteps, st.dispatched = time.Now(), st.step, st.micro
 	for st.step < st.total && !st.stop {
 		if err := l.epoch(st); err != nil {
 			return err
@@ -162,16 +238,29 @@ func (l *loop) run(st *loopState) error {
 
 // epoch runs the epoch st.micro is in, from there to its end, the run's end or a stop.
 func (l *loop) epoch(st *loopState) error {
-	it := l.feed.iterate(st.micro/st.batchesPerEpoch, st.micro%st.batchesPerEpoch)
+	var it feedIterator = l.feed.iterate(st.micro/st.batchesPerEpoch, st.micro%st.batchesPerEpoch)
+	if !l.sync {
+		it = prefetch(it, l.toDevice, st.total*st.k-st.dispatched)
+	}
 	defer it.close()
-	for st.step < st.total && !st.stop {
+	for st.dispatched < st.total*st.k && !st.stop {
+		wait := time.Now()
 		batch, ok := it.next()
+		l.timing.add(feedWait, wait)
 		if !ok {
 			break
 		}
-		if err := l.microStep(st, batch); err != nil {
+		if err := l.dispatch(st, batch); err != nil {
 			return err
 		}
+		if l.drainDue(st) {
+			if err := l.drain(st); err != nil {
+				return err
+			}
+		}
+	}
+	if err := l.drain(st); err != nil { // the epoch's or the run's end, or a stop
+		return err
 	}
 	if st.stop {
 		return nil
@@ -186,24 +275,94 @@ func (l *loop) epoch(st *loopState) error {
 	return fire(l.hooks, func(h epochHook) error { return h.afterEpoch(st) })
 }
 
-// microStep runs one micro-batch and, when it is the last of its optimizer step, ends that step.
-func (l *loop) microStep(st *loopState, batch shards) error {
-	j := st.micro % st.k // position in the accumulation group
-	st.lr = schedule.LearningRate(st.cfg, st.step, st.total, st.perEpoch) * st.lrScale
-	// A group with a non-finite micro-batch is not applied (guard.nonfinite skip/reduce_lr).
-	sc := trainstep.Scalars{LR: st.lr, Update: st.step + 1, Apply: j == st.k-1 && !st.holdBack}
+// dispatch hands one micro-batch to the step with the host's scalars for it, reading nothing back.
+// Whether its group is applied, reduce_lr's factor and the EMA shadows' fresh start are the step's
+// carry's to decide, from the results before it.
+func (l *loop) dispatch(st *loopState, batch shards) error {
+	j, t := st.dispatched%st.k, st.dispatched/st.k // position in the accumulation group; optimizer step
+	sc := scalarsFor(st.cfg, t, j, st.k, st.total, st.perEpoch)
+	d := dispatched{lr: sc.LR, emaDecay: sc.EMADecay}
+	start := time.Now()
+	err := l.step.Dispatch(batch.images, batch.labels, sc)
+	l.timing.add(dispatchTime, start)
+	batch.finalize()
+	if err != nil {
+		return fmt.Errorf("train step %d: %w", t, err)
+	}
+	st.dispatched++
+	st.pending = append(st.pending, d)
+	if l.timing != nil {
+		l.timing.micro++
+	}
+	return nil
+}
+
+// scalarsFor is what the host sends with micro-batch j (of k) of optimizer step t (0-based) of a run
+// of total steps: the schedule's lr and EMA decay, the update's number, and whether the micro-batch
+// starts (Keep 0) or ends (Apply) its group. Scalars.EMAFresh stays false: the step's carry decides.
+func scalarsFor(cfg config.Config, t, j, k, total int, perEpoch float64) trainstep.Scalars {
+	sc := trainstep.Scalars{LR: schedule.LearningRate(cfg, t, total, perEpoch), Update: t + 1, Apply: j == k-1}
 	if j > 0 {
 		sc.Keep = 1
 	}
-	if st.cfg.EMA.Decay > 0 {
-		st.emaDecay = schedule.EMADecay(st.cfg.EMA, st.step)
-		sc.EMADecay, sc.EMAFresh = st.emaDecay, st.emaFresh
+	if cfg.EMA.Decay > 0 {
+		sc.EMADecay = schedule.EMADecay(cfg.EMA, t)
 	}
-	res, err := l.step.RunShards(batch.images, batch.labels, sc)
-	batch.finalize()
-	if err != nil {
-		return fmt.Errorf("train step %d: %w", st.step, err)
+	return sc
+}
+
+// drainDue says whether to read the results now: after every micro-batch in sync mode; else only at
+// the end of an optimizer step, and there at a log interval, when a hook needs the state after it, or
+// drainEvery after the last drain.
+func (l *loop) drainDue(st *loopState) bool {
+	if l.sync {
+		return true
 	}
+	if st.dispatched%st.k != 0 {
+		return false
+	}
+	steps := st.dispatched / st.k
+	if steps-st.drainedSteps >= st.cfg.Log.EverySteps || time.Since(st.lastDrain) >= drainEvery {
+		return true
+	}
+	for _, h := range l.hooks {
+		if h, ok := h.(stateHook); ok && h.wantsState(st, steps) {
+			return true
+		}
+	}
+	return false
+}
+
+// drain reads the results of the micro-batches dispatched since the last drain and replays them.
+func (l *loop) drain(st *loopState) error {
+	if len(st.pending) == 0 {
+		return nil
+	}
+	start := time.Now()
+	results := l.step.Drain()
+	l.timing.add(drainTime, start)
+	pending := st.pending
+	st.pending = nil
+	st.lastDrain, st.drainedSteps = time.Now(), st.dispatched/st.k
+	if len(results) != len(pending) {
+		return fmt.Errorf("train step %d: %d results for %d micro-batches dispatched", st.step, len(results), len(pending))
+	}
+	for i, res := range results {
+		if err := l.replay(st, pending[i], res); err != nil {
+			return err
+		}
+	}
+	// A stop noticed while replaying ends the run after the steps already dispatched, unless they
+	// were the run's last.
+	st.stop = st.stop && st.step < st.total
+	return nil
+}
+
+// replay takes one micro-batch's results as the loop would have had them right after it ran and,
+// when it is the last of its optimizer step, ends that step.
+func (l *loop) replay(st *loopState, d dispatched, res trainstep.Result) error {
+	j := st.micro % st.k // position in the accumulation group
+	st.lr, st.emaDecay = d.lr*st.lrScale, d.emaDecay
 	st.micro++
 	if res.NonFinite.Any() {
 		if err := fire(l.hooks, func(h nonFiniteHook) error { return h.onNonFinite(st, res) }); err != nil {
@@ -291,7 +450,7 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 		newGuardHook(cfg.Guard, rd.metrics, term), // first: the others see a step once its policy is applied
 		term, newLogHook(rd.metrics, cfg, feed, term), ckpts, signalHook{opts.Stop},
 		eval, ckpts.final(),
-	}}
+	}, toDevice: s.toDevice, sync: opts.SyncEveryStep}
 	replicasNote := ""
 	if cfg.Replicas > 1 {
 		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.ReplicaBatch())

@@ -34,6 +34,13 @@ type Step struct {
 	replicaIndex []*tensors.Tensor
 	guard        guard
 	params       paramGroups // optimizer.freeze and optimizer.lr_mult (params.go)
+	reduceLR     bool        // guard.nonfinite reduce_lr: the carry halves the lr factor at a skipped step
+	// carry is the loop state on the device (carry.go), per device: record, state; nextRow is the
+	// record row the next execution writes, unread the rows written since the host last read them,
+	// spilled the results read when the ring was full.
+	carry           [][2]*tensors.Tensor
+	nextRow, unread int
+	spilled         []Result
 }
 
 // Scalars are the host values one execution of the step reads.
@@ -61,6 +68,8 @@ type Inputs struct {
 	Host               []*Node
 	EMADecay, EMAFresh *Node
 	Keep, Apply        *Node
+	// Carry is the loop state kept on the device between executions (carry.go).
+	Carry carryInputs
 	// Replica is r on replica r's device (int32): the layers draw their dropout masks for the global
 	// batch and keep their shard's rows (graphs.ReplicaIndexParam).
 	Replica *Node
@@ -81,7 +90,7 @@ func New(backend backends.Backend, ctx *context.Context, cfg config.Config, mode
 	s := &Step{cfg: cfg, model: model, opt: opt, hostCount: len(opt.HostScalars(1)),
 		accumulate: max(cfg.Optimizer.AccumulateSteps, 1), ema: cfg.EMA.Decay > 0, replicas: replicas,
 		spmd: replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD, guard: guard{gate: cfg.Guard.SkipsNonFinite()},
-		params: newParamGroups(cfg.Optimizer)}
+		params: newParamGroups(cfg.Optimizer), reduceLR: cfg.Guard.NonFinite == config.GuardReduceLR}
 	if s.spmd {
 		for r := range replicas {
 			s.replicaIndex = append(s.replicaIndex, tensors.FromValue(int32(r)))
@@ -106,6 +115,7 @@ func (s *Step) Finalize() {
 	for _, t := range s.replicaIndex {
 		t.FinalizeAll()
 	}
+	s.finalizeCarry()
 }
 
 // inputs names the graph's positional inputs.
@@ -120,6 +130,8 @@ func (s *Step) inputs(in []*Node) Inputs {
 		x.Keep, x.Apply = in[next], in[next+1]
 		next += 2
 	}
+	x.Carry = carryInputs{record: in[next], state: in[next+1]}
+	next += 2
 	if s.spmd {
 		x.Replica = in[next]
 	}
@@ -153,7 +165,8 @@ func flag(b bool) float32 {
 
 // build is the step graph: it updates the variables in ctx and returns the batch's mean loss
 // (float32), its number of correct top-1 predictions and the guard's finiteness flags; an SPMD
-// step (one replica's program) returns those of the global batch, then its own shard's mean loss.
+// step (one replica's program) returns those of the global batch, then its own shard's mean loss;
+// last, the carry's next record and state.
 func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 	g := in.Images.Graph()
 	ctx.SetTraining(g, true)
@@ -175,6 +188,7 @@ func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 	}
 	sums := squaredNorms(grads)
 	flags, ok := s.guard.measure(loss, vars, sums)
+	c := s.advanceCarry(in, loss, correct, flags, ok)
 	if in.Keep != nil {
 		grads = accumulateGradients(ctx, vars, grads, in.Keep, s.accumulate)
 	}
@@ -184,11 +198,13 @@ func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 		}
 		grads = clipWithSquaredNorms(grads, sums, clip)
 	}
-	updateInGroups(s.opt, ctx, vars, grads, decay, lrFactors, in.LR, in.Host...)
+	updateInGroups(s.opt, ctx, vars, grads, decay, lrFactors, c.lr, in.Host...)
 	if in.EMADecay != nil {
-		updateEMA(ctx, g, in.EMADecay, in.EMAFresh)
+		updateEMA(ctx, g, in.EMADecay, c.emaFresh)
 	}
-	if in.Apply != nil {
+	if c.apply != nil {
+		gateUpdates(ctx, g, c.apply)
+	} else if in.Apply != nil {
 		gateUpdates(ctx, g, in.Apply)
 	}
 	s.guard.gateAll(ctx, g, ok) // last: a skipped step changes nothing
@@ -196,7 +212,7 @@ func (s *Step) build(ctx *context.Context, in Inputs) []*Node {
 	if s.spmd {
 		outs = append(outs, ConvertDType(shardLoss, dtypes.Float32))
 	}
-	return outs
+	return append(outs, c.record, c.state)
 }
 
 // correctCount is the number of rows whose top-1 logit is the label (for soft targets, the
@@ -243,8 +259,12 @@ type Outputs struct {
 }
 
 // Execute runs one (micro-)step on a batch given as one shard per replica (one shard on one
-// device): shard r of the images and labels goes to device r.
+// device): shard r of the images and labels goes to device r. It reads nothing back: the outputs
+// stay where the backend left them, and the carry (carry.go) moves on to this execution's.
 func (s *Step) Execute(images, labels []*tensors.Tensor, sc Scalars) (Outputs, error) {
+	if s.carry == nil {
+		s.StartCarry(1, false)
+	}
 	args, err := s.args(images, labels, sc)
 	if err != nil {
 		return Outputs{}, err
@@ -253,7 +273,28 @@ func (s *Step) Execute(images, labels []*tensors.Tensor, sc Scalars) (Outputs, e
 	if err != nil {
 		return Outputs{}, err
 	}
-	return Outputs{step: s, outs: outs}, nil
+	// Device-major: each device's outputs end with its carry's record and state.
+	perDevice := len(outs) / s.replicas
+	var results []*tensors.Tensor
+	next := make([][2]*tensors.Tensor, s.replicas)
+	for r := range s.replicas {
+		own := outs[r*perDevice : (r+1)*perDevice]
+		results = append(results, own[:perDevice-2]...)
+		next[r] = [2]*tensors.Tensor{own[perDevice-2], own[perDevice-1]}
+	}
+	s.takeCarry(next)
+	return Outputs{step: s, outs: results}, nil
+}
+
+// Dispatch runs one (micro-)step and keeps nothing of its outputs but the carry: the loop reads
+// the executions' results from the record later (Drain).
+func (s *Step) Dispatch(images, labels []*tensors.Tensor, sc Scalars) error {
+	outs, err := s.Execute(images, labels, sc)
+	if err != nil {
+		return err
+	}
+	outs.Finalize()
+	return nil
 }
 
 // Loss copies the batch's mean loss to the host, which waits for the execution to end.
@@ -313,6 +354,7 @@ func (s *Step) args(images, labels []*tensors.Tensor, sc Scalars) ([]any, error)
 	for r := range images {
 		args = append(args, images[r], labels[r])
 		args = append(args, scalars...)
+		args = append(args, s.carry[r][0], s.carry[r][1])
 		if s.spmd {
 			args = append(args, s.replicaIndex[r])
 		}

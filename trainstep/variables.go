@@ -37,6 +37,8 @@ func Variables(backend backends.Backend, cfg config.Config, net Net) (vars map[s
 	for i := range step.NumScalars() {
 		in = append(in, Parameter(g, fmt.Sprintf("scalar%d", i), shapes.Make(dtypes.Float32)))
 	}
+	record, state := carryShapes()
+	in = append(in, Parameter(g, "carry_record", record), Parameter(g, "carry_state", state))
 	step.build(ctx, step.inputs(in))
 	vars = map[string]shapes.Shape{}
 	ctx.EnumerateVariables(func(v *context.Variable) { vars[v.ScopeAndName()] = v.Shape() })

@@ -83,18 +83,22 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 		return err
 	}
 	if step, err := pjrt.ParseStepIO(text); err == nil {
+		// The carry's inputs are the previous execution's outputs, already on the device.
+		carryInputs, carryBytes := trainstep.CarryIO()
+		step.HostInputs, step.HostBytes = step.HostInputs-int64(carryInputs), step.HostBytes-carryBytes
+		resident := fmt.Sprintf("its loop state (%d inputs, %s) and ", carryInputs, humanBytes(carryBytes))
 		fmt.Fprintf(stderr, "%s: %s step, global batch %d over %d replica(s), %s, %s\n", *out, cfg.Net.Name,
 			cfg.Data.BatchSize, cfg.Replicas, cfg.Net.Precision, cfg.Optimizer.Name)
 		if cfg.Replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD {
 			fmt.Fprintf(stderr, "one replica's program (spmd, %d all-reduces): per step the host sends each device %d inputs "+
-				"(its shard of %d and runtime scalars), %s; %d variables, %s, stay on each device (donated to the step, "+
-				"updated in place)\n", strings.Count(text, `"stablehlo.all_reduce"`), step.HostInputs, cfg.ReplicaBatch(),
-				humanBytes(step.HostBytes), step.Variables, humanBytes(step.VarBytes))
+				"(its shard of %d and runtime scalars), %s; %s%d variables, %s, stay on each device (the variables "+
+				"donated to the step, updated in place)\n", strings.Count(text, `"stablehlo.all_reduce"`), step.HostInputs,
+				cfg.ReplicaBatch(), humanBytes(step.HostBytes), resident, step.Variables, humanBytes(step.VarBytes))
 			return nil
 		}
-		fmt.Fprintf(stderr, "per step the host sends %d inputs (batch and runtime scalars), %s; %d variables, %s, "+
-			"stay on the device (donated to the step, updated in place)\n",
-			step.HostInputs, humanBytes(step.HostBytes), step.Variables, humanBytes(step.VarBytes))
+		fmt.Fprintf(stderr, "per step the host sends %d inputs (batch and runtime scalars), %s; %s%d variables, %s, "+
+			"stay on the device (the variables donated to the step, updated in place)\n",
+			step.HostInputs, humanBytes(step.HostBytes), resident, step.Variables, humanBytes(step.VarBytes))
 	}
 	return nil
 }
