@@ -66,6 +66,7 @@ type NetConfig struct {
 // Normalisation and Config.NormalizeOnDevice resolve its empty and auto values.
 type DataConfig struct {
 	Source          string        `yaml:"source"`
+	Dataset         string        `yaml:"dataset"`
 	Dir             string        `yaml:"dir"`
 	Train           string        `yaml:"train"`
 	Eval            string        `yaml:"eval"`
