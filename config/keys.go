@@ -177,5 +177,6 @@ var keyMeanings = map[string]string{
 	"checkpoint.keep":        "keep the newest N checkpoints",
 	"checkpoint.best":        "also keep `checkpoints/best.tckpt`, the state at the best eval of this metric: `auto` (EMA top-1 when `ema.decay` > 0, else top-1), `top1`, `ema_top1`, or `none`; `--resume` never picks it, pruning never deletes it",
 	"log.every_steps":        "one train record in `metrics.jsonl` (mean loss, accuracy, lr, images/s) and one progress update per N steps",
+	"log.tensorboard":        "also write every train and eval record as TensorBoard scalars, and the resolved config as text, to `events.out.tfevents.*` beside `metrics.jsonl` (`tensorboard --logdir runs`); `summary.csv` (one row per eval) is written either way",
 	"guard.nonfinite":        "a non-finite loss or gradient: `stop` (naming the step, the first parameter whose gradient is non-finite and the last good checkpoint), `skip` (the step's update is not applied; 10 in a row stop the run), or `reduce_lr` (skip and halve the learning rate for the rest of the run; the factor is checkpointed)",
 }
