@@ -144,8 +144,8 @@ func (w *Writer) Text(step int64, tag, markdown string) error {
 	return w.write(w.event(step, appendMessage(nil, eventSummary, appendMessage(nil, summaryValue, value))))
 }
 
-// SessionStart writes a SessionLog START at step: TensorBoard then drops the events of earlier files
-// past step, which a resumed run writes again.
+// SessionStart writes a SessionLog START at step: TensorBoard then drops the events of the directory's
+// earlier files at step and after, which a resumed run writes again.
 func (w *Writer) SessionStart(step int64) error {
 	status := protowire.AppendVarint(protowire.AppendTag(nil, sessionLogStatus, protowire.VarintType), sessionStart)
 	return w.write(w.event(step, appendMessage(nil, eventSessionLog, status)))

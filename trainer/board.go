@@ -38,7 +38,8 @@ func newBoardHook(cfg config.Config, dir string, metrics *metricsLog) *boardHook
 }
 
 // atStart rebuilds summary.csv from the records metrics.jsonl already holds (a resumed run's, cut
-// back to the step it resumes from), opens a new event file and starts listening.
+// back to the step it resumes from), opens a new event file starting at the run's step and starts
+// listening.
 func (h *boardHook) atStart(st *loopState) error {
 	if err := h.summary.replay(h.metrics.path); err != nil {
 		return err
@@ -52,11 +53,11 @@ func (h *boardHook) atStart(st *loopState) error {
 			return err
 		}
 		h.board = w
-		if st.step > 0 {
-			// TensorBoard drops what earlier files hold past this step: the steps this run writes again.
-			if err := w.SessionStart(int64(st.step)); err != nil {
-				return err
-			}
+		// TensorBoard drops what earlier files of the directory hold from the START's step on: the steps
+		// a resumed run writes again (those up to st.step stay, as in metrics.jsonl), or all of a fresh
+		// run's predecessor past step 0 (metrics.jsonl starts anew too).
+		if err := w.SessionStart(int64(st.step) + 1); err != nil {
+			return err
 		}
 		// Indented four spaces: a code block in TensorBoard's markdown.
 		text := "    " + strings.ReplaceAll(strings.TrimRight(string(h.cfg.YAML()), "\n"), "\n", "\n    ")
