@@ -140,8 +140,8 @@ func TestPlotScheduleWithoutData(t *testing.T) {
 	}
 	want := map[string]string{
 		"resnet50_sgd.yaml":            "450360 optimizer steps (5004 per epoch, from 1281167 training examples, imagenet's known size", // 90 epochs of 1,281,167 / 256
-		"resnet50_sgd_imagenette.yaml": "2920 optimizer steps (73 per epoch, from 9469 training examples, imagenette's",              // 40 epochs of 9,469 / 128
-		"cifar8_sgd.yaml":              "11700 optimizer steps (390 per epoch, from 50000 training examples, cifar10's",               // 30 epochs of 50,000 / 128
+		"resnet50_sgd_imagenette.yaml": "2920 optimizer steps (73 per epoch, from 9469 training examples, imagenette's",                 // 40 epochs of 9,469 / 128
+		"cifar8_sgd.yaml":              "11700 optimizer steps (390 per epoch, from 50000 training examples, cifar10's",                 // 30 epochs of 50,000 / 128
 	}
 	for _, recipe := range recipes {
 		if testing.Short() && want[filepath.Base(recipe)] == "" && !strings.Contains(recipe, "rsb_a3") {
