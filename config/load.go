@@ -43,6 +43,9 @@ func Load(path string, overrides []string) (Config, error) {
 	if err := decode(reflect.ValueOf(&cfg).Elem(), l.tree, "", source); err != nil {
 		return Config{}, err
 	}
+	if err := cfg.Data.expandPaths(source); err != nil {
+		return Config{}, err
+	}
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}

@@ -17,7 +17,7 @@ import (
 var resumable = map[string]bool{
 	"name": true, "run_dir": true, "backend": true,
 	"epochs": true, "steps": true,
-	"eval.every_epochs": true, "log.every_steps": true,
+	"eval.every_epochs": true, "log.every_steps": true, "log.tensorboard": true,
 	"checkpoint.every_steps": true, "checkpoint.keep": true, "checkpoint.best": true,
 	"data.workers": true, "data.prefetch": true, "data.eval_batch_size": true,
 	"data.device_normalize": true, // where the same floats are computed, not which

@@ -69,6 +69,12 @@ func (c Config) ValidateWithDevices(devices int) error {
 	cs.check(c.RunDir != "", "run_dir", "expected a directory")
 	c.Net.validate(&cs)
 	cs.oneOf(c.Data.Source, "data.source", DataSources())
+	if ds := c.Data.Dataset; ds != "" {
+		cs.oneOf(ds, "data.dataset", data.DatasetNames())
+		fixed := slices.Contains(data.Sources, c.Data.Source) || c.Data.Source == "cifar10" // the source is the dataset
+		cs.check(!fixed || ds == c.Data.Source, "data.dataset", "got %s with data.source %s, which holds %s: leave it empty or set %s",
+			echo.Quote(ds), c.Data.Source, c.Data.Source, c.Data.Source)
+	}
 	cs.check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
 	cs.check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
 	c.Data.validate(&cs)

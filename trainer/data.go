@@ -57,7 +57,8 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 			return nil, fmt.Errorf("%s: data.source %s needs the split's path: set %s or data.dir", key, d.Source, key)
 		}
 		var err error
-		if src, err = data.OpenSource(d.Source, path, split, data.SourceOptions{NumClasses: s.numClasses()}); err != nil {
+		if src, err = data.OpenSource(d.Source, path, split, data.SourceOptions{NumClasses: s.numClasses(),
+			Dataset: d.DatasetName(), Dir: d.Dir}); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 	}

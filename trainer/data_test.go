@@ -174,6 +174,28 @@ func TestFlagshipWithoutDataStopsAtOnce(t *testing.T) {
 	}
 }
 
+// TestRecipeWithoutDataSaysHowToGetIt: each dataset's recipe, without its data, says how to get that
+// dataset: the fetch command for Imagenette, ImageNet's archives and the pack command, CIFAR-10's URL.
+func TestRecipeWithoutDataSaysHowToGetIt(t *testing.T) {
+	for recipe, want := range map[string][]string{
+		"resnet50_sgd_imagenette.yaml": {"trainer data fetch imagenette DIRECTORY"},
+		"resnet50_sgd.yaml":            {"ILSVRC2012_img_train.tar", "trainer data pack FOLDER DIRECTORY"},
+		"cifar8_sgd.yaml":              {"cifar-10-binary.tar.gz", "-C DIRECTORY"},
+	} {
+		missing := filepath.Join(t.TempDir(), "DIRECTORY")
+		cfg, err := config.Load(filepath.Join("..", "configs", recipe), []string{"data.dir=" + missing, "run_dir=" + t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(cfg, RunOptions{Out: io.Discard})
+		for _, w := range append(want, "not found") {
+			if err == nil || !strings.Contains(err.Error(), strings.ReplaceAll(w, "DIRECTORY", missing)) {
+				t.Errorf("%s: got %v, want an error containing %q", recipe, err, strings.ReplaceAll(w, "DIRECTORY", missing))
+			}
+		}
+	}
+}
+
 // A record whose bytes were damaged inside a shard stops the run naming the shard and the record
 // (data.on_bad_record: stop); with skip the run trains to its end and metrics.jsonl counts the record.
 func TestDamagedShardRecord(t *testing.T) {

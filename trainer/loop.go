@@ -448,7 +448,7 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	eval := &evalHook{s: s, loader: evalLoader, metrics: rd.metrics, term: term, best: best, lastEval: -1}
 	l := loop{step: step, feed: feed, hooks: []any{
 		newGuardHook(cfg.Guard, rd.metrics, term), // first: the others see a step once its policy is applied
-		term, newLogHook(rd.metrics, cfg, feed, term), ckpts, signalHook{opts.Stop},
+		term, newLogHook(rd.metrics, cfg, feed, term), newBoardHook(cfg, res.Dir, rd.metrics), ckpts, signalHook{opts.Stop},
 		eval, ckpts.final(),
 	}, toDevice: s.toDevice, sync: opts.SyncEveryStep}
 	replicasNote := ""

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +17,18 @@ type metricsLog struct {
 	f    appendFile
 	path string
 	size int64 // the length of the log's complete records
+	// listeners hear each record once it is written (TensorBoard, summary.csv: board.go).
+	listeners []recordListener
 }
+
+// recordListener is given every record the log writes, after it is written; Close closes it.
+type recordListener interface {
+	record(rec map[string]any) error
+	close() error
+}
+
+// listen adds l to the log's listeners.
+func (m *metricsLog) listen(l recordListener) { m.listeners = append(m.listeners, l) }
 
 // appendFile is the log's file: an *os.File opened for appending; tests fake a full disk.
 type appendFile interface {
@@ -65,14 +77,23 @@ func (m *metricsLog) write(record map[string]any) error {
 		return fmt.Errorf("metrics log %s: %w (the record was not written)", m.path, err)
 	}
 	m.size += int64(n)
+	for _, l := range m.listeners {
+		if err := l.record(record); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func (m *metricsLog) Close() error {
-	if m.f == nil {
-		return nil
+	var errs []error
+	for _, l := range m.listeners {
+		errs = append(errs, l.close())
 	}
-	err := m.f.Close()
-	m.f = nil
-	return err
+	m.listeners = nil
+	if m.f != nil {
+		errs = append(errs, m.f.Close())
+		m.f = nil
+	}
+	return errors.Join(errs...)
 }
