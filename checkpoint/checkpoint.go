@@ -80,11 +80,11 @@ func Save(dir string, ctx *context.Context, header Header, keep int) (string, er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint directory %s: %w", dir, err)
 	}
+	path := filepath.Join(dir, FileName(header.Step))
 	file, err := encode(ctx, header)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("checkpoint %s not written: %w", path, err)
 	}
-	path := filepath.Join(dir, FileName(header.Step))
 	if err := atomicfile.Write(path, file); err != nil {
 		// Nothing was renamed into place and nothing pruned: the previous checkpoints are intact.
 		return "", fmt.Errorf("checkpoint %s not written (previous checkpoints kept): %w", path, err)
@@ -100,7 +100,7 @@ func SaveFile(path string, ctx *context.Context, header Header) error {
 	}
 	file, err := encode(ctx, header)
 	if err != nil {
-		return err
+		return fmt.Errorf("checkpoint %s not written: %w", path, err)
 	}
 	if err := atomicfile.Write(path, file); err != nil {
 		return fmt.Errorf("checkpoint %s not written (a previous file there is kept): %w", path, err)
@@ -108,7 +108,8 @@ func SaveFile(path string, ctx *context.Context, header Header) error {
 	return nil
 }
 
-// encode lays out the checkpoint file: magic, version, header, payload, CRC-32C.
+// encode lays out the checkpoint file: magic, version, header, payload, CRC-32C. It refuses a header
+// that Header.Validate refuses.
 func encode(ctx *context.Context, header Header) ([]byte, error) {
 	var payload bytes.Buffer
 	header.Tensors = nil
@@ -129,11 +130,15 @@ func encode(ctx *context.Context, header Header) ([]byte, error) {
 		header.Tensors = append(header.Tensors, rec)
 	})
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+		return nil, err
+	}
+	// What Load would refuse is never written.
+	if err := header.Validate(); err != nil {
+		return nil, fmt.Errorf("header: %w", err)
 	}
 	headerJSON, err := json.Marshal(header)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+		return nil, err
 	}
 	var file bytes.Buffer
 	file.WriteString(magic)
@@ -225,7 +230,8 @@ func parse(path string, data []byte) (*Checkpoint, error) {
 		return fail("header length %d exceeds the file (%d bytes)", headerLen, len(data))
 	}
 	ckpt := &Checkpoint{Path: path, Tensors: map[string]*tensors.Tensor{}}
-	if err := json.Unmarshal(body[fixed:fixed+int(headerLen)], &ckpt.Header); err != nil {
+	headerJSON := body[fixed : fixed+int(headerLen)]
+	if err := decodeHeader(headerJSON, &ckpt.Header); err != nil {
 		return fail("header: %v", err)
 	}
 	payload := body[fixed+int(headerLen):]
@@ -265,7 +271,33 @@ func parse(path string, data []byte) (*Checkpoint, error) {
 		}
 		ckpt.Tensors[rec.Name] = t
 	}
+	if err := ckpt.Header.Validate(); err != nil {
+		return fail("header: %v", err)
+	}
+	if err := checkFileName(path, ckpt.Header.Step); err != nil {
+		return fail("%v", err)
+	}
 	return ckpt, nil
+}
+
+// decodeHeader reads the header JSON strictly: a field no writer of this version produces, or an
+// lr_scale of 0 (writers omit the field instead), is refused.
+func decodeHeader(data []byte, h *Header) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(h); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the header object")
+	}
+	var present struct {
+		LRScale *float64 `json:"lr_scale"`
+	}
+	if err := json.Unmarshal(data, &present); err == nil && present.LRScale != nil && *present.LRScale == 0 {
+		return errors.New("lr_scale 0: expected a positive factor (a writer omits lr_scale for 1)")
+	}
+	return nil
 }
 
 // Latest loads the newest checkpoint in dir; ok is false when there is none.

@@ -41,7 +41,7 @@ func validCheckpointBytes(t testing.TB) []byte {
 	ctx.In("model").In("fc").VariableWithValue("weight", [][]float32{{1, 2}, {3, 4}})
 	ctx.In("model").In("fc").VariableWithValue("bias", []float32{0.5, -0.5})
 	ctx.InAbsPath("/optimizer/model/fc/weight").VariableWithValue("m", [][]float64{{0, 1}, {2, 3}})
-	file, err := encode(ctx, Header{Net: "linear", Step: 3, ConfigHash: "h", Config: "seed: 1\n"})
+	file, err := encode(ctx, Header{TrainerVersion: "0.1.0", Net: "linear", Step: 3, ConfigHash: ConfigHash("seed: 1\n"), Config: "seed: 1\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestCheckpointRefusesInconsistentHeaders(t *testing.T) {
 func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 	dir := t.TempDir()
 	ctx := contextWithVariables(t)
-	first, err := Save(dir, ctx, Header{Net: "linear", Step: 1}, 1)
+	first, err := Save(dir, ctx, testHeader(1), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(blocked, "occupied"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Save(dir, ctx, Header{Net: "linear", Step: 2}, 1)
+	_, err = Save(dir, ctx, testHeader(2), 1)
 	if err == nil || !strings.Contains(err.Error(), blocked) || !strings.Contains(err.Error(), "previous checkpoints kept") {
 		t.Fatalf("write over a directory: %v; want an error naming %s", err, blocked)
 	}
@@ -142,17 +142,17 @@ func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Save(file, ctx, Header{Step: 1}, 1); err == nil || !strings.Contains(err.Error(), file) {
+	if _, err := Save(file, ctx, testHeader(1), 1); err == nil || !strings.Contains(err.Error(), file) {
 		t.Errorf("checkpoint directory is a file: %v", err)
 	}
-	if err := SaveFile(filepath.Join(file, "best.tckpt"), ctx, Header{}); err == nil ||
+	if err := SaveFile(filepath.Join(file, "best.tckpt"), ctx, testHeader(0)); err == nil ||
 		!strings.Contains(err.Error(), file) {
 		t.Errorf("best checkpoint under a file: %v", err)
 	}
 	// A read-only directory (only meaningful when not root, who may write anyway).
 	if os.Geteuid() != 0 {
 		ro := t.TempDir()
-		prev, err := Save(ro, ctx, Header{Step: 1}, 3)
+		prev, err := Save(ro, ctx, testHeader(1), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestCheckpointWriteFailureKeepsPrevious(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
-		if _, err := Save(ro, ctx, Header{Step: 2}, 3); err == nil ||
+		if _, err := Save(ro, ctx, testHeader(2), 3); err == nil ||
 			!strings.Contains(err.Error(), filepath.Join(ro, FileName(2))) {
 			t.Errorf("read-only directory: %v", err)
 		}

@@ -20,10 +20,13 @@ func contextWithVariables(t *testing.T) *context.Context {
 	return ctx
 }
 
+// testHeader is the header a run writes at step, without its config.
+func testHeader(step int) Header { return Header{TrainerVersion: "0.1.0", Net: "linear", Step: step} }
+
 func TestCheckpointRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	ctx := contextWithVariables(t)
-	path, err := Save(dir, ctx, Header{Net: "linear", Step: 42, Epoch: 1, ConfigHash: "abc"}, 3)
+	path, err := Save(dir, ctx, Header{TrainerVersion: "0.1.0", Net: "linear", Step: 42, Epoch: 1, ConfigHash: "0123456789abcdef"}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +34,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ckpt.Header.Step != 42 || ckpt.Header.Net != "linear" || ckpt.Header.ConfigHash != "abc" {
+	if ckpt.Header.Step != 42 || ckpt.Header.Net != "linear" || ckpt.Header.ConfigHash != "0123456789abcdef" {
 		t.Errorf("header = %+v", ckpt.Header)
 	}
 	if len(ckpt.Tensors) != 3 {
@@ -65,7 +68,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 func TestCheckpointRefusesDamagedFiles(t *testing.T) {
 	dir := t.TempDir()
-	path, err := Save(dir, contextWithVariables(t), Header{Net: "linear", Step: 1}, 3)
+	path, err := Save(dir, contextWithVariables(t), testHeader(1), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,7 @@ func TestCheckpointKeepsNewestN(t *testing.T) {
 	dir := t.TempDir()
 	ctx := contextWithVariables(t)
 	for step := 1; step <= 5; step++ {
-		if _, err := Save(dir, ctx, Header{Net: "linear", Step: step * 100}, 2); err != nil {
+		if _, err := Save(dir, ctx, testHeader(step*100), 2); err != nil {
 			t.Fatal(err)
 		}
 	}

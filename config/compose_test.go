@@ -13,8 +13,10 @@ var update = flag.Bool("update", false, "rewrite testdata/resolved from the ship
 // TestShippedConfigsResolveAsGolden: every recipe in configs/ loads to the resolved config in
 // testdata/resolved (first written by the loader before recipes composed, so rewriting a recipe as
 // `base:` plus its differences changed nothing), and no golden is left without its recipe. After a
-// deliberate change to a recipe: go test ./config -run TestShippedConfigsResolveAsGolden -update.
+// deliberate change to a recipe: go test ./config -run TestShippedConfigsResolveAsGolden -update. The recipes'
+// ${TRAINER_DATA} resolves to /datasets here.
 func TestShippedConfigsResolveAsGolden(t *testing.T) {
+	t.Setenv(DataEnv, "/datasets") // the goldens hold the recipes' paths resolved, independent of the machine
 	paths, err := filepath.Glob(filepath.Join("..", "configs", "*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no configs found: %v", err)

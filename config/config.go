@@ -29,7 +29,22 @@ type Config struct {
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Log        LogConfig        `yaml:"log"`
 	Guard      GuardConfig      `yaml:"guard"`
+	// DataParallel is how the step over Replicas > 1 devices is made.
+	DataParallel DataParallelConfig `yaml:"data_parallel"`
 }
+
+// DataParallelConfig chooses the data-parallel step (docs/distributed.md): the explicit SPMD program
+// (DataParallelSPMD) or XLA's partitioner (DataParallelAuto), and BatchNorm across replicas.
+type DataParallelConfig struct {
+	Mode   string `yaml:"mode"`
+	SyncBN bool   `yaml:"sync_bn"`
+}
+
+// The values of data_parallel.mode.
+const (
+	DataParallelSPMD = "spmd"
+	DataParallelAuto = "auto"
+)
 
 // NetConfig picks a registered net, its size and the options every net takes (Options resolves them
 // for graphs). Zero or −1 values keep the net's own choice.
@@ -45,12 +60,16 @@ type NetConfig struct {
 	GELU       string  `yaml:"gelu"`
 	BNEpsilon  float64 `yaml:"bn_eps"`
 	BNDecay    float64 `yaml:"bn_decay"`
+	// Pretrained is a state_dict file (safetensors or .pth) or an https URL a fresh run starts from.
+	Pretrained       string `yaml:"pretrained"`
+	PretrainedSHA256 string `yaml:"pretrained_sha256"`
 }
 
 // DataConfig names the dataset, how it is batched and, for image sources, augmented. DataPaths,
 // Normalisation and Config.NormalizeOnDevice resolve its empty and auto values.
 type DataConfig struct {
 	Source          string        `yaml:"source"`
+	Dataset         string        `yaml:"dataset"`
 	Dir             string        `yaml:"dir"`
 	Train           string        `yaml:"train"`
 	Eval            string        `yaml:"eval"`
@@ -115,6 +134,9 @@ type OptimizerConfig struct {
 	WeightDecay     float64 `yaml:"weight_decay"`
 	ClipGradNorm    float64 `yaml:"clip_grad_norm"`
 	AccumulateSteps int     `yaml:"accumulate_steps"`
+	// Freeze and LRMult's keys are glob patterns over the net's state_dict keys (trainstep/params.go).
+	Freeze []string           `yaml:"freeze"`
+	LRMult map[string]float64 `yaml:"lr_mult"`
 }
 
 // ScheduleConfig shapes the learning rate over the run; every position is counted in optimizer steps
@@ -158,9 +180,11 @@ type CheckpointConfig struct {
 	Best       string `yaml:"best"`
 }
 
-// LogConfig says how often a train record goes to metrics.jsonl and the terminal.
+// LogConfig says how often a train record goes to metrics.jsonl and the terminal, and whether the run
+// also writes TensorBoard event files.
 type LogConfig struct {
-	EverySteps int `yaml:"every_steps"`
+	EverySteps  int  `yaml:"every_steps"`
+	TensorBoard bool `yaml:"tensorboard"`
 }
 
 // GuardConfig is the non-finite guard's policy: one of GuardPolicies; empty means GuardStop.
@@ -186,6 +210,8 @@ var (
 	GuardPolicies = []string{GuardStop, GuardSkip, GuardReduceLR}
 	Precisions    = []string{"float32", "bfloat16"}
 	ErasingModes  = []string{"pixel", "rand", "const"}
+	// DataParallelModes are the values of data_parallel.mode.
+	DataParallelModes = []string{DataParallelSPMD, DataParallelAuto}
 	// AutoAugmentInterpolations are the samplings of auto_augment's geometric ops (empty: nearest).
 	AutoAugmentInterpolations = []string{"nearest", "bilinear"}
 	// Switches are the values of a Switch key.
@@ -221,7 +247,9 @@ func Defaults() Config {
 		Loss:       LossConfig{Name: "softmax_ce", BCEDivisor: "elements"},
 		Eval:       EvalConfig{EveryEpochs: 1},
 		Checkpoint: CheckpointConfig{EverySteps: 500, Keep: 3, Best: "auto"},
-		Log:        LogConfig{EverySteps: 20},
+		Log:        LogConfig{EverySteps: 20, TensorBoard: true},
 		Guard:      GuardConfig{NonFinite: GuardStop},
+		// The explicit per-device program, BatchNorm over the global batch.
+		DataParallel: DataParallelConfig{Mode: DataParallelSPMD, SyncBN: true},
 	}
 }

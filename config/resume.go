@@ -17,7 +17,7 @@ import (
 var resumable = map[string]bool{
 	"name": true, "run_dir": true, "backend": true,
 	"epochs": true, "steps": true,
-	"eval.every_epochs": true, "log.every_steps": true,
+	"eval.every_epochs": true, "log.every_steps": true, "log.tensorboard": true,
 	"checkpoint.every_steps": true, "checkpoint.keep": true, "checkpoint.best": true,
 	"data.workers": true, "data.prefetch": true, "data.eval_batch_size": true,
 	"data.device_normalize": true, // where the same floats are computed, not which
@@ -25,6 +25,9 @@ var resumable = map[string]bool{
 	// Policies for bad input, as guard.nonfinite is for bad steps: a run stopped by a bad record
 	// resumes skipping it, or with a larger pixel limit.
 	"data.on_bad_record": true, "data.max_image_pixels": true,
+	// The explicit per-device program and XLA's partitioner compute the same step (sync_bn, which
+	// would change it, is not on the list).
+	"data_parallel.mode": true,
 }
 
 // Resumable reports whether a resumed run may change key (dotted, as in --set).

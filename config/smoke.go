@@ -35,7 +35,8 @@ const (
 
 // SmokeKeys are the keys SmokeOverrides may set: the documented override set (docs/recipes.md).
 var SmokeKeys = []string{
-	"name", "backend", "replicas", "steps", "net.width", "net.image_size", "data.eval_image_size",
+	"name", "backend", "replicas", "steps", "net.width", "net.image_size", "net.num_classes", "net.pretrained",
+	"net.pretrained_sha256", "data.eval_image_size",
 	"data.source", "data.dir", "data.train", "data.eval", "data.batch_size", "data.eval_batch_size",
 	"data.workers", "data.mean", "data.std", "optimizer.accumulate_steps",
 	"schedule.warmup_epochs", "schedule.warmup_steps", "schedule.min_lr", "schedule.warmup_start_lr",
@@ -56,6 +57,7 @@ func SmokeOverrides(cfg Config, dataDir string) ([]string, error) {
 		"backend=go",
 		"steps=" + strconv.Itoa(SmokeSteps),
 		"net.width=" + strconv.FormatFloat(SmokeWidth, 'g', -1, 64),
+		"net.num_classes=" + strconv.Itoa(SmokeClasses), // the head fits the generated data (a run refuses a mismatch)
 		"data.source=imagefolder",
 		"data.dir=" + strconv.Quote(dataDir),
 		`data.train=""`,
@@ -68,12 +70,18 @@ func SmokeOverrides(cfg Config, dataDir string) ([]string, error) {
 		"checkpoint.keep=2",
 		"log.every_steps=1",
 	}
+	if cfg.Net.Pretrained != "" {
+		// Pretrained weights fit the full-width net, not the smoke run's, and may need a download.
+		set = append(set, `net.pretrained=""`, `net.pretrained_sha256=""`)
+	}
 	// The recipe's normalisation stays: its source's statistics become explicit, as imagefolder's own
 	// (ImageNet's, three channels) would not fit the MNIST nets.
 	mean, std := cfg.Data.Normalisation()
 	set = append(set, "data.mean="+floatList(mean), "data.std="+floatList(std))
 	if cfg.Replicas > 1 {
-		set = append(set, "replicas=1") // the pure-Go backend has one device
+		// The smoke run is one device's (SmokeBatch need not split over the recipe's replicas);
+		// --set replicas=R runs it on R in-process devices.
+		set = append(set, "replicas=1")
 	}
 	size := cfg.Net.ImageSize
 	if size == 0 {

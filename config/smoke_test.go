@@ -116,7 +116,7 @@ func TestRecipesFitTheirRunLength(t *testing.T) {
 			n = 50000
 		case cfg.Data.Source == "mnist":
 			n = 60000
-		case strings.Contains(cfg.Data.Dir, "imagenette"):
+		case cfg.Data.Dataset == "imagenette" || strings.Contains(cfg.Data.Dir, "imagenette"):
 			n = 9469
 		case strings.Contains(cfg.Data.Dir, "imagenet"):
 			n = 1281167

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/weights"
 )
 
 // Every rule a recipe must pass, in one place. Each error reads "key: what was wrong, what was
@@ -47,12 +50,13 @@ func orList(names []string) string {
 // maxName bounds the run name, a directory name (NAME_MAX).
 const maxName = 255
 
-// Validate checks ranges, names and how keys relate. The pure-Go backend counts as one device;
-// a PJRT backend's devices are checked when it opens (pjrt.CheckDevices).
+// Validate checks ranges, names and how keys relate. A PJRT backend's devices are checked when it
+// opens (pjrt.CheckDevices).
 func (c Config) Validate() error { return c.ValidateWithDevices(0) }
 
 // ValidateWithDevices is Validate for a backend known to have devices devices, which bounds replicas;
-// 0 takes the count from the backend's name (one for the pure-Go backend, unknown for the others).
+// 0 takes the count from the backend's name (the pure-Go backend's devices=R when given, else as
+// many as replicas; unknown for the others).
 func (c Config) ValidateWithDevices(devices int) error {
 	var cs checks
 	cs.check(c.Name != "" && len(c.Name) <= maxName && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
@@ -65,6 +69,12 @@ func (c Config) ValidateWithDevices(devices int) error {
 	cs.check(c.RunDir != "", "run_dir", "expected a directory")
 	c.Net.validate(&cs)
 	cs.oneOf(c.Data.Source, "data.source", DataSources())
+	if ds := c.Data.Dataset; ds != "" {
+		cs.oneOf(ds, "data.dataset", data.DatasetNames())
+		fixed := slices.Contains(data.Sources, c.Data.Source) || c.Data.Source == "cifar10" // the source is the dataset
+		cs.check(!fixed || ds == c.Data.Source, "data.dataset", "got %s with data.source %s, which holds %s: leave it empty or set %s",
+			echo.Quote(ds), c.Data.Source, c.Data.Source, c.Data.Source)
+	}
 	cs.check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
 	cs.check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
 	c.Data.validate(&cs)
@@ -101,6 +111,27 @@ func (n NetConfig) validate(cs *checks) {
 	cs.check(geluErr == nil, "net.gelu", "got %s, expected erf or tanh (empty: the net's default)", echo.Quote(n.GELU))
 	cs.check(n.BNEpsilon >= 0 && n.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", n.BNEpsilon)
 	cs.check(n.BNDecay >= 0 && n.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", n.BNDecay)
+	n.validatePretrained(cs)
+}
+
+// validatePretrained checks net.pretrained and its digest; whether the file exists and fits the net
+// is checked when a run starts from it.
+func (n NetConfig) validatePretrained(cs *checks) {
+	if n.PretrainedSHA256 != "" {
+		cs.check(len(n.PretrainedSHA256) == 64 && strings.Trim(n.PretrainedSHA256, "0123456789abcdef") == "",
+			"net.pretrained_sha256", "got %s, expected 64 lower-case hex digits", echo.Quote(n.PretrainedSHA256))
+		cs.check(n.Pretrained != "", "net.pretrained_sha256", "set without net.pretrained")
+	}
+	if !weights.IsURL(n.Pretrained) {
+		return
+	}
+	u, err := weights.CheckURL(n.Pretrained)
+	if err != nil {
+		cs.check(false, "net.pretrained", "%v", err)
+		return
+	}
+	cs.check(n.PretrainedSHA256 != "" || weights.HashPrefix(path.Base(u.Path)) != "", "net.pretrained",
+		"%s: its file name carries no hash prefix (as torchvision's resnet50-0676ba61.pth does): set net.pretrained_sha256", echo.Cut(n.Pretrained))
 }
 
 // validateRecipe checks the optimizer, schedule, EMA and loss sections.
@@ -131,6 +162,19 @@ func (c Config) validateRecipe(cs *checks) {
 	cs.check(o.WeightDecay >= 0 && o.WeightDecay < 1, "optimizer.weight_decay", "got %g, expected in [0, 1)", o.WeightDecay)
 	cs.check(o.ClipGradNorm >= 0, "optimizer.clip_grad_norm", "got %g, expected >= 0 (0: no clipping)", o.ClipGradNorm)
 	cs.check(o.AccumulateSteps >= 1 && o.AccumulateSteps <= 1024, "optimizer.accumulate_steps", "got %d, expected in [1, 1024]", o.AccumulateSteps)
+	seen := map[string]bool{}
+	for _, p := range o.Freeze {
+		_, err := path.Match(p, "")
+		cs.check(p != "" && err == nil, "optimizer.freeze", "pattern %s: expected a glob over state_dict keys (*, ?, [...])", echo.Quote(p))
+		cs.check(!seen[p], "optimizer.freeze", "pattern %s listed twice", echo.Quote(p))
+		seen[p] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(o.LRMult)) {
+		_, err := path.Match(p, "")
+		cs.check(p != "" && err == nil, "optimizer.lr_mult", "pattern %s: expected a glob over state_dict keys (*, ?, [...])", echo.Quote(p))
+		f := o.LRMult[p]
+		cs.check(f > 0 && f <= 1000, "optimizer.lr_mult", "%s: factor %g, expected in (0, 1000] (to train nothing there, use optimizer.freeze)", echo.Quote(p), f)
+	}
 
 	s := c.Schedule
 	cs.oneOf(s.Name, "schedule.name", Schedules)
@@ -235,19 +279,30 @@ func (d DataConfig) validate(cs *checks) {
 // no per-example transform.
 func (d DataConfig) idx() bool { return slices.Contains(data.Sources, d.Source) }
 
-// validateReplicas checks the replicas key against the batch and the backend's devices (see
-// ValidateWithDevices).
+// validateReplicas checks the replicas key and the data_parallel section against the batch and the
+// backend (see ValidateWithDevices). The pure-Go backend opens with as many devices as replicas unless
+// its config names fewer (pjrt.ForReplicas); it has no automatic partitioner.
 func (c Config) validateReplicas(cs *checks, devices int) {
-	r := c.Replicas
+	r, dp := c.Replicas, c.DataParallel
 	cs.check(r >= 1 && r <= 4096, "replicas", "got %d, expected in [1, 4096] (1: one device)", r)
-	if r > 1 {
-		cs.check(c.Data.BatchSize%r == 0, "data.batch_size",
-			"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
-		spec, err := pjrt.ParseConfig(c.Backend)
-		pureGo := err == nil && spec.Backend == "go"
-		cs.check(!pureGo || devices >= r, "replicas", "got %d, but backend %s (pure Go) has one device: "+
-			"data parallelism needs a PJRT backend with %d devices (e.g. xla:cuda)", r, echo.Quote(c.Backend), r)
+	cs.oneOf(dp.Mode, "data_parallel.mode", DataParallelModes)
+	cs.check(dp.SyncBN || dp.Mode != DataParallelAuto, "data_parallel.sync_bn",
+		"false needs data_parallel.mode spmd: XLA's partitioner (auto) computes BatchNorm over the global batch")
+	if r <= 1 {
+		return
 	}
+	cs.check(c.Data.BatchSize%r == 0, "data.batch_size",
+		"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
+	cs.check(devices == 0 || devices >= r, "replicas", "got %d, but the backend has %d device(s)", r, devices)
+	spec, err := pjrt.ParseConfig(c.Backend)
+	if err != nil || spec.Backend != "go" {
+		return
+	}
+	cs.check(!spec.DevicesGiven || spec.Devices >= r, "replicas",
+		"got %d, but backend %s has %d device(s): use backend go (opened with as many devices as replicas) or go:devices=%d",
+		r, echo.Quote(c.Backend), spec.Devices, r)
+	cs.check(dp.Mode != DataParallelAuto, "data_parallel.mode",
+		"auto needs XLA's automatic partitioner, which backend %q (pure Go) lacks: use spmd", c.Backend)
 }
 
 // validateRecipeTraps refuses recipes that load and run but do not do what they say, the traps the book

@@ -132,15 +132,26 @@ func TestReplicasConfig(t *testing.T) {
 	if err := load("backend: xla:cuda\nreplicas: 4\ndata: {batch_size: 256}\n"); err != nil {
 		t.Errorf("4 replicas of batch 256 on xla:cuda: %v", err)
 	}
-	if Defaults().Replicas != 1 {
-		t.Errorf("default replicas %d", Defaults().Replicas)
+	if Defaults().Replicas != 1 || Defaults().DataParallel != (DataParallelConfig{Mode: "spmd", SyncBN: true}) {
+		t.Errorf("default replicas %d, data_parallel %+v", Defaults().Replicas, Defaults().DataParallel)
+	}
+	// The pure-Go backend opens with as many devices as replicas (pjrt.ForReplicas), or with those
+	// its config names; XLA's backends take either mode.
+	for _, yaml := range []string{"replicas: 2\n", "backend: go\nreplicas: 4\n", "backend: go:devices=4\nreplicas: 2\n",
+		"backend: go:nofuse\nreplicas: 2\ndata_parallel: {sync_bn: false}\n", "backend: xla:cuda\nreplicas: 2\ndata_parallel: {mode: auto}\n"} {
+		if err := load(yaml); err != nil {
+			t.Errorf("%q: %v", yaml, err)
+		}
 	}
 	for yaml, want := range map[string]string{
-		"backend: xla:cuda\nreplicas: 0\n":                          "replicas: got 0",
-		"backend: xla:cuda\nreplicas: 3\ndata: {batch_size: 128}\n": "expected a multiple of 3",
-		"replicas: 2\n":                  "has one device",
-		"backend: go\nreplicas: 2\n":     "has one device",
-		"backend: xla:cuda\nreplicas: x": "expected an integer",
+		"backend: xla:cuda\nreplicas: 0\n":                                 "replicas: got 0",
+		"backend: xla:cuda\nreplicas: 3\ndata: {batch_size: 128}\n":        "expected a multiple of 3",
+		"backend: go:devices=1\nreplicas: 2\n":                             `backend "go:devices=1" has 1 device(s)`,
+		"backend: go:devices=2,nofuse\nreplicas: 4\n":                      "use backend go (opened with as many devices as replicas) or go:devices=4",
+		"backend: xla:cuda\nreplicas: x":                                   "expected an integer",
+		"replicas: 2\ndata_parallel: {mode: auto}\n":                       "data_parallel.mode: auto needs XLA's automatic partitioner",
+		"data_parallel: {mode: shardy}\n":                                  "data_parallel.mode: got \"shardy\", expected one of: spmd, auto",
+		"backend: xla:cuda\ndata_parallel: {mode: auto, sync_bn: false}\n": "data_parallel.sync_bn: false needs data_parallel.mode spmd",
 	} {
 		err := load(yaml)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -333,13 +344,13 @@ func TestDeviceNormalizeConfigErrors(t *testing.T) {
 	}
 }
 
-// TestReplicasOnKnownDevices: the pure-Go backend counts as one device unless the caller knows of
-// more (trainer's replica simulation), and the batch must still split evenly.
+// TestReplicasOnKnownDevices: a caller that knows the backend's devices bounds replicas by them, and
+// the batch must still split evenly.
 func TestReplicasOnKnownDevices(t *testing.T) {
 	c := Defaults()
 	c.Name, c.Replicas, c.Data.BatchSize = "r", 2, 8
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "has one device") {
-		t.Errorf("2 replicas on the go backend: %v", err)
+	if err := c.ValidateWithDevices(1); err == nil || !strings.Contains(err.Error(), "the backend has 1 device(s)") {
+		t.Errorf("2 replicas on 1 known device: %v", err)
 	}
 	if err := c.ValidateWithDevices(2); err != nil {
 		t.Errorf("2 replicas on 2 known devices: %v", err)
@@ -362,10 +373,11 @@ func TestChoiceListsAgree(t *testing.T) {
 	}
 	for _, name := range []string{Defaults().Optimizer.Name, Defaults().Schedule.Name, Defaults().Loss.Name,
 		Defaults().Loss.BCEDivisor, Defaults().Checkpoint.Best, Defaults().Guard.NonFinite, Defaults().Net.Precision,
-		Defaults().Data.Augment.RandomErasingMode, string(Defaults().Data.DeviceNormalize), Defaults().Data.Source} {
+		Defaults().Data.Augment.RandomErasingMode, string(Defaults().Data.DeviceNormalize), Defaults().Data.Source,
+		Defaults().DataParallel.Mode} {
 		found := false
 		for _, list := range [][]string{Optimizers, Schedules, Losses, BCEDivisors, BestMetrics, GuardPolicies,
-			Precisions, ErasingModes, Switches, DataSources()} {
+			Precisions, ErasingModes, Switches, DataSources(), DataParallelModes} {
 			found = found || slices.Contains(list, name)
 		}
 		if !found {

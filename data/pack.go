@@ -199,6 +199,9 @@ type SourceOptions struct {
 	Height, Width int
 	// NumClasses of imagenette-bin (0: 10).
 	NumClasses int
+	// Dataset names the known dataset (KnownDatasets) the path should hold, and Dir its folder
+	// (data.dir): a missing path then says how to get that dataset.
+	Dataset, Dir string
 }
 
 // OpenSource opens one split of a dataset: kind is one of SourceKinds and path the split's folder
@@ -214,6 +217,9 @@ func OpenSource(kind, path, split string, opts SourceOptions) (Source, error) {
 			hint = "want the folder of CIFAR-10's binary batches (cifar-10-binary.tar.gz unpacked)"
 		case "imagenette-bin":
 			hint = "want the book's prepared Imagenette train.bin or val.bin"
+		}
+		if d, ok := LookupDataset(opts.Dataset); ok {
+			hint = "to get " + d.Name + ": " + d.HowToGet(opts.Dir)
 		}
 		return nil, fmt.Errorf("data: %s %s not found: %s; %s", kind, split, path, hint)
 	}

@@ -11,12 +11,16 @@ import (
 // float64): C[b] = A[b]·B[b] over batch b. Operands are packers: a DotGeneral operand addressed through
 // offset tables (any layout of batch, cross and contracting axes is read in place, with no transposed
 // copy), or a convolution's input read window by window (gemm_conv.go). They are packed into panels of
-// mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, plain Go
-// otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
+// mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, NEON on
+// arm64, plain Go otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
 
 const (
-	gemmKC = 256  // Depth of a packed block: a B micro-panel (KC×NR: 16 or 32 KB) stays in L1.
+	gemmKC = 256  // Depth of a packed block: a B micro-panel (KC×NR: 8 to 32 KB) stays in L1.
 	gemmNC = 1024 // Columns of a packed B block (KC×NC, 1 MB: L2/L3), packed once and shared by the workers.
+
+	// The largest tile and packed A block the workers' scratch holds (gemmScratch); every kernel's mr,
+	// nr and mc fit (TestGemmKernelsFitScratch).
+	gemmMaxMR, gemmMaxNR, gemmMaxMC = 16, 32, 128
 )
 
 // gemmKernelOf is a micro-kernel: it adds the mr×nr product of k packed steps (a: k steps of mr values of
@@ -53,6 +57,18 @@ type (
 // mc is the number of rows of a packed A block (about 120 rows of 256: ~120 KB, in L2).
 func (kern *gemmKernelOf[T]) mc() int { return max(120/kern.mr, 1) * kern.mr }
 
+// nc is the number of columns of a packed B block: whole panels of nr within gemmNC, so a block's
+// padded panels fit the packed-B buffer.
+func (kern *gemmKernelOf[T]) nc() int { return max(gemmNC/kern.nr, 1) * kern.nr }
+
+// checkKernelArgs panics (like a slice index) unless an assembly kernel stays inside a, b and c.
+func checkKernelArgs[T gemmFloat](k, mr, nr int, a, b, c []T, rows []int) {
+	_, _, _ = a[k*mr-1], b[k*nr-1], rows[mr-1]
+	for _, r := range rows[:mr] {
+		_ = c[r : r+nr]
+	}
+}
+
 // gemmKernelGo4x8 and gemmKernelGo4x8F64 are the portable micro-kernels.
 var (
 	gemmKernelGo4x8    = &gemmKernel{name: "portable Go", mr: 4, nr: 8, fn: gemmKernelGo[float32]}
@@ -84,8 +100,8 @@ func gemmKernelGoGenericOf[T gemmFloat](mr, nr int) *gemmKernelOf[T] {
 	}}
 }
 
-// gemmDefaultKernel is the fastest kernel the CPU runs; set in init (gemm_amd64.go), and overridden by
-// TRAINER_GEMM_KERNEL=go|avx2|avx512 for comparisons.
+// gemmDefaultKernel is the fastest kernel the CPU runs; set in init (gemm_amd64.go, gemm_arm64.go), and
+// overridden by TRAINER_GEMM_KERNEL=go (or avx2 on amd64) for comparisons.
 var (
 	gemmDefaultKernel   = gemmKernelGo4x8
 	gemmDefaultKernel64 = gemmKernelGo4x8F64
@@ -193,7 +209,7 @@ type gemmScratch[T gemmFloat] struct {
 }
 
 func newGemmScratch[T gemmFloat]() any {
-	return &gemmScratch[T]{packA: make([]T, 128*gemmKC), tile: make([]T, 16*32), tileRows: make([]int, 16), direct: make([]bool, 128)}
+	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC)}
 }
 
 // packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
@@ -416,13 +432,13 @@ func kBlocks(k0, k1 int) []int {
 
 // serial adds rows [m0, m1) of batch b's product, over contracting indices [k0, k1), into c.
 func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1 int, c []T, rowOff []int) {
-	mc, nr := kern.mc(), kern.nr
+	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
 	kb := kBlocks(k0, k1)
 	for blk := range len(kb) - 1 {
 		pc, pcEnd := kb[blk], kb[blk+1]
 		kl := pcEnd - pc
-		for jc := 0; jc < p.n; jc += gemmNC {
-			nl := min(gemmNC, p.n-jc)
+		for jc := 0; jc < p.n; jc += nc {
+			nl := min(nc, p.n-jc)
 			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)
@@ -438,14 +454,14 @@ func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 // (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
 // workers) are split by column panels too.
 func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
-	mc, nr := kern.mc(), kern.nr
+	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
 	kb := kBlocks(0, p.k)
 	icBlocks := (p.m + mc - 1) / mc
 	for blk := range len(kb) - 1 {
 		pc, pcEnd := kb[blk], kb[blk+1]
 		kl := pcEnd - pc
-		for jc := 0; jc < p.n; jc += gemmNC {
-			nl := min(gemmNC, p.n-jc)
+		for jc := 0; jc < p.n; jc += nc {
+			nl := min(nc, p.n-jc)
 			panels := (nl + nr - 1) / nr
 			packChunks := min(threads, panels)
 			if kl*nl < 1<<14 {

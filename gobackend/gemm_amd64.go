@@ -32,14 +32,6 @@ func gemmKernelAVX2F64(k int, a, b, c *float64, rows *int)
 //go:noescape
 func gemmKernelAVX512F64(k int, a, b, c *float64, rows *int)
 
-// checkKernelArgs panics (like a slice index) unless the assembly stays inside a, b and c.
-func checkKernelArgs[T gemmFloat](k, mr, nr int, a, b, c []T, rows []int) {
-	_, _, _ = a[k*mr-1], b[k*nr-1], rows[mr-1]
-	for _, r := range rows[:mr] {
-		_ = c[r : r+nr]
-	}
-}
-
 var gemmKernelAVX2FMA = &gemmKernel{name: "AVX2+FMA", mr: 6, nr: 16, fn: func(k int, a, b, c []float32, rows []int) {
 	checkKernelArgs(k, 6, 16, a, b, c, rows)
 	gemmKernelAVX2(k, &a[0], &b[0], &c[0], &rows[0])

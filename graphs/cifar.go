@@ -20,7 +20,7 @@ import (
 
 // cifarLayer is one module of a features Sequential.
 type cifarLayer struct {
-	kind  byte // 'c' conv3x3 pad 1, 'b' BatchNorm, 'r' ReLU, 'p' max-pool 2
+	kind  byte // 'c' conv3x3 pad 1, 's' the same at stride 2, 'b' BatchNorm, 'r' ReLU, 'p' max-pool 2
 	width int  // output channels of a conv
 }
 
@@ -106,8 +106,9 @@ func cifarApply(ctx *context.Context, x *Node, train bool, opts Options, layers 
 	for i, l := range layers {
 		sub := ctx.In(strconv.Itoa(i))
 		switch l.kind {
-		case 'c':
-			x = Conv(sub, x, ConvConfig{Filters: scaled(l.width, opts.Width), Kernel: 3, Padding: PadSymmetric,
+		case 'c', 's':
+			stride := map[byte]int{'c': 1, 's': 2}[l.kind]
+			x = Conv(sub, x, ConvConfig{Filters: scaled(l.width, opts.Width), Kernel: 3, Stride: stride, Padding: PadSymmetric,
 				Bias: !bn}, opts)
 		case 'b':
 			x = BatchNorm(sub, x, train, TorchBN, opts)

@@ -10,20 +10,21 @@ import (
 // This file is the package's only bridge into GoMLX's internals (v0.26.0). It touches:
 //
 //   - graph.VJPRegistration, GoMLX's process-wide map from node type to gradient, rewritten once in init:
-//     a gradient for Rsqrt (GoMLX has none), and Dot's, DotGeneral's and ConvGeneral's replaced by the
+//     gradients for Rsqrt and AllReduce (GoMLX has none; vjp.go, vjp_allreduce.go), and Dot's, DotGeneral's and ConvGeneral's replaced by the
 //     ones in vjp.go and vjp_conv.go (the stock ones are slow, and ConvGeneral's is wrong for even
 //     kernels). The map is public and documented as changeable; what makes this a bridge is that it is
 //     global: importing this package changes every graph.Gradient in the process. It is done in init
 //     so that no program that builds these nets can take a gradient with the wrong stock one, and the
 //     per-node alternative (graph.IdentityWithCustomGradient) cannot reach the Dots and convolutions
 //     GoMLX's own layers build.
-//   - the unexported parameter structs behind *graph.Node (nodeInputsDotGeneral, nodeInputsConvGeneral),
-//     read by reflection: a Node exposes its type, inputs and shape, but not its op's parameters (axes,
-//     strides, paddings, dilations, groups), which the gradients need.
+//   - the unexported parameter structs behind *graph.Node (nodeInputsDotGeneral, nodeInputsConvGeneral,
+//     nodeInputsAllReduce), read by reflection: a Node exposes its type, inputs and shape, but not its
+//     op's parameters (axes, strides, paddings, dilations, groups; an all-reduce's reduction and replica
+//     groups), which the gradients need.
 //
 // When GoMLX changes: the readers return ok = false and the stock gradient is used (correct where
-// GoMLX is, but slow, and wrong for even-kernel convolutions); TestGoMLXInternals fails naming the
-// field that moved.
+// GoMLX is, but slow, and wrong for even-kernel convolutions; AllReduce, which has no stock gradient,
+// then panics naming the test); TestGoMLXInternals fails naming the field that moved.
 
 // The stock gradients, kept for the fallbacks (and for the tests, which compare against them).
 var (
@@ -35,6 +36,9 @@ var (
 func init() {
 	if VJPRegistration[NodeTypeRsqrt] == nil {
 		VJPRegistration[NodeTypeRsqrt] = rsqrtVJP
+	}
+	if VJPRegistration[NodeTypeAllReduce] == nil {
+		VJPRegistration[NodeTypeAllReduce] = allReduceVJP
 	}
 	VJPRegistration[NodeTypeDot] = dotVJP(stockDotVJP)
 	VJPRegistration[NodeTypeDotGeneral] = dotGeneralVJP(stockDotGeneralVJP)
@@ -72,6 +76,30 @@ func dotGeneralAxes(node *Node) (axes dotAxes, ok bool) {
 	axes.rhsContracting, ok3 = read("rhsContractingAxes")
 	axes.rhsBatch, ok4 = read("rhsBatchAxes")
 	return axes, ok1 && ok2 && ok3 && ok4
+}
+
+// allReduceParams reads an AllReduce node's reduction and replica groups, which GoMLX keeps in an
+// unexported struct; ok is false if that layout ever changes.
+func allReduceParams(node *Node) (reduction backends.ReduceOpType, groups [][]int, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	params := reflect.ValueOf(node).Elem().FieldByName("inputs").Elem().Elem()
+	r, gs := params.FieldByName("reductionType"), params.FieldByName("replicaGroups")
+	if !r.IsValid() || !gs.IsValid() || r.Kind() != reflect.Int || gs.Kind() != reflect.Slice {
+		return 0, nil, false
+	}
+	groups = make([][]int, gs.Len())
+	for i := range groups {
+		group := gs.Index(i)
+		groups[i] = make([]int, group.Len())
+		for j := range groups[i] {
+			groups[i][j] = int(group.Index(j).Int())
+		}
+	}
+	return backends.ReduceOpType(r.Int()), groups, true
 }
 
 // readConvParams reads the unexported attributes of a ConvGeneral node by reflection; ok is false if

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/distributed"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -18,6 +20,9 @@ func TestGoMLXInternals(t *testing.T) {
 	same := func(a, b VJP) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
 	if VJPRegistration[NodeTypeRsqrt] == nil {
 		t.Error("no gradient registered for Rsqrt")
+	}
+	if !same(VJPRegistration[NodeTypeAllReduce], allReduceVJP) {
+		t.Error("AllReduce's gradient (allReduceVJP) is not registered")
 	}
 	for _, c := range []struct {
 		kind  NodeType
@@ -38,6 +43,22 @@ func TestGoMLXInternals(t *testing.T) {
 	axes, ok := dotGeneralAxes(DotGeneral(l, []int{2}, []int{0}, r, []int{0}, []int{1}))
 	if want := (dotAxes{[]int{2}, []int{0}, []int{0}, []int{1}}); !ok || fmt.Sprint(axes) != fmt.Sprint(want) {
 		t.Errorf("GoMLX changed nodeInputsDotGeneral (lhsContractingAxes, lhsBatchAxes, rhsContractingAxes, rhsBatchAxes): read %+v, ok %v; want %+v", axes, ok, want)
+	}
+
+	spmd := NewGraph(devicesBackend(t, 2), "internals_spmd")
+	defer spmd.Finalize()
+	mesh, err := distributed.NewDeviceMesh([]int{2}, []string{"replica"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spmd.SetSPMD(mesh); err != nil {
+		t.Fatal(err)
+	}
+	a := Parameter(spmd, "a", shapes.Make(dtypes.Float32, 3))
+	reduction, groups, ok := allReduceParams(spmd.Distributed().AllReduceOne(a, backends.ReduceOpMin))
+	if !ok || reduction != backends.ReduceOpMin || fmt.Sprint(groups) != "[[0 1]]" {
+		t.Errorf("GoMLX changed nodeInputsAllReduce (reductionType, replicaGroups): read %s %v, ok %v; want %s [[0 1]]",
+			reduction, groups, ok, backends.ReduceOpMin)
 	}
 
 	x := Parameter(g, "x", shapes.Make(dtypes.Float32, 2, 9, 9, 4))

@@ -3,6 +3,9 @@ package graphs
 import (
 	"math"
 
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/distributed"
+
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -43,6 +46,7 @@ func (c BNConfig) resolve(opts Options) BNConfig {
 //
 // The batch statistics are ordinary graph values, so the gradient flows through them (the coupled
 // BatchNorm backward); GoMLX v0.26's batchnorm layer puts them behind StopGradient, which is wrong.
+// In a data-parallel SPMD program opts.SyncBN says whether the statistics are the global batch's.
 func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Options) *Node {
 	c = c.resolve(opts)
 	g := x.Graph()
@@ -66,17 +70,34 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 	}
 	var mean, variance, centered *Node // mean and variance: [C]
 	if train {
-		mean = ReduceMean(xf, axes...)
-		centered = Sub(xf, asChannels(mean, x.Rank()))
-		variance = ReduceMean(Square(centered), axes...)
 		m := float64(x.Shape().Size() / ch)
+		replicas := spmdReplicas(g)
+		if replicas > 1 && opts.SyncBN {
+			// The moments of the global batch: each replica's sums, all-reduced, over the global count.
+			// The gradient flows through the all-reduces (allReduceVJP).
+			m *= float64(replicas)
+			mean = DivScalar(allReduceSum(ReduceSum(xf, axes...)), m)
+			centered = Sub(xf, asChannels(mean, x.Rank()))
+			variance = DivScalar(allReduceSum(ReduceSum(Square(centered), axes...)), m)
+		} else {
+			mean = ReduceMean(xf, axes...)
+			centered = Sub(xf, asChannels(mean, x.Rank()))
+			variance = ReduceMean(Square(centered), axes...)
+		}
 		stored := variance
 		if !c.BiasedVariance && m > 1 {
 			stored = MulScalar(variance, m/(m-1))
 		}
 		d := c.Decay
-		meanVar.SetValueGraph(Add(MulScalar(StopGradient(meanVar.ValueGraph(g)), d), MulScalar(StopGradient(mean), 1-d)))
-		varVar.SetValueGraph(Add(MulScalar(StopGradient(varVar.ValueGraph(g)), d), MulScalar(StopGradient(stored), 1-d)))
+		running := Add(MulScalar(StopGradient(meanVar.ValueGraph(g)), d), MulScalar(StopGradient(mean), 1-d))
+		runningVar := Add(MulScalar(StopGradient(varVar.ValueGraph(g)), d), MulScalar(StopGradient(stored), 1-d))
+		if replicas > 1 && !opts.SyncBN {
+			// Shard statistics differ by replica: keep their mean, the same on every replica.
+			running = DivScalar(allReduceSum(running), float64(replicas))
+			runningVar = DivScalar(allReduceSum(runningVar), float64(replicas))
+		}
+		meanVar.SetValueGraph(running)
+		varVar.SetValueGraph(runningVar)
 	} else {
 		mean = meanVar.ValueGraph(g)
 		variance = varVar.ValueGraph(g)
@@ -88,6 +109,20 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 		y = ConvertDType(y, dtype)
 	}
 	return y
+}
+
+// spmdReplicas is the number of devices of g when it is an SPMD program (each device runs it on its
+// shard of the batch), else 1.
+func spmdReplicas(g *Graph) int {
+	if g.DistributedStrategy() != distributed.SPMD {
+		return 1
+	}
+	return g.NumDevices()
+}
+
+// allReduceSum sums x over every device of an SPMD program.
+func allReduceSum(x *Node) *Node {
+	return x.Graph().Distributed().AllReduceOne(x, backends.ReduceOpSum)
 }
 
 // LayerNorm normalises over the last axis (ViT's tokens; ConvNeXt's channels, which in NHWC are the

@@ -35,6 +35,11 @@ type Options struct {
 	// BNMicroBatches is the gradient-accumulation factor k: the running statistics then update once
 	// per micro-batch at decay d^(1/k), so k updates decay them as one update at d (the book's rule).
 	BNMicroBatches int
+	// SyncBN applies in an SPMD program over several devices (data parallelism; on one device it
+	// changes nothing): BatchNorm all-reduces its batch moments, so it normalises over the global
+	// batch. Without it each replica normalises over its own shard, and the updated running
+	// statistics are averaged over the replicas so that every replica keeps the same.
+	SyncBN bool
 	// Seed makes the initial weights a pure function of (seed, variable name).
 	Seed uint64
 	// Stats, when set, receives the forward multiply-accumulate count of every layer built.

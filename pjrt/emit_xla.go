@@ -96,7 +96,7 @@ func (b *EmitBackend) IsFinalized() bool { return false }
 
 // Builder implements backends.Backend: xla's builder, whose Compile records the module.
 func (b *EmitBackend) Builder(name string) backends.Builder {
-	inner := b.Backend.Builder(name)
+	inner := withSPMDParameters(b.Backend.Builder(name))
 	if inner == nil {
 		return nil
 	}
@@ -123,7 +123,11 @@ func (eb *emitBuilder) Compile(outputs []backends.Op, shardings []*backends.Shar
 		_, err = eb.Builder.Compile(outputs, shardings)
 		return err
 	}()
-	text, err := moduleText(eb.Builder)
+	xb := eb.Builder
+	if sb, ok := xb.(*spmdBuilder); ok {
+		xb = sb.Builder
+	}
+	text, err := moduleText(xb)
 	if err != nil {
 		if compileErr != nil {
 			err = errors.WithMessagef(err, "after xla Compile failed with %v", compileErr)

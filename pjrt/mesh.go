@@ -11,12 +11,12 @@ import (
 // ReplicaAxis is the name of the device mesh axis a data-parallel step shards its batch over.
 const ReplicaAxis = "replica"
 
-// DataParallel is the layout of a data-parallel step over Replicas devices, for GoMLX's AutoSharding
-// strategy (XLA Shardy): a 1-D mesh, the batch axis of the inputs sharded over it and everything else
-// (parameters, optimizer slots, BatchNorm statistics, EMA shadows, runtime scalars) replicated. The
-// program is written for the global batch and XLA partitions it, inserting the gradient all-reduce and
-// the cross-replica sums of BatchNorm's batch statistics itself: it is one device's step at batch
-// Replicas·N, nothing hand-written.
+// DataParallel is the layout of a data-parallel step over Replicas devices: a 1-D mesh, the batch
+// axis of the inputs sharded over it and everything else (parameters, optimizer slots, BatchNorm
+// statistics, EMA shadows, runtime scalars) replicated. The explicit SPMD step (data_parallel.mode
+// spmd) runs over the mesh and all-reduces itself; for GoMLX's AutoSharding strategy (mode auto, XLA
+// Shardy) the program is written for the global batch and XLA partitions it with these specs,
+// inserting the gradient all-reduce and BatchNorm's cross-replica sums itself.
 type DataParallel struct {
 	Replicas int
 	Mesh     *distributed.DeviceMesh

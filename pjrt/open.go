@@ -29,6 +29,9 @@ type Spec struct {
 	Platform   string   // PJRT platform ("cpu", "cuda", "tpu", other plugin name); "" for the default or a path.
 	PluginPath string   // Absolute plugin path, when given.
 	Options    []string // PJRT backend options after the first ",".
+	// DevicesGiven says a "go" config names its devices (devices=R); without, a data-parallel run opens
+	// it with as many devices as replicas (ForReplicas).
+	DevicesGiven bool
 }
 
 var rePlatform = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
@@ -47,6 +50,9 @@ func ParseConfig(config string) (Spec, error) {
 		var err error
 		if spec.Devices, err = gobackend.Devices(spec.GoConfig); err != nil {
 			return spec, errors.WithMessagef(err, "backend %q", config)
+		}
+		for _, o := range strings.Split(spec.GoConfig, ",") {
+			spec.DevicesGiven = spec.DevicesGiven || strings.HasPrefix(strings.TrimSpace(o), "devices=")
 		}
 		return spec, nil
 	case filepath.IsAbs(c):
@@ -79,6 +85,22 @@ func ParseConfig(config string) (Spec, error) {
 		return spec, errors.Errorf("unknown backend %q: %q is neither a plugin name nor an absolute path\n%s", config, target, AcceptedForms)
 	}
 	return spec, nil
+}
+
+// ForReplicas is the backend config a run over replicas devices opens: the pure-Go backend, when its
+// config names no device count, gets devices=replicas (in-process devices sharing the cores); every
+// other config is returned as it is (an XLA backend has the devices its plugin sees, and CheckDevices
+// refuses too few).
+func ForReplicas(config string, replicas int) (string, error) {
+	spec, err := ParseConfig(config)
+	if err != nil || replicas <= 1 || spec.Backend != "go" || spec.DevicesGiven {
+		return config, err
+	}
+	options := fmt.Sprintf("devices=%d", replicas)
+	if spec.GoConfig != "" {
+		options = spec.GoConfig + "," + options
+	}
+	return "go:" + options, nil
 }
 
 // Open opens the backend named by config (see AcceptedForms). For PJRT backends, the plugin is found and

@@ -56,6 +56,36 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// A data-parallel run opens the pure-Go backend with one device per replica unless its config names
+// the devices; other backends are opened as given.
+func TestForReplicas(t *testing.T) {
+	for _, c := range []struct {
+		config   string
+		replicas int
+		want     string
+		given    bool
+	}{
+		{"go", 1, "go", false},
+		{"go", 4, "go:devices=4", false},
+		{"", 2, "go:devices=2", false},
+		{"go:nofuse", 2, "go:nofuse,devices=2", false},
+		{"go:devices=2,nofuse", 4, "go:devices=2,nofuse", true},
+		{"go:devices=8", 2, "go:devices=8", true},
+		{"xla:cuda", 8, "xla:cuda", false},
+	} {
+		got, err := ForReplicas(c.config, c.replicas)
+		if err != nil || got != c.want {
+			t.Errorf("ForReplicas(%q, %d) = %q, %v; want %q", c.config, c.replicas, got, err, c.want)
+		}
+		if spec, err := ParseConfig(c.config); err != nil || spec.DevicesGiven != c.given {
+			t.Errorf("ParseConfig(%q).DevicesGiven = %v (%v), want %v", c.config, spec.DevicesGiven, err, c.given)
+		}
+	}
+	if _, err := ForReplicas("bogus", 2); err == nil {
+		t.Error("ForReplicas accepted an unknown backend")
+	}
+}
+
 func TestOpenGo(t *testing.T) {
 	for _, config := range []string{"", "go", "go:parallelism=1", "go:devices=2"} {
 		b, err := Open(config)

@@ -46,5 +46,13 @@ func openXLA(pluginPath string, spec Spec) (b backends.Backend, err error) {
 			b, err = nil, fmt.Errorf("loading PJRT plugin %s panicked: %v", pluginPath, r)
 		}
 	}()
-	return xla.New(config)
+	inner, err := xla.New(config)
+	if err != nil {
+		return nil, err
+	}
+	xb, ok := inner.(*xla.Backend)
+	if !ok {
+		return inner, nil
+	}
+	return spmdBackend{xb}, nil
 }

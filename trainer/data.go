@@ -57,12 +57,16 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 			return nil, fmt.Errorf("%s: data.source %s needs the split's path: set %s or data.dir", key, d.Source, key)
 		}
 		var err error
-		if src, err = data.OpenSource(d.Source, path, split, data.SourceOptions{NumClasses: s.numClasses()}); err != nil {
+		if src, err = data.OpenSource(d.Source, path, split, data.SourceOptions{NumClasses: s.numClasses(),
+			Dataset: d.DatasetName(), Dir: d.Dir}); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	if classes := s.numClasses(); src.NumClasses() > classes {
-		return nil, fmt.Errorf("data.source %q has %d classes, net has %d outputs (net.num_classes)", d.Source, src.NumClasses(), classes)
+	// A head wider than the data trains outputs no label ever names (and a narrower one cannot score
+	// every label): both mean the recipe and the data disagree.
+	if classes := s.numClasses(); src.NumClasses() != classes {
+		return nil, fmt.Errorf("data.source %q (%s split) has %d classes, net %s has %d outputs: set net.num_classes: %d",
+			d.Source, split, src.NumClasses(), s.cfg.Net.Name, classes, src.NumClasses())
 	}
 	interp, _ := data.ParseInterp(d.Augment.Interpolation)
 	tf := &data.Transform{Size: want[0], Channels: want[2], Train: train, Interp: interp, CropPct: d.EvalCropPct}

@@ -174,6 +174,28 @@ func TestFlagshipWithoutDataStopsAtOnce(t *testing.T) {
 	}
 }
 
+// TestRecipeWithoutDataSaysHowToGetIt: each dataset's recipe, without its data, says how to get that
+// dataset: the fetch command for Imagenette, ImageNet's archives and the pack command, CIFAR-10's URL.
+func TestRecipeWithoutDataSaysHowToGetIt(t *testing.T) {
+	for recipe, want := range map[string][]string{
+		"resnet50_sgd_imagenette.yaml": {"trainer data fetch imagenette DIRECTORY"},
+		"resnet50_sgd.yaml":            {"ILSVRC2012_img_train.tar", "trainer data pack FOLDER DIRECTORY"},
+		"cifar8_sgd.yaml":              {"cifar-10-binary.tar.gz", "-C DIRECTORY"},
+	} {
+		missing := filepath.Join(t.TempDir(), "DIRECTORY")
+		cfg, err := config.Load(filepath.Join("..", "configs", recipe), []string{"data.dir=" + missing, "run_dir=" + t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(cfg, RunOptions{Out: io.Discard})
+		for _, w := range append(want, "not found") {
+			if err == nil || !strings.Contains(err.Error(), strings.ReplaceAll(w, "DIRECTORY", missing)) {
+				t.Errorf("%s: got %v, want an error containing %q", recipe, err, strings.ReplaceAll(w, "DIRECTORY", missing))
+			}
+		}
+	}
+}
+
 // A record whose bytes were damaged inside a shard stops the run naming the shard and the record
 // (data.on_bad_record: stop); with skip the run trains to its end and metrics.jsonl counts the record.
 func TestDamagedShardRecord(t *testing.T) {
@@ -234,5 +256,24 @@ func TestDamagedShardRecord(t *testing.T) {
 	}
 	if !strings.Contains(string(log), `"skipped_records":1`) {
 		t.Errorf("metrics.jsonl does not count the skipped record:\n%s", log)
+	}
+}
+
+// TestHeadWiderThanTheDataIsRefused: a net with more outputs than the data has classes is refused
+// before training (before: 2 classes trained into a 10-class head without a word).
+func TestHeadWiderThanTheDataIsRefused(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	if err := WriteSmokeData(dataDir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.LoadSmoke("../configs/mnist_linear.yaml", []string{"run_dir=" + t.TempDir()}, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Net.NumClasses = 10
+	_, err = Run(cfg, RunOptions{Out: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "has 2 classes") || !strings.Contains(err.Error(), "10 outputs") ||
+		!strings.Contains(err.Error(), "net.num_classes") {
+		t.Errorf("2 classes into a 10-class head: %v", err)
 	}
 }

@@ -76,7 +76,7 @@ func TestDeviceNormalizeIsBitIdentical(t *testing.T) {
 	for _, dn := range []config.Switch{"true", "false"} {
 		floatSteps, byteSteps = 0, 0
 		cfg := deviceNormConfig(t, "dn_"+string(dn), t.TempDir(), root, dn)
-		res, err := runWith(t, cfg, RunOptions{Out: io.Discard}, nil, counted)
+		res, err := runWith(t, cfg, RunOptions{Out: io.Discard}, counted)
 		if err != nil {
 			t.Fatal(err)
 		}

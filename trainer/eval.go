@@ -129,6 +129,9 @@ func Evaluate(cfg config.Config, checkpointPath string, ema bool) (EvalResult, e
 	if err != nil {
 		return EvalResult{}, err
 	}
+	if err := s.checkComplete(ckpt, true); err != nil {
+		return EvalResult{}, err
+	}
 	if ema {
 		shadows := 0
 		for name := range ckpt.Tensors {

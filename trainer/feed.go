@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/data"
@@ -112,4 +113,84 @@ func (it *loaderIterator) close() {
 	for _, r := range it.its {
 		r.Close()
 	}
+}
+
+// prefetcher is a feedIterator that takes the feed's micro-batches on its own goroutine and moves
+// each to the devices its shards feed (toDevice) while the step before it runs, so the loop finds
+// the next batch already there. It holds one batch ready at most: with the one the step is using,
+// two batches on the device.
+type prefetcher struct {
+	it     feedIterator
+	out    chan shards
+	quit   chan struct{}
+	done   chan struct{}
+	failed error // toDevice's, read after done
+	closed bool
+}
+
+// prefetch starts taking it's batches, limit of them at most (the run's end need not decode more);
+// close stops it and closes it.
+func prefetch(it feedIterator, toDevice func(shards) error, limit int) *prefetcher {
+	p := &prefetcher{it: it, out: make(chan shards), quit: make(chan struct{}), done: make(chan struct{})}
+	go p.run(toDevice, limit)
+	return p
+}
+
+func (p *prefetcher) run(toDevice func(shards) error, limit int) {
+	defer close(p.done)
+	defer close(p.out)
+	for range limit {
+		batch, ok := p.it.next()
+		if !ok {
+			return
+		}
+		if toDevice != nil {
+			if err := toDevice(batch); err != nil {
+				batch.finalize()
+				p.failed = fmt.Errorf("moving a batch to the device: %w", err)
+				return
+			}
+		}
+		select {
+		case p.out <- batch:
+		case <-p.quit:
+			batch.finalize()
+			return
+		}
+	}
+}
+
+// next implements feedIterator.
+func (p *prefetcher) next() (shards, bool) {
+	batch, ok := <-p.out
+	return batch, ok
+}
+
+// err implements feedIterator; call it after close.
+func (p *prefetcher) err() error { return errors.Join(p.failed, p.it.err()) }
+
+// close implements feedIterator: it stops the goroutine, frees the batch it held and closes the
+// feed's iterator.
+func (p *prefetcher) close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	close(p.quit)
+	<-p.done
+	p.it.close()
+}
+
+// toDevice moves a micro-batch's shards to their devices (shard r to device r, where the step takes
+// it) and frees their host copies.
+func (s *session) toDevice(b shards) error {
+	for r := range b.images {
+		for _, t := range []*tensors.Tensor{b.images[r], b.labels[r]} {
+			if err := t.MaterializeOnDevice(s.backend, false, backends.DeviceNum(r)); err != nil {
+				return err
+			}
+			t.FinalizeLocal()
+		}
+	}
+	return nil
 }

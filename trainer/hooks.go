@@ -5,7 +5,10 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
+
+	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
@@ -106,6 +109,8 @@ func (h *logHook) afterStep(st *loopState) error {
 type checkpointHook struct {
 	s   *session
 	dir string
+	// from is the checkpoint the run continues, whose tensors every checkpoint it writes must carry.
+	from *checkpoint.Checkpoint
 }
 
 // header describes the state at optimizer step st.step.
@@ -115,14 +120,44 @@ func (h *checkpointHook) header(st *loopState) checkpoint.Header {
 		Epoch: st.step * st.k / st.batchesPerEpoch, Config: string(cfg.YAML()), LRScale: st.lrScale}
 }
 
+// complete refuses to write a checkpoint of step that would drop a tensor of the checkpoint the run
+// continues (one the context never loaded): no write may lose state.
+func (h *checkpointHook) complete(step int) error {
+	if h.from == nil || imported(h.from) {
+		return nil
+	}
+	var dropped []string
+	for name := range h.from.Tensors {
+		scope, base := context.SplitScope(name)
+		if h.s.ctx.InspectVariableIfLoaded(scope, base) == nil {
+			dropped = append(dropped, name)
+		}
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	slices.Sort(dropped)
+	return fmt.Errorf("checkpoint of step %d not written: it would drop %d tensors of %s, which the run continues: %s",
+		step, len(dropped), h.from.Path, listSome(dropped, 10))
+}
+
 // save writes the checkpoint of st.step and records it as the last one.
 func (h *checkpointHook) save(st *loopState) error {
+	if err := h.complete(st.step); err != nil {
+		return err
+	}
 	path, err := checkpoint.Save(h.dir, h.s.ctx, h.header(st), h.s.cfg.Checkpoint.Keep)
 	if err != nil {
 		return err
 	}
 	st.lastCheckpoint = path
 	return nil
+}
+
+// wantsState implements stateHook: the checkpoint of step is written from the state after it.
+func (h *checkpointHook) wantsState(st *loopState, step int) bool {
+	every := h.s.cfg.Checkpoint.EverySteps
+	return every > 0 && step%every == 0 && step < st.total
 }
 
 func (h *checkpointHook) afterStep(st *loopState) error {
@@ -142,6 +177,16 @@ func (h finalCheckpoint) atEnd(st *loopState) error { return h.save(st) }
 
 // signalHook asks the loop to stop after the optimizer step in flight once stop is closed.
 type signalHook struct{ stop <-chan struct{} }
+
+// wantsState implements stateHook: a stop checkpoints the state after the steps dispatched.
+func (h signalHook) wantsState(*loopState, int) bool {
+	select {
+	case <-h.stop:
+		return true
+	default:
+		return false
+	}
+}
 
 func (h signalHook) afterStep(st *loopState) error {
 	select {
@@ -238,5 +283,8 @@ func (b *bestHook) afterEval(st *loopState, record map[string]any) error {
 	b.term.say("new best %s %.4f at step %d: %s", b.metric, score, st.step, b.path)
 	header := b.ckpts.header(st)
 	header.Metric, header.Score = b.metric, score
+	if err := b.ckpts.complete(st.step); err != nil {
+		return err
+	}
 	return checkpoint.SaveFile(b.path, b.ckpts.s.ctx, header)
 }

@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -10,32 +9,24 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/trainstep"
 )
 
 // What tests put between the loop and its step or feed: the loop takes both as interfaces
 // (stepRunner, feed), so a test wraps the real ones instead of switching production code.
 
-// runWith is Run with the test's step and feed: stepFor, when set, builds the step runner for the
-// session (else the session's own step), and wrap, when set, wraps the training feed.
-func runWith(t *testing.T, cfg config.Config, opts RunOptions, stepFor func(*session) stepRunner, wrap func(feed) feed) (Result, error) {
+// runWith is Run with the test's feed: wrap, when set, wraps the training feed.
+func runWith(t *testing.T, cfg config.Config, opts RunOptions, wrap func(feed) feed) (Result, error) {
 	t.Helper()
 	start := time.Now()
 	s, err := newSession(cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	var step stepRunner
-	if stepFor != nil {
-		step = stepFor(s)
-	} else {
-		st, err := s.newStep()
-		if err != nil {
-			return Result{}, err
-		}
-		defer st.Finalize()
-		step = st
+	step, err := s.newStep()
+	if err != nil {
+		return Result{}, err
 	}
+	defer step.Finalize()
 	f, err := s.newTrainFeed()
 	if err != nil {
 		return Result{}, err
@@ -45,65 +36,6 @@ func runWith(t *testing.T, cfg config.Config, opts RunOptions, stepFor func(*ses
 		fd = wrap(f)
 	}
 	return s.train(opts, step, fd, start)
-}
-
-// oneDeviceStep builds, for a session of R replicas, the step of the same config on one device,
-// which the replicas' shards reach joined into the global batch (joinedShards). It is what XLA's
-// partitioner computes over R devices (the seed's theorem), on a backend that has one.
-func oneDeviceStep(t *testing.T) func(*session) stepRunner {
-	return func(s *session) stepRunner {
-		cfg := s.cfg
-		cfg.Replicas = 1
-		step, err := trainstep.New(s.backend, s.ctx, cfg, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(step.Finalize)
-		return joinedShards{step}
-	}
-}
-
-// joinedShards runs the replicas' shards, concatenated in device order, as one batch on one device.
-type joinedShards struct{ step *trainstep.Step }
-
-func (j joinedShards) RunShards(images, labels []*tensors.Tensor, sc trainstep.Scalars) (trainstep.Result, error) {
-	x, err := concatRows(images)
-	if err != nil {
-		return trainstep.Result{}, err
-	}
-	defer x.FinalizeAll()
-	y, err := concatRows(labels)
-	if err != nil {
-		return trainstep.Result{}, err
-	}
-	defer y.FinalizeAll()
-	return j.step.Run(x, y, sc)
-}
-
-// concatRows joins tensors of one dtype along their first axis.
-func concatRows(parts []*tensors.Tensor) (*tensors.Tensor, error) {
-	shape := parts[0].Shape().Clone()
-	rows := 0
-	for _, p := range parts {
-		if p.DType() != shape.DType || p.Rank() != shape.Rank() {
-			return nil, fmt.Errorf("replica shards of different shapes: %s and %s", shape, p.Shape())
-		}
-		rows += p.Shape().Dimensions[0]
-	}
-	shape.Dimensions[0] = rows
-	out := tensors.FromShape(shape)
-	var err error
-	if merr := out.MutableBytes(func(dst []byte) {
-		off := 0
-		for _, p := range parts {
-			if cerr := p.ConstBytes(func(src []byte) { off += copy(dst[off:], src) }); cerr != nil {
-				err = cerr
-			}
-		}
-	}); merr != nil {
-		return nil, merr
-	}
-	return out, err
 }
 
 // watchedFeed calls see with every micro-batch the loop takes, and its global position: optimizer
@@ -154,5 +86,5 @@ func poisoned(t *testing.T, k, step, micro int) func(feed) feed {
 // runPoisoned is Run with micro-batch (step, micro) poisoned.
 func runPoisoned(t *testing.T, cfg config.Config, opts RunOptions, step, micro int) (Result, error) {
 	t.Helper()
-	return runWith(t, cfg, opts, nil, poisoned(t, max(cfg.Optimizer.AccumulateSteps, 1), step, micro))
+	return runWith(t, cfg, opts, poisoned(t, max(cfg.Optimizer.AccumulateSteps, 1), step, micro))
 }

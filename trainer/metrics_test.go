@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -37,5 +39,71 @@ func TestMetricsLogWritesNonFiniteAsNull(t *testing.T) {
 	}
 	if rec["top1"] != 0.5 {
 		t.Errorf("top1 = %v, want 0.5", rec["top1"])
+	}
+}
+
+// failingFile accepts room bytes, then fails writes as a full disk does (after writing what fits).
+type failingFile struct {
+	data []byte
+	room int
+}
+
+func (f *failingFile) Write(p []byte) (int, error) {
+	if len(f.data)+len(p) <= f.room {
+		f.data = append(f.data, p...)
+		return len(p), nil
+	}
+	n := max(f.room-len(f.data), 0)
+	f.data = append(f.data, p[:n]...)
+	return n, syscall.ENOSPC
+}
+
+func (f *failingFile) Truncate(size int64) error {
+	f.data = f.data[:size]
+	return nil
+}
+
+func (f *failingFile) Close() error { return nil }
+
+// TestMetricsLogNeverLeavesATornLine: a record that does not fit (a full disk) is cut back off, the error
+// says so, and the log holds only whole records; once there is room again, records append cleanly.
+func TestMetricsLogNeverLeavesATornLine(t *testing.T) {
+	f := &failingFile{room: 90}
+	m := &metricsLog{f: f, path: "runs/x/metrics.jsonl"}
+	if err := m.write(map[string]any{"type": "train", "step": 1}); err != nil {
+		t.Fatal(err)
+	}
+	whole := string(f.data)
+	err := m.write(map[string]any{"type": "train", "step": 2, "loss": 0.5})
+	if err == nil || !strings.Contains(err.Error(), "runs/x/metrics.jsonl") || !strings.Contains(err.Error(), "not written") {
+		t.Errorf("write on a full disk: %v", err)
+	}
+	if string(f.data) != whole {
+		t.Errorf("log after the failed write: %q; want the whole first record only, %q", f.data, whole)
+	}
+	f.room = 1 << 20
+	if err := m.write(map[string]any{"type": "train", "step": 3}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(f.data), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"step":3`) {
+		t.Errorf("log %q: want the records of steps 1 and 3, one a line", f.data)
+	}
+}
+
+// TestTruncateMetricsDropsATornLastLine: on resume, a torn last line (even one that parses as a whole
+// record) is dropped and the log ends with a newline, so the next record starts its own line.
+func TestTruncateMetricsDropsATornLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	body := `{"type":"train","step":5}` + "\n" + `{"type":"train","step":6}`
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := truncateMetrics(path, 10)
+	if err != nil || dropped != 1 {
+		t.Fatalf("dropped %d, %v; want the torn line", dropped, err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != `{"type":"train","step":5}`+"\n" {
+		t.Errorf("log after truncation: %q", data)
 	}
 }

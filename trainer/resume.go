@@ -7,16 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/trainstep"
 )
@@ -120,7 +122,9 @@ func truncateMetrics(path string, step int) (dropped int, err error) {
 	return dropped, nil
 }
 
-// resumePoint loads the checkpoint to continue from and checks it belongs to this net.
+// resumePoint loads the checkpoint to continue from and checks it belongs to this net: from, or the
+// newest periodic checkpoint in ckptDir, or, when a run was stopped before its first periodic
+// checkpoint, its best.tckpt (the complete state at its best eval).
 func (s *session) resumePoint(ckptDir, from string) (*checkpoint.Checkpoint, error) {
 	var ckpt *checkpoint.Checkpoint
 	var err error
@@ -130,7 +134,11 @@ func (s *session) resumePoint(ckptDir, from string) (*checkpoint.Checkpoint, err
 		var ok bool
 		ckpt, ok, err = checkpoint.Latest(ckptDir)
 		if err == nil && !ok {
-			return nil, fmt.Errorf("--resume: no checkpoint in %s", ckptDir)
+			best := filepath.Join(ckptDir, checkpoint.BestName)
+			if _, statErr := os.Stat(best); statErr != nil {
+				return nil, fmt.Errorf("--resume: no checkpoint in %s", ckptDir)
+			}
+			ckpt, err = checkpoint.Load(best)
 		}
 	}
 	if err != nil {
@@ -155,62 +163,90 @@ func (s *session) load(ckpt *checkpoint.Checkpoint) {
 	}
 }
 
-// runDir is the run directory opened for training: where the run starts and its metrics log.
-type runDir struct {
-	startStep int
-	resumed   *checkpoint.Checkpoint // the checkpoint continued from, if any
-	metrics   *metricsLog
+// imported reports whether ckpt holds weights only, as `trainer import` writes them: step 0 and no
+// config. Fine-tuning from it starts the optimizer, the EMA and the RNG afresh.
+func imported(ckpt *checkpoint.Checkpoint) bool {
+	return ckpt.Header.Step == 0 && ckpt.Header.Config == ""
 }
 
-// openRunDir prepares cfg.Dir() for the run: it resumes from a checkpoint when opts ask (loading it and
-// printing what changed), refuses to train over another run's checkpoints otherwise, writes the
-// resolved config and opens the metrics log without the records past the starting step.
-func (s *session) openRunDir(opts RunOptions, out io.Writer) (rd runDir, err error) {
-	dir := s.cfg.Dir()
-	ckptDir := filepath.Join(dir, "checkpoints")
-	var accepted []config.Change // config changes on resume, all on the allow-list (config.Resumable)
-	switch {
-	case opts.ResumeFrom != "" || opts.Resume:
-		ckpt, err := s.resumePoint(ckptDir, opts.ResumeFrom)
-		if err != nil {
-			return rd, err
-		}
-		if accepted, err = s.resumeConfig(ckpt); err != nil {
-			return rd, err
-		}
-		rd.resumed, rd.startStep = ckpt, ckpt.Header.Step
-		s.load(ckpt)
-		fmt.Fprintf(out, "resuming %s from %s (step %d)\n", s.cfg.Name, ckpt.Path, rd.startStep)
-		for _, c := range accepted {
-			fmt.Fprintf(out, "config change accepted on resume: %s\n", c)
-		}
-	default:
-		if paths, _ := checkpoint.List(ckptDir); len(paths) > 0 {
-			return rd, fmt.Errorf("run directory %s already holds checkpoints: pass --resume to continue it, "+
-				"or choose another run name (--set name=...), or delete the directory", dir)
-		}
-	}
-	if err := os.MkdirAll(ckptDir, 0o755); err != nil {
-		return rd, err
-	}
-	if err := atomicfile.Write(filepath.Join(dir, "config.yaml"), s.cfg.YAML()); err != nil {
-		return rd, fmt.Errorf("writing resolved config: %w", err)
-	}
-	// Records past the starting step were written by an interrupted run and are about to be written
-	// again: drop them (a fresh run starts the log anew).
-	metricsPath := filepath.Join(dir, "metrics.jsonl")
-	dropped, err := truncateMetrics(metricsPath, rd.startStep)
+// checkComplete refuses a checkpoint that lacks a variable the session's train step keeps (the net's
+// weights and statistics, the optimizer's slots, the EMA shadows the config asks for, the RNG state),
+// or holds one in another shape: continuing from it would start that state afresh, and the run would
+// no longer be the one it continues. An imported checkpoint needs only the net's variables; with
+// modelOnly (eval) so does any.
+func (s *session) checkComplete(ckpt *checkpoint.Checkpoint, modelOnly bool) error {
+	want, err := trainstep.Variables(s.backend, s.cfg, s.net)
 	if err != nil {
-		return rd, err
+		return err
 	}
-	if rd.metrics, err = openMetrics(metricsPath); err != nil {
-		return rd, err
-	}
-	if rd.resumed != nil {
-		if err := rd.metrics.write(resumeRecord(rd.resumed, accepted, dropped)); err != nil {
-			rd.metrics.Close()
-			return rd, err
+	modelOnly = modelOnly || imported(ckpt)
+	var missing, reshaped []string
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if modelOnly && !strings.HasPrefix(name, "/"+graphs.ModelScope+"/") {
+			continue
+		}
+		t, ok := ckpt.Tensors[name]
+		switch {
+		case !ok:
+			missing = append(missing, name)
+		case !t.Shape().Equal(want[name]):
+			reshaped = append(reshaped, fmt.Sprintf("%s is %s, %s needs %s", name, t.Shape(), s.cfg.Net.Name, want[name]))
 		}
 	}
-	return rd, nil
+	var problems []string
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Sprintf("it lacks %d of the %d tensors this config keeps: %s", len(missing),
+			len(want), listSome(missing, 10)))
+	}
+	if len(reshaped) > 0 {
+		problems = append(problems, listSome(reshaped, 10))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("checkpoint %s is incomplete for this config: %s", ckpt.Path, strings.Join(problems, "; "))
+}
+
+// listSome joins the first n items and counts the rest.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// ResumeConfig is the config a resumed run continues with: its run directory's config.yaml (the
+// resolved config the run was last started with) with only overrides, the user's explicit --set
+// keys, applied again. recipe, the recipe file at recipePath loaded with the same overrides, locates
+// the run (its name and run_dir are kept) and is otherwise only compared: where it now differs from
+// the run's config in a key a resume may change (epochs, say), the run keeps its own value and a note
+// says how to change it; where it differs in any other key the resume is refused, as the recipe no
+// longer describes the run. Without a config.yaml (--resume-from into a new run directory) the
+// recipe is the config, compared with the checkpoint's when the run opens.
+func ResumeConfig(recipePath string, recipe config.Config, overrides []string) (cfg config.Config, notes []string, err error) {
+	stored := filepath.Join(recipe.Dir(), "config.yaml")
+	if _, err := os.Stat(stored); errors.Is(err, fs.ErrNotExist) {
+		return recipe, nil, nil
+	}
+	cfg, err = config.Load(stored, overrides)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("resuming with the run's own config: %w", err)
+	}
+	cfg.Name, cfg.RunDir = recipe.Name, recipe.RunDir
+	var refused []string
+	for _, c := range config.Changes(cfg, recipe) {
+		switch {
+		case config.Resumable(c.Key):
+			notes = append(notes, fmt.Sprintf("%s now says %s: %v; the run keeps its %v (--set %s=%v to change it)",
+				recipePath, c.Key, c.To, c.From, c.Key, c.To))
+		default:
+			refused = append(refused, fmt.Sprintf("  %s: %v in the run, %v in the recipe", c.Key, c.From, c.To))
+		}
+	}
+	if len(refused) > 0 {
+		return cfg, nil, fmt.Errorf("resume: %s differs from the run's %s in keys a resumed run cannot change:\n%s\n"+
+			"a resumed run continues with its own config: restore the recipe, or train it as a new run (--set name=...)",
+			recipePath, stored, strings.Join(refused, "\n"))
+	}
+	return cfg, notes, nil
 }

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
@@ -20,9 +21,15 @@ type session struct {
 	cfg     config.Config
 	net     trainstep.Net
 	backend backends.Backend
-	ctx     *context.Context
+	// backendConfig is the configuration the backend was opened with: cfg.Backend, or for replicas on
+	// the pure-Go backend, its config with one device per replica (pjrt.ForReplicas).
+	backendConfig string
+	ctx           *context.Context
 	// loaded is set once variables come from a checkpoint: the net must then reuse them, not create them.
 	loaded bool
+	// pretrained is set once net.pretrained created the variables (pretrained.go): the net reuses them
+	// and creates the ones it skipped (a re-initialised classifier).
+	pretrained bool
 	// evalExec is the compiled eval forward pass, built at the first eval.
 	evalExec *context.Exec
 	// emaCtx holds copies of the EMA shadows under the model scope; emaEvalExec scores them.
@@ -37,15 +44,20 @@ func newSession(cfg config.Config) (*session, error) {
 	if _, err := graphs.Get(cfg.Net.Name); err != nil {
 		return nil, err
 	}
-	backend, err := pjrt.Open(cfg.Backend)
+	config, err := pjrt.ForReplicas(cfg.Backend, cfg.Replicas)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Backend, err)
+	}
+	backend, err := pjrt.Open(config)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: %w", config, err)
 	}
 	s, err := sessionOn(cfg, backend)
 	if err != nil {
 		backend.Finalize()
 		return nil, err
 	}
+	s.backendConfig = config
 	return s, nil
 }
 
@@ -55,22 +67,51 @@ func sessionOn(cfg config.Config, backend backends.Backend) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{cfg: cfg, net: net, backend: backend, ctx: trainstep.NewContext(cfg), emaFresh: true}, nil
+	return &session{cfg: cfg, net: net, backend: backend, backendConfig: cfg.Backend, ctx: trainstep.NewContext(cfg),
+		emaFresh: true}, nil
 }
 
-// newStep builds the session's train step (trainstep.New: sharded over cfg.Replicas devices, which
-// the backend must have).
+// printDevices says, for a data-parallel run, how its step is made and on which devices it runs
+// (replica r on device r).
+func (s *session) printDevices(out io.Writer) {
+	r := s.cfg.Replicas
+	if r <= 1 {
+		return
+	}
+	how := s.cfg.DataParallel.Mode
+	if how == config.DataParallelSPMD {
+		how += map[bool]string{true: ", sync BN", false: ", BN per replica"}[s.cfg.DataParallel.SyncBN]
+	}
+	opened := s.backendConfig
+	if opened != s.cfg.Backend {
+		opened += " (one device per replica)"
+	}
+	fmt.Fprintf(out, "data parallel (%s): %d replicas of %d on %s\n", how, r, s.cfg.ReplicaBatch(), opened)
+	for d := range r {
+		fmt.Fprintf(out, "  replica %d: %s\n", d, s.backend.DeviceDescription(backends.DeviceNum(d)))
+	}
+}
+
+// newStep builds the session's train step (trainstep.New: over cfg.Replicas devices, which the
+// backend must have).
 func (s *session) newStep() (*trainstep.Step, error) {
 	return trainstep.New(s.backend, s.ctx, s.cfg, s)
 }
 
 // Forward implements trainstep.Model: the session's net, reusing its variables once they come from
-// a checkpoint.
+// a checkpoint, or from pretrained weights (then creating those the weights did not hold).
 func (s *session) Forward(ctx *context.Context, images *Node, train bool) *Node {
 	if s.loaded {
 		ctx = ctx.Reuse()
+	} else if s.pretrained {
+		ctx = ctx.Checked(false)
 	}
 	return s.net.Forward(ctx, images, train)
+}
+
+// StateDictKey implements trainstep.StateDictNamer: optimizer.freeze and lr_mult name the net's keys.
+func (s *session) StateDictKey(scope, name string) (string, bool) {
+	return s.net.StateDictKey(scope, name)
 }
 
 // ExcludedFromWeightDecay implements trainstep.Model.

@@ -1,6 +1,7 @@
 package trainstep
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,15 +54,15 @@ func TestEmit(t *testing.T) {
 	}
 }
 
-// The 2-replica AdamW step in bfloat16: the module is the global-batch program (images 8x28x28x1),
-// with the batch axis sharded over a 2-device mesh and the variables replicated; XLA partitions it at
-// compile time (so the collectives are not in this text).
+// The 2-replica AdamW step in bfloat16 in data_parallel.mode auto: the module is the global-batch
+// program (images 8x28x28x1), with the batch axis sharded over a 2-device mesh and the variables
+// replicated; XLA partitions it at compile time (so the collectives are not in this text).
 func TestEmitReplicas(t *testing.T) {
 	if !pjrt.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
 	cfg := emitConfig(t, "mnist_cnn", "adamw", 8, 2)
-	cfg.Net.Precision = "bfloat16"
+	cfg.Net.Precision, cfg.DataParallel.Mode = "bfloat16", config.DataParallelAuto
 	text, err := Emit(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -114,26 +115,83 @@ func TestEmitBF16ConstantsWellFormed(t *testing.T) {
 }
 
 // trainer emit (for xla:cuda, where auto is on) writes the step with uint8 images that it gathers
-// through the table first; with device_normalize false the step takes float32 images.
+// through the table first; with device_normalize false the step takes float32 images. Over 2
+// replicas: the global batch sharded over the mesh (auto), or each device's shard of 4 (spmd).
 func TestEmitTakesUint8(t *testing.T) {
 	if !pjrt.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
-	gathers := map[config.Switch]int{}
-	for _, dn := range []config.Switch{"auto", "false"} {
-		cfg := emitConfig(t, "cifar_cnn", "sgd", 8, 2)
-		cfg.Data.Source, cfg.Data.DeviceNormalize = "cifar10", dn
+	for _, mode := range config.DataParallelModes {
+		gathers := map[config.Switch]int{}
+		for _, dn := range []config.Switch{"auto", "false"} {
+			cfg := emitConfig(t, "cifar_cnn", "sgd", 8, 2)
+			cfg.Data.Source, cfg.Data.DeviceNormalize, cfg.DataParallel.Mode = "cifar10", dn, mode
+			text, err := Emit(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arg := map[config.Switch]string{"auto": "%arg0: tensor<8x32x32x3xui8>", "false": "%arg0: tensor<8x32x32x3xf32>"}[dn]
+			arg += ` { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}, {}, {}, {}]> }`
+			if mode == config.DataParallelSPMD {
+				arg = map[config.Switch]string{"auto": "%arg0: tensor<4x32x32x3xui8>,", "false": "%arg0: tensor<4x32x32x3xf32>,"}[dn]
+			}
+			if !strings.Contains(text, arg) {
+				t.Errorf("%s, device_normalize %s: the step does not take %s", mode, dn, arg)
+			}
+			gathers[dn] = count(text, `"stablehlo.gather"`)
+		}
+		if gathers["auto"] != gathers["false"]+1 {
+			t.Errorf("%s: %d gathers with uint8 input, %d without: want one more (the table lookup)", mode, gathers["auto"], gathers["false"])
+		}
+	}
+}
+
+// trainer emit --replicas R (data_parallel.mode spmd) writes one device's program, num_replicas R,
+// with its collectives in the text: one stablehlo.all_reduce per gradient tensor (no buckets), one for
+// the loss and one for the correct count, and for each BatchNorm under sync BN two in the forward pass
+// (the batch sum and the sum of squared deviations) and two in the backward (their gradients, the
+// cotangents all-reduced); without sync BN, two per BatchNorm averaging its running statistics. Every
+// one sums over all replicas (replica_groups [[0 … R−1]]).
+func TestEmitSPMDCollectives(t *testing.T) {
+	if !pjrt.EmitAvailable {
+		t.Skip("built without cgo: no StableHLO emit")
+	}
+	for _, c := range []struct {
+		net               string
+		replicas          int
+		syncBN            bool
+		trainables, norms int
+	}{
+		{"mnist_cnn", 2, true, 8, 0},
+		{"mnist_cnn", 8, true, 8, 0},
+		{"cifar8_bn", 8, true, 8 + 2*8 + 2, 8},
+		{"cifar8_bn", 2, false, 8 + 2*8 + 2, 8},
+	} {
+		cfg := emitConfig(t, c.net, "sgd", 8*c.replicas, c.replicas)
+		cfg.Net.Width, cfg.DataParallel.SyncBN = 1.0/16, c.syncBN
 		text, err := Emit(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		arg := map[config.Switch]string{"auto": "%arg0: tensor<8x32x32x3xui8>", "false": "%arg0: tensor<8x32x32x3xf32>"}[dn]
-		if !strings.Contains(text, arg+` { sdy.sharding = #sdy.sharding<@mesh, [{"replica"}, {}, {}, {}]> }`) {
-			t.Errorf("device_normalize %s: the step does not take %s sharded over the replicas", dn, arg)
+		name := fmt.Sprintf("%s over %d replicas (sync BN %v)", c.net, c.replicas, c.syncBN)
+		perNorm := map[bool]int{true: 4, false: 2}[c.syncBN]
+		want := c.trainables + 2 + perNorm*c.norms
+		if n := count(text, `"stablehlo.all_reduce"`); n != want {
+			t.Errorf("%s: %d all-reduces, want %d (%d gradients, loss, correct count, %d per BatchNorm × %d)",
+				name, n, want, c.trainables, perNorm, c.norms)
 		}
-		gathers[dn] = count(text, `"stablehlo.gather"`)
-	}
-	if gathers["auto"] != gathers["false"]+1 {
-		t.Errorf("%d gathers with uint8 input, %d without: want one more (the table lookup)", gathers["auto"], gathers["false"])
+		groups := make([]string, c.replicas)
+		for i := range groups {
+			groups[i] = fmt.Sprint(i)
+		}
+		if n := count(text, regexp.QuoteMeta("replica_groups = dense<[["+strings.Join(groups, ", ")+"]]>")); n != want {
+			t.Errorf("%s: %d all-reduces over every replica, want %d", name, n, want)
+		}
+		if !strings.Contains(text, fmt.Sprintf("stablehlo.num_replicas = %d", c.replicas)) || strings.Contains(text, "sdy.") {
+			t.Errorf("%s: not an SPMD module over %d replicas", name, c.replicas)
+		}
+		if want := "%arg0: tensor<8x"; !strings.Contains(text, want) {
+			t.Errorf("%s: the program does not take one replica's 8 images", name)
+		}
 	}
 }

@@ -33,8 +33,12 @@ func (n Net) ExcludedFromWeightDecay(scope, name string) bool {
 	return n.Spec.ExcludedFromWeightDecay(scope, name)
 }
 
+// StateDictKey implements StateDictNamer: the reference's key of a variable.
+func (n Net) StateDictKey(scope, name string) (string, bool) { return n.Spec.StateDictKey(scope, name) }
+
 // NetOf returns cfg's registered net with cfg's options; BatchNorm's running statistics are
-// compensated for gradient accumulation (graphs.Options.BNMicroBatches).
+// compensated for gradient accumulation (graphs.Options.BNMicroBatches), and in a data-parallel
+// SPMD step its moments are the global batch's under data_parallel.sync_bn (graphs.Options.SyncBN).
 func NetOf(cfg config.Config) (Net, error) {
 	spec, err := graphs.Get(cfg.Net.Name)
 	if err != nil {
@@ -45,6 +49,7 @@ func NetOf(cfg config.Config) (Net, error) {
 		return Net{}, err
 	}
 	opts.BNMicroBatches = max(cfg.Optimizer.AccumulateSteps, 1)
+	opts.SyncBN = cfg.DataParallel.SyncBN
 	return Net{Spec: spec, Options: opts}, nil
 }
 

@@ -53,6 +53,7 @@ func OpChecks() []Check {
 		checks = append(checks, Check{Name: c.name, Run: c.run})
 	}
 	checks = append(checks, specialChecks()...)
+	checks = append(checks, collectiveChecks()...)
 	checks = append(checks, stepChecks()...)
 	return checks
 }

@@ -280,6 +280,15 @@ func squeezed(dims []int) []int {
 // shape mismatches at once; num_batches_tracked entries are ignored. Variables the spec maps to no
 // key are left out of the result (they keep their initialiser).
 func FromStateDict(spec graphs.Spec, template []Variable, f *File) (map[string]*tensors.Tensor, error) {
+	values, _, err := FromStateDictReinit(spec, template, f, nil)
+	return values, err
+}
+
+// FromStateDictReinit is FromStateDict for fine-tuning: a variable of reinit (by path) whose shape
+// in the file differs from the net's is skipped, not refused, and keeps its initialiser. skipped
+// lists those keys with both shapes.
+func FromStateDictReinit(spec graphs.Spec, template []Variable, f *File, reinit map[string]bool) (
+	values map[string]*tensors.Tensor, skipped []string, err error) {
 	fit := &FitError{Path: f.Path, Net: spec.Name}
 	byKey := map[string]Variable{}
 	for _, v := range template {
@@ -304,6 +313,10 @@ func FromStateDict(spec graphs.Spec, template []Variable, f *File) (map[string]*
 		perm, torchDims := torchLayout(spec, v.Scope, v.Name, dims)
 		exact := slices.Equal(st.Shape, torchDims)
 		if !exact && (perm != nil || !slices.Equal(squeezed(st.Shape), squeezed(torchDims))) {
+			if reinit[v.Path()] {
+				skipped = append(skipped, fmt.Sprintf("%s %v (the net's is %v)", key, st.Shape, torchDims))
+				continue
+			}
 			fit.Mismatched = append(fit.Mismatched, fmt.Sprintf("%s: file %v, net expects %v (%s is %v here)",
 				key, st.Shape, torchDims, v.Path(), dims))
 			continue
@@ -328,9 +341,38 @@ func FromStateDict(spec graphs.Spec, template []Variable, f *File) (map[string]*
 		out[v.Path()] = t
 	}
 	if len(fit.Missing)+len(fit.Unexpected)+len(fit.Mismatched) > 0 {
-		return nil, fit
+		return nil, nil, fit
 	}
-	return out, nil
+	return out, skipped, nil
+}
+
+// HeadVariables returns the paths of the variables whose shape depends on the number of classes (the
+// classifier), found by listing spec's variables at opts.NumClasses and at one class more.
+func HeadVariables(backend backends.Backend, spec graphs.Spec, opts graphs.Options) (map[string]bool, error) {
+	classes := opts.NumClasses
+	if classes == 0 {
+		classes = spec.NumClasses
+	}
+	a, err := Template(backend, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.NumClasses = classes + 1
+	b, err := Template(backend, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	other := map[string]shapes.Shape{}
+	for _, v := range b {
+		other[v.Path()] = v.Shape
+	}
+	head := map[string]bool{}
+	for _, v := range a {
+		if s, ok := other[v.Path()]; !ok || !s.Equal(v.Shape) {
+			head[v.Path()] = true
+		}
+	}
+	return head, nil
 }
 
 // newTensor builds a GoMLX tensor of the given shape (float32 or float64) from values.
@@ -348,11 +390,11 @@ func newTensor(shape shapes.Shape, values []float64) (*tensors.Tensor, error) {
 	return nil, fmt.Errorf("variables of dtype %s are not imported (float32 and float64 only)", shape.DType)
 }
 
-// Load reads a safetensors state_dict and creates spec's variables from it in ctx, which must not hold
-// them yet: build the net afterwards with ctx.In(graphs.ModelScope).Reuse(). It returns the number of
-// variables loaded.
+// Load reads a state_dict (safetensors or PyTorch's .pth, ReadStateDict) and creates spec's variables
+// from it in ctx, which must not hold them yet: build the net afterwards with
+// ctx.In(graphs.ModelScope).Reuse(). It returns the number of variables loaded.
 func Load(ctx *context.Context, backend backends.Backend, spec graphs.Spec, opts graphs.Options, path string) (int, error) {
-	f, err := Read(path)
+	f, err := ReadStateDict(path)
 	if err != nil {
 		return 0, err
 	}

@@ -32,9 +32,12 @@ recipe's step (its optimizer, EMA, clipping, accumulation micro-step, guard, pre
 its batch and image size, on its backend unless --backend says otherwise; the flags given override the
 recipe's keys. With --net (default mnist_cnn) it is the peer-comparable step of a registered net:
 softmax cross-entropy and SGD momentum 0.9 at a constant rate, no weight decay, EMA or clipping
-(scripts/cpu-peer.sh, scripts/jax_peer.py and docs/benchmarks.md compare it). On the pure-Go backend
-the report puts the step's GFLOP/s beside the machine's peak, measured after the timed steps with the
-backend's own float32 GEMM on two 1024×1024 matrices (best of 5); --peak measures only that.`
+(scripts/cpu-peer.sh, scripts/jax_peer.py and docs/benchmarks.md compare it). With a CONFIG and
+--data shards it times the recipe's whole loop from its own data (decode, augment, prefetch to the
+device, step, reading results) beside the same step on a resident batch, and says where the loop's
+time went (bench_shards.go). On the pure-Go backend the report puts the step's GFLOP/s beside the
+machine's peak, measured after the timed steps with the backend's own float32 GEMM on two 1024×1024
+matrices (best of 5); --peak measures only that.`
 
 // benchReport is `trainer bench --json`'s output.
 type benchReport struct {
@@ -92,7 +95,7 @@ func newBenchCommand() *cobra.Command {
 	steps := fs.Int("steps", 5, "timed steps `K` (after one untimed step that compiles)")
 	width := fs.Float64("width", 1, "width multiplier `W` of the net (net.width)")
 	precision := fs.String("precision", "float32", "compute precision `float32|bf16` (bf16: bfloat16 compute, float32 master weights)")
-	dataPlace := fs.String("data", "device", "`device|host`: one synthetic batch sent once and reused (no input transfer), or sent every step")
+	dataPlace := fs.String("data", "device", "`device|host|shards`: one synthetic batch sent once and reused (no input transfer), or sent every step; shards (with a CONFIG): the recipe's whole loop from its own data beside the resident step (bench_shards.go)")
 	input := fs.String("input", "float32", "`float32|uint8`: normalised images, or pixels the graph normalises first (data.device_normalize)")
 	sets := fs.StringArray("set", nil, "override a key of the CONFIG: `key=value` (repeatable)")
 	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (with a CONFIG, its own unless given)")
@@ -127,8 +130,8 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 	default:
 		return fmt.Errorf("bench: --precision %q: expected float32 or bf16", *precision)
 	}
-	if *dataPlace != "device" && *dataPlace != "host" {
-		return fmt.Errorf("bench: --data %q: expected device or host", *dataPlace)
+	if *dataPlace != "device" && *dataPlace != "host" && *dataPlace != "shards" {
+		return fmt.Errorf("bench: --data %q: expected device, host or shards", *dataPlace)
 	}
 	if *input != "float32" && *input != "uint8" {
 		return fmt.Errorf("bench: --input %q: expected float32 or uint8", *input)
@@ -166,6 +169,9 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		if cfg, err = peerConfig(name, *backendName, *batch, *size, *width, *precision, *input == "uint8"); err != nil {
 			return err
 		}
+	}
+	if *dataPlace == "shards" {
+		return benchShards(stdout, cfg, recipe, *steps, *asJSON)
 	}
 	rep, err := benchStep(cfg, *steps, *dataPlace == "host", *cpuProfile)
 	if err != nil {
@@ -254,7 +260,11 @@ func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benc
 	}
 	stats := &graphs.Stats{}
 	net.Options.Stats = stats
-	opened, err := pjrt.Open(cfg.Backend)
+	config, err := pjrt.ForReplicas(cfg.Backend, cfg.Replicas) // go: one device per replica
+	if err != nil {
+		return benchReport{}, err
+	}
+	opened, err := pjrt.Open(config)
 	if err != nil {
 		return benchReport{}, err
 	}

@@ -178,7 +178,7 @@ func TestUsageErrorsAreOneLineAndAHint(t *testing.T) {
 		{[]string{"verify", "--ops-only", "--nets-only"}, "verify: if any flags in the group [ops-only nets-only] are set", "trainer verify"},
 		{[]string{"run", "x.yaml", "--resume", "--resume-from", "c"}, "run: if any flags in the group [resume resume-from]", "trainer run"},
 		{[]string{"plot", "histogram"}, `plot: unknown subcommand "histogram"; expected schedule or run`, "trainer plot"},
-		{[]string{"data"}, "data: expected a subcommand: pack, inspect, verify or bench", "trainer data"},
+		{[]string{"data"}, "data: expected a subcommand: pack, fetch, inspect, verify or bench", "trainer data"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate" for "trainer"`, "trainer"},
 		{[]string{"--foo"}, "unknown flag: --foo", "trainer"},
 	} {

@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -30,8 +32,11 @@ func newDataCommand() *cobra.Command {
 		Use:   "pack SRC OUT",
 		Short: "Pack a dataset into shards",
 		Long: `Reads SRC and writes shards (docs/data.md): an ImageFolder root with train/ and val/ (each packed
-to OUT/train, OUT/val), a single split's folder of class folders, CIFAR-10's binary batches, or the
-book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file).`,
+to OUT/train, OUT/val), a single split's folder of class folders, CIFAR-10's binary batches, the
+book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file), or an archive as
+downloaded, read without unpacking it: Imagenette's .tgz (to OUT/train, OUT/val), ImageNet's
+ILSVRC2012_img_train.tar (per-class tars) or ILSVRC2012_img_val.tar (with --labels), or a folder
+holding those two tars and the devkit (ILSVRC2012_devkit_t12.tar.gz) or LOC_val_solution.csv.`,
 		Args: cobra.ExactArgs(2),
 	}
 	resize := pack.Flags().Int("resize", 0, "resize encoded images whose shorter side is larger to this side `N`, re-encoded as JPEG (0: keep the files)")
@@ -39,9 +44,10 @@ book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file
 	quality := pack.Flags().Int("quality", 90, "JPEG quality `Q` of resized images")
 	packPixels := pack.Flags().Int64("max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
 	overwrite := pack.Flags().Bool("overwrite", false, "pack into a non-empty OUT, replacing the shards there once the new ones are complete")
+	labels := pack.Flags().String("labels", "", "the labels of ImageNet's validation tar: `FILE` ILSVRC2012_devkit_t12.tar.gz or LOC_val_solution.csv (default: found beside the tar)")
 	pack.RunE = func(cmd *cobra.Command, positional []string) error {
 		return dataPackMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), packFlags{resize: *resize, shardSize: *shardSize,
-			quality: *quality, maxPixels: *packPixels, overwrite: *overwrite})
+			quality: *quality, maxPixels: *packPixels, overwrite: *overwrite, labels: *labels})
 	}
 	inspect := &cobra.Command{
 		Use:   "inspect FILE|DIR",
@@ -61,7 +67,7 @@ book's prepared Imagenette train.bin/val.bin (a folder holding them, or one file
 	verify.RunE = func(cmd *cobra.Command, positional []string) error {
 		return dataVerifyMain(positional, cmd.OutOrStdout(), *decode, *verifyPixels)
 	}
-	cmd.AddCommand(pack, inspect, verify, newDataBenchCommand())
+	cmd.AddCommand(pack, newDataFetchCommand(), inspect, verify, newDataBenchCommand())
 	return cmd
 }
 
@@ -81,11 +87,31 @@ type packJob struct {
 	out  string
 }
 
-// packJobs recognises what SRC is.
-func packJobs(src, out string) ([]packJob, error) {
+// ImageNet's archives as image-net.org and Kaggle name them.
+const (
+	ilsvrcTrainTar = "ILSVRC2012_img_train.tar"
+	ilsvrcValTar   = "ILSVRC2012_img_val.tar"
+)
+
+// ilsvrcLabelFiles are the files that label ImageNet's validation tar, looked for beside it.
+var ilsvrcLabelFiles = []string{"ILSVRC2012_devkit_t12.tar.gz", "ILSVRC2012_devkit_t12.tar", "LOC_val_solution.csv"}
+
+// packJobs recognises what SRC is; closeAll releases the archives the jobs read.
+func packJobs(src, out, labels string) (jobs []packJob, closeAll func(), err error) {
+	var archives []*data.Archive
+	closeAll = func() {
+		for _, a := range archives {
+			a.Close()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
 	st, err := os.Stat(src)
 	if err != nil {
-		return nil, fmt.Errorf("data pack: %w", err)
+		return nil, closeAll, fmt.Errorf("data pack: %w", err)
 	}
 	folder := func(dir string) func() (data.Source, error) {
 		return func() (data.Source, error) { return data.OpenImageFolder(dir) }
@@ -93,24 +119,77 @@ func packJobs(src, out string) ([]packJob, error) {
 	bin := func(path string) func() (data.Source, error) {
 		return func() (data.Source, error) { return data.OpenSource("imagenette-bin", path, "", data.SourceOptions{}) }
 	}
+	// archive lists the archive at path, its splits going to OUT/<split> (or dest for a single split).
+	archive := func(path, dest, labelsPath string) error {
+		var opts data.ArchiveOptions
+		if labelsPath != "" {
+			l, err := data.ReadImageLabels(labelsPath)
+			if err != nil {
+				return err
+			}
+			opts.Labels = l
+		}
+		a, err := data.OpenArchive(path, opts)
+		if err != nil {
+			return err
+		}
+		archives = append(archives, a)
+		for _, split := range a.Splits {
+			name, to := split.Name, filepath.Join(out, split.Name)
+			if name == "" {
+				name, to = archiveStem(path), dest
+			}
+			source := split.Source
+			jobs = append(jobs, packJob{name, func() (data.Source, error) { return source, nil }, to})
+		}
+		return nil
+	}
 	isDir := func(p string) bool { s, err := os.Stat(p); return err == nil && s.IsDir() }
 	isFile := func(p string) bool { s, err := os.Stat(p); return err == nil && !s.IsDir() }
 	switch {
+	case !st.IsDir() && data.IsArchive(src):
+		if labels == "" && filepath.Base(src) == ilsvrcValTar {
+			labels = besideLabels(filepath.Dir(src))
+		}
+		if err := archive(src, out, labels); err != nil {
+			return nil, closeAll, err
+		}
+		return jobs, closeAll, sameClasses(jobs)
 	case !st.IsDir():
-		return []packJob{{filepath.Base(src), bin(src), out}}, nil
+		return []packJob{{filepath.Base(src), bin(src), out}}, closeAll, nil
+	case isFile(filepath.Join(src, ilsvrcTrainTar)) || isFile(filepath.Join(src, ilsvrcValTar)):
+		if isFile(filepath.Join(src, ilsvrcTrainTar)) {
+			if err := archive(filepath.Join(src, ilsvrcTrainTar), filepath.Join(out, "train"), ""); err != nil {
+				return nil, closeAll, err
+			}
+			jobs[len(jobs)-1].name = "train"
+		}
+		if isFile(filepath.Join(src, ilsvrcValTar)) {
+			if labels == "" {
+				labels = besideLabels(src)
+			}
+			if labels == "" {
+				return nil, closeAll, fmt.Errorf("data pack: %s needs its labels: put one of %s in %s, or pass --labels FILE",
+					ilsvrcValTar, strings.Join(ilsvrcLabelFiles, ", "), src)
+			}
+			if err := archive(filepath.Join(src, ilsvrcValTar), filepath.Join(out, "val"), labels); err != nil {
+				return nil, closeAll, err
+			}
+			jobs[len(jobs)-1].name = "val"
+		}
+		return jobs, closeAll, sameClasses(jobs)
 	case isFile(filepath.Join(src, "data_batch_1.bin")) || isDir(filepath.Join(src, "cifar-10-batches-bin")):
-		var jobs []packJob
 		for _, split := range []string{"train", "test"} {
 			jobs = append(jobs, packJob{split, func() (data.Source, error) { return data.OpenSource("cifar10", src, split, data.SourceOptions{}) },
 				filepath.Join(out, map[string]string{"train": "train", "test": "val"}[split])})
 		}
-		return jobs, nil
+		return jobs, closeAll, nil
 	case isFile(filepath.Join(src, "train.bin")):
 		jobs := []packJob{{"train", bin(filepath.Join(src, "train.bin")), filepath.Join(out, "train")}}
 		if isFile(filepath.Join(src, "val.bin")) {
 			jobs = append(jobs, packJob{"val", bin(filepath.Join(src, "val.bin")), filepath.Join(out, "val")})
 		}
-		return jobs, nil
+		return jobs, closeAll, nil
 	case isDir(filepath.Join(src, "train")):
 		jobs := []packJob{{"train", folder(filepath.Join(src, "train")), filepath.Join(out, "train")}}
 		for _, v := range []string{"val", "validation", "test"} {
@@ -119,9 +198,54 @@ func packJobs(src, out string) ([]packJob, error) {
 				break
 			}
 		}
-		return jobs, nil
+		return jobs, closeAll, nil
 	}
-	return []packJob{{filepath.Base(src), folder(src), out}}, nil
+	return []packJob{{filepath.Base(src), folder(src), out}}, closeAll, nil
+}
+
+// archiveStem is an archive's file name without its extensions: the prefix of its shards.
+func archiveStem(path string) string {
+	name := filepath.Base(path)
+	for _, ext := range []string{".tgz", ".gz", ".tar"} {
+		name = strings.TrimSuffix(name, ext)
+	}
+	return name
+}
+
+// besideLabels returns the first of ilsvrcLabelFiles in dir, or "".
+func besideLabels(dir string) string {
+	for _, name := range ilsvrcLabelFiles {
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// sameClasses refuses archive splits whose classes differ: a label is a class's position in its
+// split's list, so a val split with other classes would be scored against the wrong ones.
+func sameClasses(jobs []packJob) error {
+	var first []string
+	for k, job := range jobs {
+		src, err := job.src()
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			first = src.ClassNames()
+			continue
+		}
+		if !slices.Equal(first, src.ClassNames()) {
+			return fmt.Errorf("data pack: split %s has %d classes, split %s %d, or in another order: the splits must have the same classes",
+				job.name, len(src.ClassNames()), jobs[0].name, len(first))
+		}
+	}
+	return nil
 }
 
 // packFlags are the parsed flags of `trainer data pack`.
@@ -131,6 +255,7 @@ type packFlags struct {
 	quality   int
 	maxPixels int64
 	overwrite bool
+	labels    string // --labels
 }
 
 // dataPackMain is `trainer data pack` with its parsed flags.
@@ -150,10 +275,16 @@ func dataPackMain(positional []string, stdout, stderr io.Writer, f packFlags) er
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("data pack: %w", err)
 	}
-	jobs, err := packJobs(positional[0], out)
+	jobs, closeAll, err := packJobs(positional[0], out, f.labels)
 	if err != nil {
 		return err
 	}
+	defer closeAll()
+	return runPackJobs(jobs, stdout, stderr, f, size)
+}
+
+// runPackJobs packs each job's source into its folder, showing progress on stderr.
+func runPackJobs(jobs []packJob, stdout, stderr io.Writer, f packFlags, size int64) error {
 	progress := isTerminal(stderr)
 	for _, job := range jobs {
 		src, err := job.src()

@@ -17,7 +17,10 @@ import (
 
 const emitDescription = `Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, guard:
 trainstep's step, as a run compiles it) without any device or PJRT plugin. NET starts from the
-defaults; a CONFIG is the recipe. --batch is the global batch of one step (over all replicas).`
+defaults; a CONFIG is the recipe. --batch is the global batch of one step (over all replicas). With
+--replicas R the module is, in data_parallel.mode spmd (the default), one device's program on its
+shard with its all-reduces (stablehlo.all_reduce), or in mode auto (--set data_parallel.mode=auto)
+the global-batch program that XLA's partitioner splits.`
 
 // newEmitCommand declares `trainer emit` and its flags.
 func newEmitCommand() *cobra.Command {
@@ -61,7 +64,7 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 	if *replicas > 0 {
 		sets = append(sets, fmt.Sprintf("replicas=%d", *replicas))
 	}
-	// The module is for an accelerator: a go backend would refuse replicas > 1 in validation.
+	// The module is for an accelerator (and the auto mode only exists on XLA backends).
 	sets = append(sets, "backend=xla:cuda")
 	cfg, err := emitConfig(positional[0], sets)
 	if err != nil {
@@ -80,11 +83,22 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 		return err
 	}
 	if step, err := pjrt.ParseStepIO(text); err == nil {
+		// The carry's inputs are the previous execution's outputs, already on the device.
+		carryInputs, carryBytes := trainstep.CarryIO()
+		step.HostInputs, step.HostBytes = step.HostInputs-int64(carryInputs), step.HostBytes-carryBytes
+		resident := fmt.Sprintf("its loop state (%d inputs, %s) and ", carryInputs, humanBytes(carryBytes))
 		fmt.Fprintf(stderr, "%s: %s step, global batch %d over %d replica(s), %s, %s\n", *out, cfg.Net.Name,
 			cfg.Data.BatchSize, cfg.Replicas, cfg.Net.Precision, cfg.Optimizer.Name)
-		fmt.Fprintf(stderr, "per step the host sends %d inputs (batch and runtime scalars), %s; %d variables, %s, "+
-			"stay on the device (donated to the step, updated in place)\n",
-			step.HostInputs, humanBytes(step.HostBytes), step.Variables, humanBytes(step.VarBytes))
+		if cfg.Replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD {
+			fmt.Fprintf(stderr, "one replica's program (spmd, %d all-reduces): per step the host sends each device %d inputs "+
+				"(its shard of %d and runtime scalars), %s; %s%d variables, %s, stay on each device (the variables "+
+				"donated to the step, updated in place)\n", strings.Count(text, `"stablehlo.all_reduce"`), step.HostInputs,
+				cfg.ReplicaBatch(), humanBytes(step.HostBytes), resident, step.Variables, humanBytes(step.VarBytes))
+			return nil
+		}
+		fmt.Fprintf(stderr, "per step the host sends %d inputs (batch and runtime scalars), %s; %s%d variables, %s, "+
+			"stay on the device (the variables donated to the step, updated in place)\n",
+			step.HostInputs, humanBytes(step.HostBytes), resident, step.Variables, humanBytes(step.VarBytes))
 	}
 	return nil
 }

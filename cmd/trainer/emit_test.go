@@ -13,7 +13,8 @@ import (
 func TestCmdEmit(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "step.mlir")
 	var stdout, stderr bytes.Buffer
-	err := cmdEmit([]string{"mnist_cnn", "--batch", "16", "--optimizer", "adamw", "--precision", "bf16", "--replicas", "2", "--out", out}, &stdout, &stderr)
+	err := cmdEmit([]string{"mnist_cnn", "--batch", "16", "--optimizer", "adamw", "--precision", "bf16", "--replicas", "2",
+		"--set", "data_parallel.mode=auto", "--out", out}, &stdout, &stderr)
 	if !pjrt.EmitAvailable {
 		if err == nil || !strings.Contains(err.Error(), "cgo") {
 			t.Fatalf("emit without cgo: %v", err)
@@ -41,6 +42,25 @@ func TestCmdEmit(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr.String())
 		}
+	}
+	// The default spmd mode: one replica's program on its 8 images, its all-reduces in the text (8
+	// gradients, the loss, the correct count), the summary per device (its images and labels, the
+	// three scalars, its replica index).
+	stderr.Reset()
+	if err := cmdEmit([]string{"mnist_cnn", "--batch", "16", "--optimizer", "adamw", "--replicas", "2", "--out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("emit spmd: %v\n%s", err, stderr.String())
+	}
+	if text, err = os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"stablehlo.num_replicas = 2", "%arg0: tensor<8x28x28x1xui8>", `"stablehlo.all_reduce"`,
+		"replica_groups = dense<[[0, 1]]>"} {
+		if !bytes.Contains(text, []byte(want)) {
+			t.Errorf("emitted spmd module lacks %q", want)
+		}
+	}
+	if want := "one replica's program (spmd, 10 all-reduces): per step the host sends each device 6 inputs (its shard of 8"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("spmd summary lacks %q:\n%s", want, stderr.String())
 	}
 	for _, bad := range [][]string{
 		{"mnist_cnn", "--out", out, "--precision", "fp8"},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +72,13 @@ func TestKilledProcessResumes(t *testing.T) {
 		t.Fatalf("the run finished before it was killed:\n%s", out.String())
 	}
 	resume := trainerCmd("run", killed, "--no-progress", "--resume")
-	if b, err := resume.CombinedOutput(); err != nil || !strings.Contains(string(b), "done in") {
-		t.Fatalf("resume after SIGKILL: %v\n%s", err, b)
+	resumeOut, err := resume.CombinedOutput()
+	if err != nil || !strings.Contains(string(resumeOut), "done in") {
+		t.Fatalf("resume after SIGKILL: %v\n%s", err, resumeOut)
+	}
+	// The killed process's lock was taken over, and said so.
+	if want := "taking over the lock of pid " + strconv.Itoa(child.Process.Pid); !strings.Contains(string(resumeOut), want) {
+		t.Errorf("resume after SIGKILL does not say %q:\n%s", want, resumeOut)
 	}
 	whole := write("whole")
 	if b, err := trainerCmd("run", whole, "--no-progress").CombinedOutput(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
@@ -45,13 +46,15 @@ func newRunCommand() *cobra.Command {
 		Use:   "run CONFIG",
 		Short: "Train the net of a recipe",
 		Long: `Trains the net of the recipe CONFIG (docs/configs.md) and writes runs/NAME/: the resolved
-config.yaml, metrics.jsonl and checkpoints/. Ctrl-C or SIGTERM finishes the step in flight, writes a
-checkpoint and exits 0; a second signal exits at once.`,
+config.yaml, metrics.jsonl and checkpoints/; run.lock keeps a second process out while it trains.
+Ctrl-C or SIGTERM finishes the step in flight, writes a checkpoint, prints the command that resumes and
+exits 0; a second signal exits at once. --resume continues with the run's own config.yaml, changed only
+by the --set keys given; CONFIG then only locates the run.`,
 		Args: cobra.ExactArgs(1),
 	}
 	fs := cmd.Flags()
 	sets := fs.StringArray("set", nil, setFlagUsage)
-	resume := fs.Bool("resume", false, "continue from the newest checkpoint in the run directory")
+	resume := fs.Bool("resume", false, "continue from the newest checkpoint in the run directory, with the run's own config")
 	resumeFrom := fs.String("resume-from", "", "continue from the checkpoint `PATH`")
 	backend := fs.String("backend", "", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (overrides the config)")
 	smoke := fs.Bool("smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
@@ -76,13 +79,58 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 	if err != nil {
 		return err
 	}
+	if *resume || *resumeFrom != "" {
+		// The run continues with its own config.yaml; only the keys given here are set again.
+		overrides := sets
+		if *backend != "" {
+			overrides = append(overrides[:len(overrides):len(overrides)], "backend="+*backend)
+		}
+		var notes []string
+		if cfg, notes, err = trainer.ResumeConfig(positional[0], cfg, overrides); err != nil {
+			return err
+		}
+		for _, n := range notes {
+			fmt.Fprintln(stdout, n)
+		}
+	}
 	stop, release := stopOnSignal(stderr)
 	defer release()
 	_, err = trainer.Run(cfg, trainer.RunOptions{
 		Resume: *resume, ResumeFrom: *resumeFrom, Out: stdout,
 		Progress: !*noProgress && isTerminal(stdout), Stop: stop,
+		ResumeCommand: resumeCommand(positional[0], sets, *backend, *smoke),
 	})
 	return err
+}
+
+// resumeCommand is the command line that continues a run started with these arguments.
+func resumeCommand(path string, sets []string, backend string, smoke bool) string {
+	args := []string{"trainer", "run", path}
+	if smoke {
+		args = append(args, "--smoke")
+	}
+	if backend != "" {
+		args = append(args, "--backend", backend)
+	}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	args = append(args, "--resume")
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain word characters.
+func shellQuote(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./=:,+@%", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // stopOnSignal turns the first SIGINT/SIGTERM into a request to finish the step in flight, checkpoint

@@ -117,3 +117,13 @@ func TestDevicesDescribesTheGoBackend(t *testing.T) {
 		t.Errorf("xla:cpu without a plugin should fail naming the searched directory: %v\n%s", err, out)
 	}
 }
+
+// TestResumeCommandIsTheRunsOwn: the resume hint repeats the run's config path and flags, quoted for a
+// shell where needed.
+func TestResumeCommandIsTheRunsOwn(t *testing.T) {
+	got := resumeCommand("recipes/my run.yaml", []string{"epochs=1", "name=it's"}, "xla:cpu", true)
+	want := `trainer run 'recipes/my run.yaml' --smoke --backend xla:cpu --set epochs=1 --set 'name=it'\''s' --resume`
+	if got != want {
+		t.Errorf("resumeCommand = %s\nwant %s", got, want)
+	}
+}

@@ -29,8 +29,9 @@ func newPlotCommand() *cobra.Command {
 	}
 	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
 	sets := scheduleCmd.Flags().StringArray("set", nil, setFlagUsage)
+	trainExamples := scheduleCmd.Flags().Int("train-examples", 0, "the training split's size `N` (default: the split's own, or, without the data, the known size of data.dataset)")
 	scheduleCmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return plotScheduleMain(positional[0], scheduleOut, *sets, cmd.OutOrStdout())
+		return plotScheduleMain(positional[0], scheduleOut, *sets, *trainExamples, cmd.OutOrStdout())
 	}
 	runPlot := &cobra.Command{
 		Use:   "run DIR",
@@ -48,14 +49,17 @@ func newPlotCommand() *cobra.Command {
 }
 
 // plotScheduleMain draws `plot schedule CONFIG`: the lr and EMA decay over the run, as the loop computes them.
-func plotScheduleMain(configPath string, out *string, sets []string, stdout io.Writer) error {
+func plotScheduleMain(configPath string, out *string, sets []string, trainExamples int, stdout io.Writer) error {
+	if trainExamples < 0 {
+		return fmt.Errorf("plot schedule: --train-examples %d, expected >= 1 (0: the split's own size)", trainExamples)
+	}
 	cfg, err := loadConfig(configPath, sets, "")
 	if err != nil {
 		return err
 	}
-	total, perEpoch, err := trainer.ScheduleLength(cfg)
+	total, perEpoch, from, err := trainer.ScheduleLength(cfg, trainExamples)
 	if err != nil {
-		return err
+		return fmt.Errorf("plot schedule: %w", err)
 	}
 	path := *out
 	if path == "" {
@@ -64,8 +68,8 @@ func plotScheduleMain(configPath string, out *string, sets []string, stdout io.W
 	if err := plot.WritePNGFile(path, plot.ScheduleCharts(scheduleOf(cfg, total, perEpoch))...); err != nil {
 		return fmt.Errorf("plot schedule: %w", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch), peak lr %g, last lr %g\n",
-		path, total, perEpoch, cfg.PeakLR(), schedule.LearningRate(cfg, total-1, total, perEpoch))
+	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch, from %s), peak lr %g, last lr %g\n",
+		path, total, perEpoch, from, cfg.PeakLR(), schedule.LearningRate(cfg, total-1, total, perEpoch))
 	return nil
 }
 

@@ -127,3 +127,54 @@ func TestPlotScheduleOfARecipe(t *testing.T) {
 		t.Errorf("schedule PNG is %v, want two %d-px panels (lr and EMA decay)", img.Bounds(), plot.PanelHeightPx)
 	}
 }
+
+// TestPlotScheduleWithoutData: every shipped recipe plots its schedule with its data absent, sizing the
+// training split from the dataset it names (ImageNet 1,281,167, Imagenette 9,469, CIFAR-10 50,000
+// images); --train-examples sets the size when the dataset is not a known one; a split that is present
+// (here packed Imagenette-like shards) is sized from its own shard index.
+func TestPlotScheduleWithoutData(t *testing.T) {
+	t.Setenv(config.DataEnv, t.TempDir()) // no dataset there
+	recipes, _ := filepath.Glob("../../configs/*.yaml")
+	if len(recipes) == 0 {
+		t.Fatal("no recipes")
+	}
+	want := map[string]string{
+		"resnet50_sgd.yaml":            "450360 optimizer steps (5004 per epoch, from 1281167 training examples, imagenet's known size", // 90 epochs of 1,281,167 / 256
+		"resnet50_sgd_imagenette.yaml": "2920 optimizer steps (73 per epoch, from 9469 training examples, imagenette's",                 // 40 epochs of 9,469 / 128
+		"cifar8_sgd.yaml":              "11700 optimizer steps (390 per epoch, from 50000 training examples, cifar10's",                 // 30 epochs of 50,000 / 128
+	}
+	for _, recipe := range recipes {
+		if testing.Short() && want[filepath.Base(recipe)] == "" && !strings.Contains(recipe, "rsb_a3") {
+			continue
+		}
+		var stdout, stderr bytes.Buffer
+		out := filepath.Join(t.TempDir(), "s.png")
+		if err := cmdPlot([]string{"schedule", recipe, "--out", out}, &stdout, &stderr); err != nil {
+			t.Errorf("%s: %v", filepath.Base(recipe), err)
+			continue
+		}
+		if w := want[filepath.Base(recipe)]; w != "" && !strings.Contains(stdout.String(), w) {
+			t.Errorf("%s: %q, want %q", filepath.Base(recipe), stdout.String(), w)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "s.png")
+	unknown := []string{"schedule", "../../configs/resnet50_sgd_imagenette.yaml", "--out", out, "--set", "data.dataset=\"\""}
+	if err := cmdPlot(unknown, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--train-examples") {
+		t.Errorf("an unknown dataset without data: %v, want an error naming --train-examples", err)
+	}
+	if err := cmdPlot(append(unknown, "--train-examples", "1280"), &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "400 optimizer steps (10 per epoch") {
+		t.Errorf("--train-examples 1280: %v, %q", err, stdout.String())
+	}
+	// Shards present: 6 images of 2 classes, batch 2.
+	tree := t.TempDir()
+	writeTree(t, tree)
+	if err := cmdData([]string{"pack", tree, filepath.Join(os.Getenv(config.DataEnv), "imagenette")}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	present := []string{"schedule", "../../configs/resnet50_sgd_imagenette.yaml", "--out", out, "--set", "data.batch_size=2", "--set", "net.num_classes=2"}
+	if err := cmdPlot(present, &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "120 optimizer steps (3 per epoch, from the training split") {
+		t.Errorf("shards present: %v, %q", err, stdout.String())
+	}
+}

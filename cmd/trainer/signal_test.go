@@ -56,6 +56,12 @@ func TestSIGINTCheckpointsAndExitsCleanly(t *testing.T) {
 	if !strings.Contains(r.out, "interrupted after step") || !strings.Contains(r.out, "--resume") || !strings.Contains(r.errOut, "interrupt") {
 		t.Errorf("output does not say it was interrupted and how to resume:\n%s\n%s", r.out, r.errOut)
 	}
+	// The hint is the command that resumes this run, and the start said where the run writes.
+	for _, want := range []string{"resume with: trainer run " + cfg + " --resume", "metrics log " + metrics} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.out)
+		}
+	}
 	ckpts, _ := filepath.Glob(filepath.Join(dir, "runs", "long", "checkpoints", "ckpt-*.tckpt"))
 	if len(ckpts) != 1 {
 		t.Errorf("want one checkpoint written at the stop, found %v", ckpts)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	stdcontext "context"
 	"errors"
 	"fmt"
 	"io"
@@ -177,44 +178,55 @@ func exportMain(positional []string, stdout io.Writer, nf *netFlags, checkpoint,
 // newImportCommand declares `trainer import` and its flags.
 func newImportCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "import CONFIG_OR_NET FILE.safetensors",
+		Use:   "import CONFIG_OR_NET FILE_OR_URL",
 		Short: "Turn a PyTorch state_dict into a checkpoint",
-		Long: `Reads a safetensors state_dict with the reference's names (torchvision's, timm's, or one export
-wrote) into a checkpoint of CONFIG_OR_NET that eval scores and run --resume-from fine-tunes (docs/weights.md).`,
+		Long: `Reads a state_dict with the reference's names (torchvision's, timm's, or one export wrote) into a
+checkpoint of CONFIG_OR_NET that eval scores and run --resume-from fine-tunes (docs/weights.md). FILE_OR_URL
+is a .safetensors file, a PyTorch .pth (torch.save's zip or legacy format; its pickle is checked, never
+run), or an https URL downloaded once into the cache ($XDG_CACHE_HOME/trainer/weights) and checked
+against the hash prefix in its file name or --sha256.`,
 		Args: cobra.ExactArgs(2),
 	}
 	fs := cmd.Flags()
 	out := fs.String("out", "", "write the checkpoint to `CKPT`")
+	sha := fs.String("sha256", "", "the SHA-256 `HEX` the file or download must have (URLs without a hash prefix need it)")
 	nf := addNetFlags(fs)
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return importMain(positional, cmd.OutOrStdout(), nf, out)
+		return importMain(cmd.Context(), positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), nf, out, sha)
 	}
 	return cmd
 }
 
-// importMain is `trainer import` with its parsed flags.
-func importMain(positional []string, stdout io.Writer, nf *netFlags, out *string) error {
+// importMain is `trainer import` with its parsed flags; a download's progress goes to stderr.
+func importMain(ctx stdcontext.Context, positional []string, stdout, stderr io.Writer, nf *netFlags, out, sha *string) error {
 	spec, opts, configHash, err := nf.resolveNet(positional[0])
 	if err != nil {
 		return err
 	}
-	ctx, n, err := loadSafetensors(spec, opts, positional[1])
+	if ctx == nil {
+		ctx = stdcontext.Background()
+	}
+	path, err := weights.Resolve(ctx, positional[1], weights.FetchOptions{SHA256: *sha, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	model, n, err := loadStateDict(spec, opts, path)
 	if err != nil {
 		return err
 	}
 	header := checkpoint.Header{TrainerVersion: trainer.Version, ConfigHash: configHash, Net: spec.Name}
-	if err := checkpoint.SaveFile(*out, ctx, header); err != nil {
+	if err := checkpoint.SaveFile(*out, model, header); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d variables of %s from %s (step 0: `trainer eval` scores it, `trainer run --resume-from` fine-tunes it)\n",
-		*out, n, spec.Name, positional[1])
+		*out, n, spec.Name, path)
 	return nil
 }
 
-// loadSafetensors creates the net's variables from a state_dict in a fresh context.
-func loadSafetensors(spec graphs.Spec, opts graphs.Options, path string) (*context.Context, int, error) {
-	f, err := weights.Read(path)
+// loadStateDict creates the net's variables from a state_dict (safetensors or .pth) in a fresh context.
+func loadStateDict(spec graphs.Spec, opts graphs.Options, path string) (*context.Context, int, error) {
+	f, err := weights.ReadStateDict(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -228,6 +240,16 @@ func loadSafetensors(spec graphs.Spec, opts graphs.Options, path string) (*conte
 	}
 	ctx := context.New()
 	return ctx, len(values), weights.SetVariables(ctx, vars, values)
+}
+
+// isStateDictFile tells a state_dict (by its extension: .safetensors, or PyTorch's .pth, .pt, .bin)
+// from a trainer checkpoint.
+func isStateDictFile(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".safetensors", ".pth", ".pt", ".bin":
+		return true
+	}
+	return false
 }
 
 // floatList parses "a,b,c".
@@ -275,7 +297,7 @@ preprocessing (resize, center crop, normalise; docs/weights.md).`,
 	}
 	fs := cmd.Flags()
 	net := fs.String("net", "", "registered net `NAME` or config file")
-	weightsPath := fs.String("weights", "", "weights `FILE`: a .safetensors state_dict or a trainer checkpoint")
+	weightsPath := fs.String("weights", "", "weights `FILE`: a state_dict (.safetensors, or PyTorch's .pth) or a trainer checkpoint")
 	classesPath := fs.String("classes", "", "text `FILE` of class names, one per line (sets --num-classes)")
 	nf := addNetFlags(fs)
 	cropPct := fs.Float64("crop-pct", 0, "center-crop fraction `F` of the resized image (0: 0.875 for RGB nets, 1 for grey ones)")
@@ -346,8 +368,8 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 	}
 
 	var ctx *context.Context
-	if filepath.Ext(*weightsPath) == ".safetensors" {
-		if ctx, _, err = loadSafetensors(spec, opts, *weightsPath); err != nil {
+	if isStateDictFile(*weightsPath) {
+		if ctx, _, err = loadStateDict(spec, opts, *weightsPath); err != nil {
 			return err
 		}
 	} else {

@@ -2,19 +2,27 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"image"
 	"image/color"
 	"image/png"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
@@ -258,5 +266,63 @@ func TestImportRefusesWithEveryProblem(t *testing.T) {
 	if _, err := call(t, exportCmd, "mnist_cnn", "--checkpoint", w, "--out", filepath.Join(dir, "y.safetensors")); err == nil ||
 		!strings.Contains(err.Error(), "not a trainer checkpoint") {
 		t.Errorf("exporting a safetensors file as a checkpoint: %v", err)
+	}
+}
+
+// `trainer import NET URL` downloads a torchvision .pth into the cache (progress on stderr), checks
+// its hash prefix, and writes the checkpoint the same weights give as safetensors; a second import
+// takes the cached copy.
+func TestImportPthFromURL(t *testing.T) {
+	pth, err := os.ReadFile(filepath.Join("..", "..", "weights", "testdata", "mobilenet_v2", "weights.pth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(pth)
+	name := "mobilenet_v2-" + hex.EncodeToString(sum[:])[:8] + ".pth"
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(pth))
+	}))
+	defer srv.Close()
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := t.TempDir()
+	net := []string{"--width", "0.25", "--num-classes", "10", "--size", "32"}
+	fromURL := filepath.Join(dir, "url.tckpt")
+	var o, e bytes.Buffer
+	if err := cmdImport(append([]string{"mobilenet_v2", srv.URL + "/models/" + name, "--out", fromURL}, net...), &o, &e); err != nil {
+		t.Fatalf("%v\n%s%s", err, o.String(), e.String())
+	}
+	cached := filepath.Join(cache, "trainer", "weights", name)
+	if !strings.Contains(o.String(), "262 variables of mobilenet_v2 from "+cached) || !strings.Contains(e.String(), name) {
+		t.Errorf("import output %q, progress %q", o.String(), e.String())
+	}
+	if out, err := call(t, importCmd, append([]string{"mobilenet_v2", srv.URL + "/models/" + name, "--out", filepath.Join(dir, "again.tckpt")}, net...)...); err != nil || requests != 1 {
+		t.Errorf("second import: %v, %d requests (want the cached copy)\n%s", err, requests, out)
+	}
+	fromST := filepath.Join(dir, "st.tckpt")
+	if out, err := call(t, importCmd, append([]string{"mobilenet_v2", filepath.Join("..", "..", "weights", "testdata", "mobilenet_v2", "weights.safetensors"), "--out", fromST}, net...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	a, err := checkpoint.Load(fromURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := checkpoint.Load(fromST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Tensors) != len(b.Tensors) {
+		t.Fatalf("%d tensors from the .pth, %d from the safetensors file", len(a.Tensors), len(b.Tensors))
+	}
+	for name, ta := range a.Tensors {
+		if !slices.Equal(tensors.MustCopyFlatData[float32](ta), tensors.MustCopyFlatData[float32](b.Tensors[name])) {
+			t.Errorf("%s differs between the .pth and the safetensors import", name)
+		}
+	}
+	if _, err := call(t, importCmd, append([]string{"mobilenet_v2", srv.URL + "/models/mobilenet_v2.pth", "--out", filepath.Join(dir, "x.tckpt")}, net...)...); err == nil ||
+		!strings.Contains(err.Error(), "--sha256") {
+		t.Errorf("a URL without a hash prefix or --sha256: %v", err)
 	}
 }
