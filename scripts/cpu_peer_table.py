@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # (net, batch, size): the issue-18 table's sizes, the small nets at their own resolution.
 ROWS = [
     ("mnist_cnn", 128, 28),
+    ("mnist_fast", 128, 28),
     ("resnet34", 32, 32),
     ("resnet50", 8, 64),
     ("mobilenet_v2", 8, 64),
