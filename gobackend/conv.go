@@ -144,10 +144,14 @@ func (p *convParams) derive() {
 	p.numOutputPositions = prod(p.outSpatial)
 }
 
-// fusedApplies reports whether the fused GEMM convolution (execFusedConv) computes this convolution:
-// float32 or float64, no channel or batch groups, output channels on the last axis.
+// fusedApplies reports whether the fused convolution (execFusedConv) computes this convolution:
+// float32, float64 or bfloat16 (converted to float32 around it, bf16.go), output channels on the last
+// axis, not both channel and batch groups. Grouped ones run as one GEMM per group, or directly when
+// depthwise (conv_depthwise.go).
 func (p *convParams) fusedApplies() bool {
-	return (p.input.DType == dtypes.Float32 || p.input.DType == dtypes.Float64) && p.channelGroupCount == 1 && p.batchGroupCount == 1 && p.axes.OutputChannels == p.output.Rank()-1
+	dt := p.input.DType
+	return (dt == dtypes.Float32 || dt == dtypes.Float64 || dt == dtypes.BFloat16) && p.axes.OutputChannels == p.output.Rank()-1 &&
+		(p.channelGroupCount == 1 || p.batchGroupCount == 1)
 }
 
 // im2colCost is the size of im2col's patches tensor (its multiply-adds divided by the output channels).

@@ -160,7 +160,8 @@ func TestConvForward(t *testing.T) {
 
 // The conv gradients through GoMLX's graph autodiff, which emits ConvGeneral with nil strides, input
 // dilations (for strided convs), reversed kernels and per-group convolutions (grouped convs): all of
-// those run through the im2col override (and Reverse, Pad). Odd kernels only: GoMLX's input gradient
+// those run through the im2col override (and Reverse, Pad), and in auto mode through the fused and
+// depthwise convolutions (float64 here). Odd kernels only: GoMLX's input gradient
 // (convVJPWrtX) is wrong for even kernel sizes, on every backend.
 func TestConvGradients(t *testing.T) {
 	b := testBackend(t)
@@ -190,7 +191,7 @@ func TestConvGradients(t *testing.T) {
 		{"1x1-stride2", []int{2, 5, 5, 3}, []int{1, 1, 3, 2}, func(x, k *Node) *Node { return Convolve(x, k).Strides(2).Done() }, true},
 	} {
 		x, k := randTT(rng, tc.xDims...), randTT(rng, tc.kDims...)
-		for _, mode := range []convMode{convIm2col, convCol2im} {
+		for _, mode := range []convMode{convIm2col, convCol2im, convAuto} {
 			t.Run(fmt.Sprintf("%s/mode%d", tc.name, mode), func(t *testing.T) {
 				if tc.skipShortMode && testing.Short() {
 					t.Skip("short mode")

@@ -3,6 +3,7 @@ package gobackend
 import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
@@ -16,7 +17,7 @@ func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs [
 	lhsShape, err1 := backend.BufferShape(inputs[0])
 	rhsShape, err2 := backend.BufferShape(inputs[1])
 	dt := lhsShape.DType
-	if err1 != nil || err2 != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || rhsShape.DType != dt {
+	if err1 != nil || err2 != nil || (dt != dtypes.Float32 && dt != dtypes.Float64 && dt != dtypes.BFloat16) || rhsShape.DType != dt {
 		return sgDotGeneral(backend, node, inputs, inputsOwned)
 	}
 	p, ok := readDotParams(node)
@@ -30,9 +31,12 @@ func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs [
 	}
 	var output *simplego.Buffer
 	var err error
-	if dt == dtypes.Float64 {
+	switch dt {
+	case dtypes.Float64:
 		output, ok, err = fastDot(backend, p, lhsFlat.([]float64), rhsFlat.([]float64), lhsShape.Dimensions, rhsShape.Dimensions, dt)
-	} else {
+	case dtypes.BFloat16:
+		output, ok, err = fastDotBF16(backend, p, lhsFlat.([]bfloat16.BFloat16), rhsFlat.([]bfloat16.BFloat16), lhsShape.Dimensions, rhsShape.Dimensions)
+	default:
 		output, ok, err = fastDot(backend, p, lhsFlat.([]float32), rhsFlat.([]float32), lhsShape.Dimensions, rhsShape.Dimensions, dt)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -32,7 +33,12 @@ func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
 	m[backends.OpTypeWhere] = execFastWhere
 	m[backends.OpTypeReduceSum] = execFastReduceSum
 	m[backends.OpTypeGreaterThan] = execFastGreaterThan
-	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic)
+	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic, vecLogistic)
+	// GELU's (ConvNeXt, ViT) and softmax's transcendentals, simplego's formula T(math.F(float64(x))).
+	m[backends.OpTypeExp] = fastUnaryExecutor(backends.OpTypeExp, math.Exp, vecExp)
+	m[backends.OpTypeErf] = fastUnaryExecutor(backends.OpTypeErf, math.Erf, vecErf)
+	m[backends.OpTypeTanh] = fastUnaryExecutor(backends.OpTypeTanh, math.Tanh, vecNone)
+	m[backends.OpTypeLog] = fastUnaryExecutor(backends.OpTypeLog, math.Log, vecNone)
 }
 
 // sgLogistic is simplego's logistic, value for value (computed in float64 for both dtypes).
@@ -44,9 +50,20 @@ func sgLogistic(x float64) float64 {
 	return e / (1.0 + e)
 }
 
+// vecUnary names the vector kernel of a unary op (exp_amd64.s), bit-identical to its fn.
+type vecUnary int
+
+const (
+	vecNone vecUnary = iota
+	vecExp
+	vecLogistic
+	vecErf
+)
+
 // fastUnaryExecutor returns the executor of a float32 or float64 unary op computed by fn in float64
-// (as simplego does), split over the cores; other dtypes go to simplego's.
-func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64) sgNodeExecutor {
+// (as simplego does), split over the cores, with its vector kernel where there is one; other dtypes
+// go to simplego's.
+func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64, vec vecUnary) sgNodeExecutor {
 	return func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
 		orig := sgExecutors[opType]
 		if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
@@ -73,19 +90,27 @@ func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64) sgNodeE
 			return nil, err
 		}
 		if dt == dtypes.Float64 {
-			unaryRows(outAny.([]float64), inAny.([]float64), fn)
+			unaryRows(outAny.([]float64), inAny.([]float64), fn, vec)
 		} else {
-			unaryRows(outAny.([]float32), inAny.([]float32), fn)
+			unaryRows(outAny.([]float32), inAny.([]float32), fn, vec)
 		}
 		return output, nil
 	}
 }
 
-// unaryRows computes out[i] = T(fn(float64(in[i]))), split over the cores.
-func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64) {
+// unaryRows computes out[i] = T(fn(float64(in[i]))), split over the cores: through the vector kernel
+// (which stops before a group of values it leaves to fn) when there is one.
+func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64, vec vecUnary) {
 	body := func(lo, hi int) {
-		for i, v := range in[lo:hi] {
-			out[lo+i] = T(fn(float64(v)))
+		i := lo
+		for vec != vecNone && hasExpAVX2 && (vec != vecErf || hasErfAVX2) && hi-i >= 4 {
+			i += unaryVec(out[i:hi], in[i:hi], vec)
+			for end := min(i+4, hi); i < end; i++ {
+				out[i] = T(fn(float64(in[i])))
+			}
+		}
+		for ; i < hi; i++ {
+			out[i] = T(fn(float64(in[i])))
 		}
 	}
 	n := len(out)
@@ -96,6 +121,26 @@ func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64) {
 		return
 	}
 	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
+}
+
+// unaryVec runs the vector exp, logistic or erf kernel over whole groups of 4 from the start of in
+// until one holds a value the kernel leaves to the math package; it returns how many values it did.
+func unaryVec[T gemmFloat](out, in []T, vec vecUnary) int {
+	n := min(len(out), len(in))
+	if n < 4 {
+		return 0
+	}
+	if isFloat64[T]() {
+		o, x := unsafe.Slice((*float64)(unsafe.Pointer(&out[0])), n), unsafe.Slice((*float64)(unsafe.Pointer(&in[0])), n)
+		if vec == vecErf {
+			return erfF64(n, &o[0], &x[0])
+		}
+		return expF64(n, &o[0], &x[0], vec == vecLogistic)
+	}
+	if vec == vecErf {
+		return erfF32(n, &asFloat32(out)[0], &asFloat32(in)[0])
+	}
+	return expF32(n, &asFloat32(out)[0], &asFloat32(in)[0], vec == vecLogistic)
 }
 
 // elementwiseGrain is the fewest elements worth handing to another core.

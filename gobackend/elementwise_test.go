@@ -278,21 +278,28 @@ func TestFastReduceSumMatchesSimplego(t *testing.T) {
 	}
 }
 
-// Logistic in float32 and float64 gives exactly simplego's values (large tensors split over the
-// cores, special values included), whether or not it writes over its input.
+// Logistic (and Exp, Erf, Tanh, Log) in float32 and float64 gives exactly simplego's values (large
+// tensors split over the cores, special values included), whether or not it writes over its input.
 func TestFastLogisticMatchesSimplego(t *testing.T) {
 	fast, slow := testBackend(t), simplegoOps(t)
 	rng := rand.New(rand.NewSource(54))
-	for trial := range 40 {
+	unary := []func(b backends.Builder, x backends.Op) (backends.Op, error){
+		backends.Builder.Logistic, backends.Builder.Exp, backends.Builder.Erf, backends.Builder.Tanh, backends.Builder.Log,
+	}
+	for trial := range 40 + 4*(len(unary)-1) {
 		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial%2]
-		dims := randOutDims(rng, trial/2)
+		dims := randOutDims(rng, trial/2%20)
 		keepInput := trial/2%2 == 1
+		op := unary[0]
+		if trial >= 40 {
+			op = unary[(trial-40)/4+1]
+		}
 		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
 			x, err := b.ConvertDType(in[0], dtype)
 			if err != nil {
 				return nil, err
 			}
-			y, err := b.Logistic(x)
+			y, err := op(b, x)
 			if err != nil {
 				return nil, err
 			}
@@ -412,3 +419,134 @@ func TestFastGatherMatchesSimplego(t *testing.T) {
 		assertSameBits(t, name, runOps(t, fast, build, x, ix)[0], runOps(t, slow, build, x, ix)[0])
 	}
 }
+
+// The vector exp and logistic kernels give math.Exp's and simplego's logistic's bits on every value
+// they take (float32 and float64 inputs over the whole range they accept, ties of the exponent's
+// rounding, zeros of both signs), and stop before a group holding one they leave to math.Exp.
+func TestVectorExpMatchesMath(t *testing.T) {
+	if !hasExpAVX2 {
+		t.Skip("no vector exp on this CPU")
+	}
+	rng := rand.New(rand.NewSource(57))
+	const n = 1 << 14
+	x64 := make([]float64, n)
+	for i := range x64 {
+		switch i % 5 {
+		case 0:
+			x64[i] = rng.NormFloat64() * 3
+		case 1:
+			x64[i] = (rng.Float64()*2 - 1) * 700
+		case 2:
+			x64[i] = (float64(rng.Intn(2000)-1000) + 0.5) * math.Ln2 // Exponent rounding ties.
+		case 3:
+			x64[i] = rng.NormFloat64() * 1e-6
+		default:
+			x64[i] = []float64{0, math.Copysign(0, -1), 700, -700, 1e-310}[rng.Intn(5)]
+		}
+	}
+	x32 := make([]float32, n)
+	for i, v := range x64 {
+		x32[i] = float32(v)
+	}
+	for _, logistic := range []bool{false, true} {
+		fn := math.Exp
+		if logistic {
+			fn = sgLogistic
+		}
+		o64, o32 := make([]float64, n), make([]float32, n)
+		if done := unaryVec(o64, x64, vecOf(logistic)); done != n {
+			t.Fatalf("logistic %v: float64 kernel stopped at %d of %d", logistic, done, n)
+		}
+		if done := unaryVec(o32, x32, vecOf(logistic)); done != n {
+			t.Fatalf("logistic %v: float32 kernel stopped at %d of %d", logistic, done, n)
+		}
+		for i := range n {
+			if want := fn(x64[i]); math.Float64bits(o64[i]) != math.Float64bits(want) {
+				t.Fatalf("logistic %v float64(%v) = %v, want %v", logistic, x64[i], o64[i], want)
+			}
+			if want := float32(fn(float64(x32[i]))); math.Float32bits(o32[i]) != math.Float32bits(want) {
+				t.Fatalf("logistic %v float32(%v) = %v, want %v", logistic, x32[i], o32[i], want)
+			}
+		}
+		// A group with a value outside [-700, 700] stops the kernel before it.
+		y := []float64{1, 2, 3, 4, 5, 701, 6, 7, 8}
+		if done := unaryVec(make([]float64, len(y)), y, vecOf(logistic)); done != 4 {
+			t.Fatalf("logistic %v: stopped at %d, want 4", logistic, done)
+		}
+	}
+}
+
+func vecOf(logistic bool) vecUnary {
+	if logistic {
+		return vecLogistic
+	}
+	return vecExp
+}
+
+// The vector erf gives math.Erf's bits on every value it takes (float32 and float64 inputs from every
+// branch of math.Erf, their borders, tiny and subnormal values, zeros of both signs), and stops before
+// a group holding NaN or an infinity.
+func TestVectorErfMatchesMath(t *testing.T) {
+	switch {
+	case !hasExpAVX2:
+		t.Skip("no vector erf on this CPU")
+	case !hasErfAVX2 && goFusesMulAdd():
+		t.Skip("this build fuses math.Erf's multiply-adds: the vector erf is off")
+	case !hasErfAVX2:
+		t.Fatal("the vector erf disagrees with math.Erf (erfVecAgrees)")
+	}
+	rng := rand.New(rand.NewSource(58))
+	const n = 1 << 14
+	x64 := make([]float64, n)
+	for i := range x64 {
+		switch i % 6 {
+		case 0:
+			x64[i] = rng.NormFloat64()
+		case 1:
+			x64[i] = (rng.Float64()*2 - 1) * 7
+		case 2:
+			x64[i] = []float64{0.84375, 1.25, 1 / 0.35, 6, 1.0 / (1 << 28), 2.848094538889218e-306}[rng.Intn(6)] * (1 + (rng.Float64()-0.5)*1e-15)
+		case 3:
+			x64[i] = rng.NormFloat64() * 1e-9
+		case 4:
+			x64[i] = rng.NormFloat64() * 1e-300
+		default:
+			x64[i] = []float64{0, math.Copysign(0, -1), 1e-310, -6.5, 30}[rng.Intn(5)]
+		}
+		if rng.Intn(2) == 0 {
+			x64[i] = -x64[i]
+		}
+	}
+	x32 := make([]float32, n)
+	for i, v := range x64 {
+		x32[i] = float32(v)
+	}
+	o64, o32 := make([]float64, n), make([]float32, n)
+	if done := unaryVec(o64, x64, vecErf); done != n {
+		t.Fatalf("float64 kernel stopped at %d of %d", done, n)
+	}
+	if done := unaryVec(o32, x32, vecErf); done != n {
+		t.Fatalf("float32 kernel stopped at %d of %d", done, n)
+	}
+	for i := range n {
+		if want := math.Erf(x64[i]); math.Float64bits(o64[i]) != math.Float64bits(want) {
+			t.Fatalf("erf float64(%v) = %v, want %v", x64[i], o64[i], want)
+		}
+		if want := float32(math.Erf(float64(x32[i]))); math.Float32bits(o32[i]) != math.Float32bits(want) {
+			t.Fatalf("erf float32(%v) = %v, want %v", x32[i], o32[i], want)
+		}
+	}
+	y := []float64{1, 2, 3, 4, 5, math.NaN(), 6, 7, 8}
+	if done := unaryVec(make([]float64, len(y)), y, vecErf); done != 4 {
+		t.Fatalf("stopped at %d, want 4", done)
+	}
+}
+
+// Operands the compiler cannot fold: x·y rounds to 1 unless the multiply-add is fused.
+var fmaX, fmaY, fmaZ = 1 + 0x1p-30, 1 - 0x1p-30, -1.0
+
+// goFusesMulAdd reports whether this build compiles x*y+z to a fused multiply-add (GOAMD64=v3).
+func goFusesMulAdd() bool { return mulAdd(fmaX, fmaY, fmaZ) != 0 }
+
+//go:noinline
+func mulAdd(x, y, z float64) float64 { return x*y + z }

@@ -3,6 +3,7 @@ package gobackend
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -54,9 +55,21 @@ func setFusedNode(n *simplego.Node, inputs []*simplego.Node, prog *fusedProgram)
 type fuseKind int
 
 const (
-	fuseWhere   fuseKind = 100 + iota // cond ? a : b
-	fuseGreater                       // a > b (bool)
+	fuseWhere     fuseKind = 100 + iota // cond ? a : b
+	fuseGreater                         // a > b (bool); this and what follows are bool-valued.
+	fuseLess                            // a < b
+	fuseGreaterEq                       // a >= b
+	fuseLessEq                          // a <= b
+	fuseAnd                             // a && b (bool operands)
+	fuseOr                              // a || b
+	fuseNot                             // !a
 )
+
+// boolKind reports whether instructions of kind k compute bools (comparisons, logical ops).
+func boolKind(k fuseKind) bool { return k >= fuseGreater }
+
+// logicalKind reports whether instructions of kind k read bools.
+func logicalKind(k fuseKind) bool { return k >= fuseAnd }
 
 // fusedArg is an instruction's operand: a leaf (an input read in place) or an earlier instruction.
 type fusedArg struct {
@@ -67,6 +80,9 @@ type fusedArg struct {
 type fusedInstr struct {
 	kind fuseKind
 	args []fusedArg
+	// scalar: every operand is one value (a broadcast scalar, or such an instruction), so the
+	// instruction computes one value per block, read with stride 0.
+	scalar bool
 }
 
 // fusedLeaf is an input of the fused node read with the given strides over the program's dims.
@@ -92,20 +108,37 @@ var fuseBinaryKinds = map[backends.OpType]fuseKind{
 	backends.OpTypeDiv: fuseKind(binDiv), backends.OpTypeMax: fuseKind(binMax), backends.OpTypeMin: fuseKind(binMin),
 }
 
+var fuseCompareKinds = map[backends.OpType]fuseKind{
+	backends.OpTypeGreaterThan: fuseGreater, backends.OpTypeLessThan: fuseLess,
+	backends.OpTypeGreaterOrEqual: fuseGreaterEq, backends.OpTypeLessOrEqual: fuseLessEq,
+}
+
+var fuseLogicalKinds = map[backends.OpType]fuseKind{
+	backends.OpTypeLogicalAnd: fuseAnd, backends.OpTypeLogicalOr: fuseOr, backends.OpTypeLogicalNot: fuseNot,
+}
+
 // fusibleKind says whether n is an element-wise op a chain can hold (float32 arithmetic, Where on
-// float32 values, GreaterThan of float32 operands), and which.
+// float32 values, comparisons of float32 operands, logical ops on bools: ReLU6's masks), and which.
 func fusibleKind(n *simplego.Node) (fuseKind, bool) {
 	op, shape := nodeOpType(n), nodeShape(n)
 	in := nodeInputsOf(n)
 	f32 := func(x *simplego.Node) bool { return nodeShape(x).DType == dtypes.Float32 }
+	isBool := func(x *simplego.Node) bool { return nodeShape(x).DType == dtypes.Bool }
 	if k, ok := fuseBinaryKinds[op]; ok {
 		return k, shape.DType == dtypes.Float32 && len(in) == 2 && f32(in[0]) && f32(in[1])
 	}
-	switch op {
-	case backends.OpTypeWhere:
-		return fuseWhere, shape.DType == dtypes.Float32 && len(in) == 3 && nodeShape(in[0]).DType == dtypes.Bool && f32(in[1]) && f32(in[2])
-	case backends.OpTypeGreaterThan:
-		return fuseGreater, shape.DType == dtypes.Bool && len(in) == 2 && f32(in[0]) && f32(in[1])
+	if k, ok := fuseCompareKinds[op]; ok {
+		return k, shape.DType == dtypes.Bool && len(in) == 2 && f32(in[0]) && f32(in[1])
+	}
+	if k, ok := fuseLogicalKinds[op]; ok {
+		arity := 2
+		if k == fuseNot {
+			arity = 1
+		}
+		return k, shape.DType == dtypes.Bool && len(in) == arity && isBool(in[0]) && isBool(in[arity-1])
+	}
+	if op == backends.OpTypeWhere {
+		return fuseWhere, shape.DType == dtypes.Float32 && len(in) == 3 && isBool(in[0]) && f32(in[1]) && f32(in[2])
 	}
 	return 0, false
 }
@@ -156,7 +189,7 @@ func fuseElementwise(sb *simplego.Builder, outputs []backends.Op) int {
 			}
 			continue
 		}
-		if k, ok := fusibleKind(n); ok && k != fuseGreater && f.fuse(n, n, nil) {
+		if k, ok := fusibleKind(n); ok && !boolKind(k) && f.fuse(n, n, nil) {
 			count++
 		}
 	}
@@ -193,7 +226,7 @@ func (f *fuser) fuseReduce(r *simplego.Node) bool {
 	if !f.absorbable(x, dims) {
 		return false
 	}
-	if k, _ := fusibleKind(x); k == fuseGreater {
+	if k, _ := fusibleKind(x); boolKind(k) {
 		return false
 	}
 	reduced := make([]bool, len(dims))
@@ -245,22 +278,28 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 		prog.leaves = append(prog.leaves, fusedLeaf{input: in, strides: strides, isBool: nodeShape(src).DType == dtypes.Bool})
 		return fusedArg{leaf: true, idx: len(prog.leaves) - 1}
 	}
-	var emit func(m *simplego.Node, leavesOnly bool) (fusedArg, bool)
-	emit = func(m *simplego.Node, leavesOnly bool) (fusedArg, bool) {
+	var emit func(m *simplego.Node, recompute bool) (fusedArg, bool)
+	recomputed := map[*simplego.Node]fusedArg{} // Each recomputed node once per chain, however many uses.
+	emit = func(m *simplego.Node, recompute bool) (fusedArg, bool) {
 		kind, _ := fusibleKind(m)
 		ins := fusedInstr{kind: kind}
 		for _, x := range nodeInputsOf(m) {
-			if !leavesOnly && f.recomputable(x, dims) {
-				// A comparison other nodes use too (ReLU's mask): cheaper to compute again here from its
-				// operands than to read its stored result; it stays for its other users.
-				a, ok := emit(x, true)
-				if !ok {
-					return a, false
+			if f.recomputable(x, dims, recompute) {
+				// A mask other nodes use too (ReLU's comparison, ReLU6's conjunction of two): cheaper to
+				// compute again here from its float operands than to read its stored bools; it stays
+				// for its other users.
+				a, done := recomputed[x]
+				if !done {
+					var ok bool
+					if a, ok = emit(x, true); !ok {
+						return a, false
+					}
+					recomputed[x] = a
 				}
 				ins.args = append(ins.args, a)
 				continue
 			}
-			if !leavesOnly && f.absorbable(x, dims) {
+			if !recompute && f.absorbable(x, dims) {
 				f.absorbed[f.index[x]] = true
 				absorbed = append(absorbed, f.index[x])
 				a, ok := emit(x, false)
@@ -281,6 +320,10 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 				return fusedArg{}, false
 			}
 			ins.args = append(ins.args, leafOf(x, strides))
+		}
+		ins.scalar = m != root
+		for _, a := range ins.args {
+			ins.scalar = ins.scalar && ((a.leaf && allZero(prog.leaves[a.idx].strides)) || (!a.leaf && prog.instrs[a.idx].scalar))
 		}
 		prog.instrs = append(prog.instrs, ins)
 		return fusedArg{idx: len(prog.instrs) - 1}, true
@@ -307,14 +350,93 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 	return true
 }
 
-// recomputable: x is a comparison of the chain's dims with other users.
-func (f *fuser) recomputable(x *simplego.Node, dims []int) bool {
+func allZero(s []int) bool {
+	for _, v := range s {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// recomputable: x, of the chain's dims, is cheaper to compute again in the chain than to read: a
+// bool-valued op (comparison or logical) with other users (or any, inside such a recomputation), or an
+// arithmetic op of broadcast scalars (ReLU6's six, AddScalar(ZerosLike(x), 6), would otherwise be
+// written out whole).
+func (f *fuser) recomputable(x *simplego.Node, dims []int, inside bool) bool {
 	i := f.index[x]
-	if f.uses[i] < 2 || f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
+	if f.absorbed[i] || len(nodeShape(x).Dimensions) != len(dims) || !slices.Equal(nodeShape(x).Dimensions, dims) {
 		return false
 	}
 	k, ok := fusibleKind(x)
-	return ok && k == fuseGreater
+	switch {
+	case !ok:
+		return false
+	case boolKind(k):
+		return f.uses[i] >= 2 || inside
+	case f.scalarValued(x, 4):
+		return true
+	}
+	if f.uses[i] < 2 && !inside {
+		return false
+	}
+	full, cheap := f.cheapFromOne(x, dims, 2)
+	return cheap && full == 1
+}
+
+// cheapFromOne reports whether x is arithmetic (up to depth levels of it) on broadcasts and on
+// full-size operands that are stored anyway (not element-wise ops: a convolution's output, a
+// parameter), and how many of those it reads. BatchNorm's centred input x - mean and normalised x̂,
+// each used by two chains, are then computed in each from x instead of written out and read back: one
+// pass over memory fewer each way.
+func (f *fuser) cheapFromOne(x *simplego.Node, dims []int, depth int) (full int, ok bool) {
+	k, fusible := fusibleKind(x)
+	if !fusible || k >= fuseWhere || depth == 0 || !slices.Equal(nodeShape(x).Dimensions, dims) {
+		return 0, false
+	}
+	for _, in := range nodeInputsOf(x) {
+		shape := nodeShape(in)
+		switch _, inFusible := fusibleKind(in); {
+		case shape.Size() < prod(dims):
+			// A broadcast operand (a per-channel vector), read in place.
+		case nodeOpType(in) == backends.OpTypeBroadcastInDim || nodeOpType(in) == backends.OpTypeReshape:
+			if _, _, ok := f.leafTransform(in, dims); !ok {
+				return 0, false
+			}
+			if nodeShape(nodeInputsOf(in)[0]).Size() == prod(dims) {
+				full++
+			}
+		case !inFusible:
+			full++
+		default:
+			n, ok := f.cheapFromOne(in, dims, depth-1)
+			if !ok {
+				return 0, false
+			}
+			full += n
+		}
+	}
+	return full, true
+}
+
+// scalarValued reports whether x is a binary arithmetic op whose operands are each one value (a
+// one-element tensor, a broadcast or reshape of one, or such an op again, up to depth levels).
+func (f *fuser) scalarValued(x *simplego.Node, depth int) bool {
+	k, ok := fusibleKind(x)
+	if !ok || k >= fuseWhere || depth == 0 {
+		return false
+	}
+	for _, in := range nodeInputsOf(x) {
+		switch {
+		case nodeShape(in).Size() == 1:
+		case (nodeOpType(in) == backends.OpTypeBroadcastInDim || nodeOpType(in) == backends.OpTypeReshape) &&
+			len(nodeInputsOf(in)) == 1 && nodeShape(nodeInputsOf(in)[0]).Size() == 1:
+		case f.scalarValued(in, depth-1):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // leafTransform reads through a BroadcastInDim or Reshape: the chain reads its operand in place with
@@ -363,11 +485,8 @@ func (f *fuser) leafTransform(x *simplego.Node, dims []int) (src *simplego.Node,
 }
 
 func fuseKindName(k fuseKind) string {
-	switch k {
-	case fuseWhere:
-		return "Where"
-	case fuseGreater:
-		return "GreaterThan"
+	if k >= fuseWhere {
+		return [...]string{"Where", "GreaterThan", "LessThan", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Not"}[k-fuseWhere]
 	}
 	return [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min"}[k]
 }
@@ -474,7 +593,9 @@ func runFused(loop *stridedLoop, reduce bool, body func(ev *fusedEval) func(off 
 		}
 	}
 	chunk := func(lo, hi int) {
-		loop.run(max(split, 0), lo, hi, body(newEval()))
+		ev := newEval()
+		loop.run(max(split, 0), lo, hi, body(ev))
+		ev.release()
 	}
 	if split < 0 {
 		chunk(0, loop.dims[0])
@@ -493,7 +614,7 @@ type fusedEval struct {
 	ft        [][]float32
 	bt        [][]bool
 	gather    [3][]float32
-	gatherB   []bool
+	gatherB   [2][]bool
 
 	// Blocks of short rows: the row length, each operand's stride between rows, and per leaf a buffer
 	// holding its block when it is neither contiguous nor constant (a per-channel vector repeated for
@@ -503,6 +624,33 @@ type fusedEval struct {
 	blockBuf   [][]float32
 	blockBufB  [][]bool
 	blockBase  []int
+
+	slab *fusedSlab // Where the buffers above come from, back to fusedSlabs when done.
+}
+
+// fusedSlab is the memory of an evaluator's buffers, kept in a pool: a step runs about a thousand
+// fused nodes, most of them small, and allocating their buffers anew cost more than evaluating some.
+type fusedSlab struct {
+	f []float32
+	b []bool
+}
+
+var fusedSlabs = sync.Pool{New: func() any { return &fusedSlab{} }}
+
+// carve returns n buffers of fusedChunk values from the front of *slab, advancing it.
+func carve[T any](slab *[]T, n int) [][]T {
+	bufs := make([][]T, n)
+	for i := range bufs {
+		bufs[i] = (*slab)[:fusedChunk:fusedChunk]
+		*slab = (*slab)[fusedChunk:]
+	}
+	return bufs
+}
+
+// release returns the evaluator's buffers to the pool; it must not be used afterwards.
+func (ev *fusedEval) release() {
+	fusedSlabs.Put(ev.slab)
+	ev.slab = nil
 }
 
 func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]float32, bools [][]bool) *fusedEval {
@@ -516,20 +664,35 @@ func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]
 		}
 	}
 	ev.rowLen = loop.dims[last]
-	for i, ins := range prog.instrs {
-		if ins.kind == fuseGreater {
-			ev.bt[i] = make([]bool, fusedChunk)
-		} else {
-			ev.ft[i] = make([]float32, fusedChunk)
+	nBool := 0
+	for _, ins := range prog.instrs {
+		if boolKind(ins.kind) {
+			nBool++
 		}
 	}
-	for i := range ev.gather {
-		ev.gather[i] = make([]float32, fusedChunk)
+	nLeaves := len(prog.leaves)
+	nf := (len(prog.instrs) - nBool + len(ev.gather) + nLeaves) * fusedChunk
+	nb := (nBool + len(ev.gatherB) + nLeaves) * fusedChunk
+	ev.slab = fusedSlabs.Get().(*fusedSlab)
+	if len(ev.slab.f) < nf {
+		ev.slab.f = make([]float32, nf)
 	}
-	ev.gatherB = make([]bool, fusedChunk)
-	ev.blockBuf = make([][]float32, len(prog.leaves))
-	ev.blockBufB = make([][]bool, len(prog.leaves))
-	ev.blockBase = make([]int, len(prog.leaves))
+	if len(ev.slab.b) < nb {
+		ev.slab.b = make([]bool, nb)
+	}
+	fs, bs := ev.slab.f, ev.slab.b
+	for i, ins := range prog.instrs {
+		if boolKind(ins.kind) {
+			ev.bt[i] = carve(&bs, 1)[0]
+		} else {
+			ev.ft[i] = carve(&fs, 1)[0]
+		}
+	}
+	copy(ev.gather[:], carve(&fs, len(ev.gather)))
+	copy(ev.gatherB[:], carve(&bs, len(ev.gatherB)))
+	ev.blockBuf = carve(&fs, nLeaves)
+	ev.blockBufB = carve(&bs, nLeaves)
+	ev.blockBase = make([]int, nLeaves)
 	return ev
 }
 
@@ -554,10 +717,6 @@ func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride in
 	repeat := s2 == 0 && s1 == 1
 	if isBool {
 		buf := ev.blockBufB[l]
-		if buf == nil {
-			buf = make([]bool, fusedChunk)
-			ev.blockBufB[l] = buf
-		}
 		src := ev.bools[l]
 		for r := range g {
 			for j := range n {
@@ -567,10 +726,6 @@ func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride in
 		return nil, buf[:g*n], 1
 	}
 	buf := ev.blockBuf[l]
-	if buf == nil {
-		buf = make([]float32, fusedChunk)
-		ev.blockBuf[l] = buf
-	}
 	if repeat {
 		// The first row, then copies of it up to the most rows a block holds (built once per source).
 		if ev.blockBase[l] != base+1 {
@@ -606,32 +761,50 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 		m := gg * n
 		argF := func(a fusedArg) ([]float32, int) {
 			if !a.leaf {
+				if prog.instrs[a.idx].scalar {
+					return ev.ft[a.idx][:1], 0
+				}
 				return ev.ft[a.idx][:m], 1
 			}
 			f, _, s := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
 			return f, s
 		}
+		argB := func(a fusedArg) ([]bool, int) {
+			if !a.leaf {
+				if prog.instrs[a.idx].scalar {
+					return ev.bt[a.idx][:1], 0
+				}
+				return ev.bt[a.idx][:m], 1
+			}
+			_, c, sc := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
+			return c, sc
+		}
 		for i, ins := range prog.instrs {
 			var dst []float32
+			mi := m
+			if ins.scalar {
+				mi = 1
+			}
 			if i == last && !prog.reduce {
 				start := off[0] + r0*ev.rowsStride[0]
 				dst = ev.out[start : start+m] // The output's rows are contiguous.
-			} else if ins.kind != fuseGreater {
-				dst = ev.ft[i][:m]
+			} else if !boolKind(ins.kind) {
+				dst = ev.ft[i][:mi]
 			}
-			switch ins.kind {
-			case fuseGreater:
+			switch {
+			case logicalKind(ins.kind):
+				a, sa := argB(ins.args[0])
+				b, sb := a, sa
+				if len(ins.args) > 1 {
+					b, sb = argB(ins.args[1])
+				}
+				logicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+			case boolKind(ins.kind):
 				a, sa := argF(ins.args[0])
 				b, sb := argF(ins.args[1])
-				greaterRow(ev.bt[i][:m], a, b, sa, sb)
-			case fuseWhere:
-				var c []bool
-				sc := 1
-				if ins.args[0].leaf {
-					_, c, sc = ev.blockLeaf(ins.args[0].idx, off[1+ins.args[0].idx]+r0*ev.rowsStride[1+ins.args[0].idx], gg)
-				} else {
-					c = ev.bt[ins.args[0].idx][:m]
-				}
+				compareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+			case ins.kind == fuseWhere:
+				c, sc := argB(ins.args[0])
 				t, st := argF(ins.args[1])
 				f, sf := argF(ins.args[2])
 				whereRow(dst, c, t, f, sc, st, sf)
@@ -670,6 +843,9 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 // (0: one value for the whole block); slot picks the scratch for strided leaves.
 func (ev *fusedEval) argF(a fusedArg, off []int, j0, m, slot int) ([]float32, int) {
 	if !a.leaf {
+		if ev.prog.instrs[a.idx].scalar {
+			return ev.ft[a.idx][:1], 0
+		}
 		return ev.ft[a.idx][:m], 1
 	}
 	s := ev.rowStride[1+a.idx]
@@ -688,8 +864,11 @@ func (ev *fusedEval) argF(a fusedArg, off []int, j0, m, slot int) ([]float32, in
 	return g, 1
 }
 
-func (ev *fusedEval) argB(a fusedArg, off []int, j0, m int) ([]bool, int) {
+func (ev *fusedEval) argB(a fusedArg, off []int, j0, m, slot int) ([]bool, int) {
 	if !a.leaf {
+		if ev.prog.instrs[a.idx].scalar {
+			return ev.bt[a.idx][:1], 0
+		}
 		return ev.bt[a.idx][:m], 1
 	}
 	s := ev.rowStride[1+a.idx]
@@ -701,7 +880,7 @@ func (ev *fusedEval) argB(a fusedArg, off []int, j0, m int) ([]bool, int) {
 	case 1:
 		return data[base : base+m], 1
 	}
-	g := ev.gatherB[:m]
+	g := ev.gatherB[slot][:m]
 	for j := range g {
 		g[j] = data[base+j*s]
 	}
@@ -717,18 +896,29 @@ func (ev *fusedEval) row(off []int, n int) {
 		m := min(fusedChunk, n-j0)
 		for i, ins := range prog.instrs {
 			var dst []float32
+			mi := m
+			if ins.scalar {
+				mi = 1
+			}
 			if i == last && !prog.reduce {
 				dst = ev.out[off[0]+j0 : off[0]+j0+m]
-			} else if ins.kind != fuseGreater {
-				dst = ev.ft[i][:m]
+			} else if !boolKind(ins.kind) {
+				dst = ev.ft[i][:mi]
 			}
-			switch ins.kind {
-			case fuseGreater:
+			switch {
+			case logicalKind(ins.kind):
+				a, sa := ev.argB(ins.args[0], off, j0, m, 0)
+				b, sb := a, sa
+				if len(ins.args) > 1 {
+					b, sb = ev.argB(ins.args[1], off, j0, m, 1)
+				}
+				logicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+			case boolKind(ins.kind):
 				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
 				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
-				greaterRow(ev.bt[i][:m], a, b, sa, sb)
-			case fuseWhere:
-				c, sc := ev.argB(ins.args[0], off, j0, m)
+				compareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+			case ins.kind == fuseWhere:
+				c, sc := ev.argB(ins.args[0], off, j0, m, 0)
 				t, st := ev.argF(ins.args[1], off, j0, m, 1)
 				f, sf := ev.argF(ins.args[2], off, j0, m, 2)
 				whereRow(dst, c, t, f, sc, st, sf)

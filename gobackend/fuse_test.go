@@ -5,12 +5,13 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 )
 
-// A BatchNorm + ReLU block written with plain ops, its gradients, a leaky-ReLU select and an SGD-like
-// update, in float32: the fused backend (chains fused at compile time, broadcasts read in place,
+// A BatchNorm + ReLU block written with plain ops, its gradients, a leaky-ReLU select, ReLU6 and its
+// gradient (comparisons and logical ops, recomputed in each chain) and an SGD-like update, in float32: the fused backend (chains fused at compile time, broadcasts read in place,
 // reductions accumulated block by block) gives exactly simplego's values, and fusion did happen.
 func TestFusionMatchesSimplego(t *testing.T) {
 	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
@@ -51,7 +52,15 @@ func TestFusionMatchesSimplego(t *testing.T) {
 				se = Mul(y, Sigmoid(ReduceAndKeep(y, ReduceMean, spatial...)))
 			}
 			rowCentred := Sub(x, ReduceAndKeep(x, ReduceMean, len(dims)-1))
-			outs := append([]*Node{y, r, leaky, update, ReduceSum(Mul(leaky, y), len(dims)-1), se, rowCentred}, grads...)
+			// ReLU6 as graphs writes it (a conjunction of two comparisons selects), its gradient, and
+			// the other comparisons and logical ops.
+			zeros := ZerosLike(x)
+			six := AddScalar(zeros, 1.5)
+			inside := LogicalAnd(GreaterThan(x, zeros), LessThan(x, six))
+			relu6 := Where(inside, x, Where(GreaterOrEqual(x, six), six, zeros))
+			relu6Grad := Gradient(ReduceAllSum(Mul(relu6, y)), x)[0]
+			masks := Where(LogicalOr(LogicalNot(inside), LessOrEqual(x, MulScalar(y, 0.5))), y, x)
+			outs := append([]*Node{y, r, leaky, update, ReduceSum(Mul(leaky, y), len(dims)-1), se, rowCentred, relu6, relu6Grad, masks}, grads...)
 			for i, o := range outs {
 				outs[i] = ConvertDType(o, dtypes.Float64)
 			}
@@ -62,6 +71,11 @@ func TestFusionMatchesSimplego(t *testing.T) {
 		got := runGraph(t, fast, fn, x, gamma, beta)
 		if fast.count(fusedOpType) == before {
 			t.Fatalf("dims %v: nothing was fused", dims)
+		}
+		for _, op := range []backends.OpType{backends.OpTypeLogicalAnd, backends.OpTypeLessThan, backends.OpTypeGreaterOrEqual, backends.OpTypeLogicalNot} {
+			if n := fast.countReachable(op); n > 0 {
+				t.Fatalf("dims %v: %d %s nodes left unfused", dims, n, op)
+			}
 		}
 		want := runGraph(t, slow, fn, x, gamma, beta)
 		for i := range want {
@@ -80,4 +94,30 @@ func specialFreeTT(rng *rand.Rand, dims ...int) tt {
 		}
 	}
 	return t
+}
+
+// BatchNorm's centred input, used by the variance's sum and by the normalised output, is computed in
+// both chains from the input instead of being written out: the graph runs two fused nodes and no
+// separate subtraction, and the values are simplego's.
+func TestFusionRecomputesCentredInput(t *testing.T) {
+	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
+	rng := rand.New(rand.NewSource(68))
+	fn := func(in []*Node) []*Node {
+		x, mean := ConvertDType(in[0], dtypes.Float32), ConvertDType(in[1], dtypes.Float32)
+		centred := Sub(x, Reshape(mean, 1, 1, 8))
+		variance := ReduceSum(Mul(centred, centred), 0, 1)
+		out := Add(MulScalar(centred, 2), Reshape(variance, 1, 1, 8))
+		return []*Node{ConvertDType(out, dtypes.Float64)}
+	}
+	x, mean := randTT(rng, 5, 6, 8), randTT(rng, 8)
+	before := fast.countReachable(fusedOpType)
+	subBefore := fast.countReachable(backends.OpTypeSub)
+	got := runGraph(t, fast, fn, x, mean)
+	assertSameBits(t, "centred", got[0], runGraph(t, slow, fn, x, mean)[0])
+	if n := fast.countReachable(fusedOpType) - before; n != 2 {
+		t.Errorf("%d fused nodes run, want 2 (the sum of squares and the output)", n)
+	}
+	if n := fast.countReachable(backends.OpTypeSub) - subBefore; n != 0 {
+		t.Errorf("%d subtractions run on their own, want 0", n)
+	}
 }

@@ -3,7 +3,6 @@ package gobackend
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -30,6 +29,21 @@ type gemmKernelOf[T gemmFloat] struct {
 	name   string
 	mr, nr int
 	fn     func(k int, a, b, c []T, rows []int)
+	// direct, where the kernel has it, computes the same tile with A read in place instead of packed:
+	// A's row r at step p is data[rowsA[r]+koff[p]] (the caller checks those reads are inside data).
+	direct func(k int, data []T, rowsA, koff []int, b, c []T, rows []int)
+}
+
+// gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
+// DotGeneral operand; a convolution's input, rows whose windows lie inside it), so they are not packed.
+type gemmDirectA[T gemmFloat] interface {
+	// markDirect sets mark[q] for the panels q of w rows from i0 (up to i1) read in place, and reports
+	// whether any is.
+	markDirect(mark []bool, i0, i1, w int) bool
+	// packUnmarked packs like pack (batch b), leaving the marked panels out.
+	packUnmarked(dst []T, b, i0, i1, k0, k1, w int, mark []bool)
+	// directTables returns what batch b's marked panels are read from: A(b, i, k) = data[rowBase[i]+kOff[k]].
+	directTables(b int) (data []T, rowBase, kOff []int)
 }
 
 // gemmFloat is the element type of a GEMM: float32 (the nets) or float64 (the verification checks).
@@ -129,6 +143,33 @@ func (o *gemmOperandOf[T]) pack(dst []T, b, i0, i1, k0, k1, w int) {
 	packPanels(dst, o.data, o.batchOff[b], o.crossOff[i0:i1], o.kOff[k0:k1], w)
 }
 
+// markDirect implements gemmDirectA: every full panel is read in place (a DotGeneral operand's
+// offsets are all inside it).
+func (o *gemmOperandOf[T]) markDirect(mark []bool, i0, i1, w int) bool {
+	any := false
+	for q := range mark {
+		mark[q] = i0+q*w+w <= i1
+		any = any || mark[q]
+	}
+	return any
+}
+
+// packUnmarked implements gemmDirectA: the panels not marked, packed as pack does.
+func (o *gemmOperandOf[T]) packUnmarked(dst []T, b, i0, i1, k0, k1, w int, mark []bool) {
+	kl := k1 - k0
+	for q := range mark {
+		if !mark[q] {
+			r0 := i0 + q*w
+			packPanels(dst[q*kl*w:], o.data, o.batchOff[b], o.crossOff[r0:min(r0+w, i1)], o.kOff[k0:k1], w)
+		}
+	}
+}
+
+// directTables implements gemmDirectA.
+func (o *gemmOperandOf[T]) directTables(b int) ([]T, []int, []int) {
+	return o.data[o.batchOff[b]:], o.crossOff, o.kOff
+}
+
 // gemmProblem is out[b, i, j] = Σ_k lhs(b, i, k)·rhs(b, j, k). Row i of batch b's output starts at
 // b·batchStride + rowOff[i] and its columns are contiguous; by default (nil rowOff, 0 batchStride) out
 // is row-major [batch, m, n]. run clears out first unless accumulate is set (then the product is added
@@ -152,16 +193,38 @@ const (
 	splitBatch
 	splitShared // Workers share each packed B block and split its rows and column panels.
 	splitK
+	splitRows // Each worker multiplies a range of rows by the whole B, packing B itself.
+	splitCols // Each worker multiplies all of A by a range of B's columns.
 )
 
 // gemmScratch is one worker's packing space.
 type gemmScratch[T gemmFloat] struct {
 	packA, tile []T
 	tileRows    []int
+	direct      []bool // Per panel of the packed A block: read in place instead (gemmDirectA).
+	anyDirect   bool
+	// What the direct panels are read from (gemmDirectA.directTables), while anyDirect.
+	directData             []T
+	directRows, directKOff []int
 }
 
 func newGemmScratch[T gemmFloat]() any {
-	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR)}
+	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC)}
+}
+
+// packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
+// kernel reads in place (s.direct).
+func (p *gemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic, ml, pc, pcEnd int) {
+	s.anyDirect = false
+	if d, ok := p.lhs.(gemmDirectA[T]); ok && kern.direct != nil {
+		mark := s.direct[:(ml+kern.mr-1)/kern.mr]
+		if s.anyDirect = d.markDirect(mark, ic, ic+ml, kern.mr); s.anyDirect {
+			d.packUnmarked(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr, mark)
+			s.directData, s.directRows, s.directKOff = d.directTables(b)
+			return
+		}
+	}
+	p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
 }
 
 func newPackB[T gemmFloat]() any {
@@ -246,11 +309,11 @@ func (p *gemmProblemOf[T]) run(out []T) {
 		putScratch(s)
 
 	case splitBatch:
-		var next atomic.Int64
-		parallel(min(threads, p.batch), func() {
+		// The caller works too, so a worker the OS is slow to schedule delays nothing.
+		parallelChunks(splitRange(p.batch, p.batch, 1), min(threads, p.batch), func(b0, b1 int) {
 			s := getScratch[T]()
 			packB := getPackB[T]()
-			for b := int(next.Add(1) - 1); b < p.batch; b = int(next.Add(1) - 1) {
+			for b := b0; b < b1; b++ {
 				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, batchOut(b), rowOff)
 			}
 			putPackB(packB)
@@ -268,28 +331,23 @@ func (p *gemmProblemOf[T]) run(out []T) {
 		}
 		for b := range p.batch {
 			c := batchOut(b)
-			var wg sync.WaitGroup
-			for t := range chunks {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					dst, rows := c, rowOff
-					if t > 0 {
-						if partial[t] == nil {
-							partial[t] = make([]T, mn)
-						} else {
-							clear(partial[t])
-						}
-						dst, rows = partial[t], rowMajor
+			// The caller takes chunks too: if the OS is slow to run a worker, it does them all.
+			parallelChunks(splitRange(chunks, chunks, 1), chunks, func(t, _ int) {
+				dst, rows := c, rowOff
+				if t > 0 {
+					if partial[t] == nil {
+						partial[t] = make([]T, mn)
+					} else {
+						clear(partial[t])
 					}
-					s := getScratch[T]()
-					packB := getPackB[T]()
-					p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], dst, rows)
-					putPackB(packB)
-					putScratch(s)
-				}()
-			}
-			wg.Wait()
+					dst, rows = partial[t], rowMajor
+				}
+				s := getScratch[T]()
+				packB := getPackB[T]()
+				p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], dst, rows)
+				putPackB(packB)
+				putScratch(s)
+			})
 			for _, part := range partial[1:] {
 				for i := range p.m {
 					crow := c[rowOff[i] : rowOff[i]+p.n]
@@ -306,20 +364,49 @@ func (p *gemmProblemOf[T]) run(out []T) {
 			p.shared(packB, kern, threads, b, batchOut(b), rowOff)
 		}
 		putPackB(packB)
+
+	case splitRows, splitCols:
+		// One join per product instead of two per K block: B (or A) is packed by every worker.
+		for b := range p.batch {
+			c := batchOut(b)
+			var bounds []int
+			if split == splitRows {
+				bounds = splitRange(p.m, min(threads, (p.m+kern.mr-1)/kern.mr), kern.mr)
+			} else {
+				bounds = splitRange(p.n, min(threads, (p.n+kern.nr-1)/kern.nr), kern.nr)
+			}
+			parallelChunks(bounds, len(bounds)-1, func(lo, hi int) {
+				s := getScratch[T]()
+				packB := getPackB[T]()
+				if split == splitRows {
+					p.serial(s, packB, kern, b, lo, hi, 0, p.k, c, rowOff)
+				} else {
+					p.serialCols(s, packB, kern, b, lo, hi, c, rowOff)
+				}
+				putPackB(packB)
+				putScratch(s)
+			})
+		}
 	}
 }
 
-// parallel runs fn on n goroutines and waits for them.
-func parallel(n int, fn func()) {
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn()
-		}()
+// serialCols adds columns [n0, n1) of batch b's product (all rows, all of K) into c.
+func (p *gemmProblemOf[T]) serialCols(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, n0, n1 int, c []T, rowOff []int) {
+	mc, nr := kern.mc(), kern.nr
+	kb := kBlocks(0, p.k)
+	for blk := range len(kb) - 1 {
+		pc, pcEnd := kb[blk], kb[blk+1]
+		kl := pcEnd - pc
+		for jc := n0; jc < n1; jc += gemmNC {
+			nl := min(gemmNC, n1-jc)
+			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
+			for ic := 0; ic < p.m; ic += mc {
+				ml := min(mc, p.m-ic)
+				p.packA(s, kern, b, ic, ml, pc, pcEnd)
+				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
+			}
+		}
 	}
-	wg.Wait()
 }
 
 // splitRange cuts [0, n) into chunks boundaries, each a multiple of align except the last.
@@ -355,8 +442,8 @@ func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)
-				p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
-				p.block(s, kern, kl, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
+				p.packA(s, kern, b, ic, ml, pc, pcEnd)
+				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
 			}
 		}
 	}
@@ -367,7 +454,7 @@ func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 // (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
 // workers) are split by column panels too.
 func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
-	mc, nc, mr, nr := kern.mc(), kern.nc(), kern.mr, kern.nr
+	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
 	kb := kBlocks(0, p.k)
 	icBlocks := (p.m + mc - 1) / mc
 	for blk := range len(kb) - 1 {
@@ -400,8 +487,8 @@ func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 					ic := (it / colChunks) * mc
 					cc := it % colChunks
 					ml := min(mc, p.m-ic)
-					p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, mr)
-					p.block(s, kern, kl, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
+					p.packA(s, kern, b, ic, ml, pc, pcEnd)
+					p.block(s, kern, kl, pc, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
 				}
 				putScratch(s)
 			})
@@ -409,20 +496,31 @@ func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 	}
 }
 
-// block runs the micro-kernel over the packed A rows [ic, ic+ml) and B column panels [q0, q1) of the
-// column block at jc (nl columns), adding into c. Edge tiles go through the scratch tile.
-func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
+// block runs the micro-kernel over the packed A rows [ic, ic+ml) (contracting indices from pc, kl of
+// them) and B column panels [q0, q1) of the column block at jc (nl columns), adding into c; panels
+// marked in s.direct are read in place. Edge tiles go through the scratch tile.
+func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, pc, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
 	mr, nr := kern.mr, kern.nr
+	var data []T
+	var rowBase, koff []int
+	if s.anyDirect {
+		data, rowBase, koff = s.directData, s.directRows, s.directKOff[pc:pc+kl]
+	}
 	for q := q0; q < q1; q++ {
 		jr := q * nr
 		bp := packB[q*kl*nr:][:kl*nr]
 		cols := min(nr, nl-jr)
 		cq := c[jc+jr:]
 		for ir := 0; ir < ml; ir += mr {
+			direct := s.anyDirect && s.direct[ir/mr]
 			ap := s.packA[(ir/mr)*kl*mr:][:kl*mr]
 			rows := min(mr, ml-ir)
 			if rows == mr && cols == nr {
-				kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				if direct {
+					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				} else {
+					kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				}
 				continue
 			}
 			tile, tileRows := s.tile[:mr*nr], s.tileRows[:mr]
@@ -430,7 +528,11 @@ func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, i
 			for r := range tileRows {
 				tileRows[r] = r * nr
 			}
-			kern.fn(kl, ap, bp, tile, tileRows)
+			if direct {
+				kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, tile, tileRows)
+			} else {
+				kern.fn(kl, ap, bp, tile, tileRows)
+			}
 			for r := range rows {
 				crow := cq[rowOff[ic+ir+r]:][:cols]
 				for j, v := range tile[r*nr : r*nr+cols] {
@@ -451,10 +553,16 @@ func packPanels[T gemmFloat](dst, data []T, base int, rows, ks []int, w int) {
 		valid := min(w, len(rows)-q*w)
 		if valid == w && rows[q*w+w-1]-rows[q*w] == w-1 && isIota(rows[q*w:q*w+w]) {
 			// The panel's rows are adjacent in memory (a row-major B, or a transposed A): copy w at a time.
-			src := data[base+rows[q*w]:]
-			for i, ko := range ks {
-				copy(panel[i*w:i*w+w], src[ko:ko+w])
+			copyRows(panel, data, base+rows[q*w], ks, w)
+			continue
+		}
+		if contiguous && w < 8 && valid == w {
+			// A narrow panel (the AVX2 kernel's 6 rows): one transpose for all of them.
+			var offs [8]int
+			for i := range w {
+				offs[i] = base + rows[q*w+i] + ks[0]
 			}
+			packColumnsNarrow(panel, data, &offs, kl, w)
 			continue
 		}
 		r0 := 0

@@ -2,6 +2,7 @@ package gobackend
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 )
@@ -12,7 +13,8 @@ import (
 // B is the kernel addressed through offset tables. Each output row lands at its place in the output
 // layout through the GEMM's row offsets. No patches, slices, concatenations, pads or transposes are
 // materialised; any axes layout works as long as the output's channels axis is its last (contiguous)
-// one. Channel and batch groups and input dilations are left to the compositions in conv.go.
+// one. Grouped convolutions are one such GEMM per group (its input channels or batches, its output
+// channels), except the depthwise forms, which conv_depthwise.go computes directly.
 
 // convGemmSpec holds the ConvGeneral parameters the fused path uses (every one filled in), and the
 // spatial axes along which the kernel is read reversed (a flip folded in by the fusion pass).
@@ -21,6 +23,56 @@ type convGemmSpec struct {
 	strides, kernelDilations, inputDilations []int
 	paddings                                 [][2]int
 	flip                                     []bool
+	channelGroups, batchGroups               int       // 0 or 1: none.
+	plans                                    *sync.Map // convPlanKey -> []*gemmProblemOf[T] without data; nil: none kept.
+}
+
+// convPlanKey names a fused convolution's GEMM problems: the dims of its input, kernel and output
+// (rank 6 at most) and the element type.
+type convPlanKey struct {
+	dims  [3][6]int
+	ranks [3]int
+	f64   bool
+}
+
+// convGemmsOf returns newConvGemms' problems for these tensors, their offset tables built once per
+// node and dims (spec.plans) and copied with the tensors' data: a step runs each convolution with the
+// same dims every time, and building the tables cost about as much as packing.
+func convGemmsOf[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec) ([]*gemmProblemOf[T], bool) {
+	var key convPlanKey
+	key.f64 = isFloat64[T]()
+	cacheable := c.plans != nil
+	for i, d := range [][]int{inDims, kDims, outDims} {
+		if len(d) > len(key.dims[i]) {
+			cacheable = false
+			break
+		}
+		key.ranks[i] = copy(key.dims[i][:], d)
+	}
+	if !cacheable {
+		return newConvGemms(input, inDims, kernel, kDims, outDims, c)
+	}
+	var templates []*gemmProblemOf[T]
+	if v, found := c.plans.Load(key); found {
+		templates = v.([]*gemmProblemOf[T])
+	} else {
+		probs, ok := newConvGemms[T](nil, inDims, nil, kDims, outDims, c)
+		if !ok {
+			return nil, false
+		}
+		c.plans.Store(key, probs)
+		templates = probs
+	}
+	probs := make([]*gemmProblemOf[T], len(templates))
+	for i, t := range templates {
+		p := *t
+		lhs := *t.lhs.(*convOperand[T])
+		rhs := *t.rhs.(*gemmOperandOf[T])
+		lhs.data, rhs.data = input, kernel
+		p.lhs, p.rhs = &lhs, &rhs
+		probs[i] = &p
+	}
+	return probs, true
 }
 
 // convOperand is the input seen as A: row i (an output position) starts at rowBase[i] with spatial
@@ -33,6 +85,7 @@ type convOperand[T gemmFloat] struct {
 	inDims            []int // Input spatial sizes.
 	rowBase, rowCoord []int
 	kOff, kCoord      []int
+	kOffMin, kOffMax  int    // Extremes of kOff (a whole-window row reads between them).
 	kRunEnd           []int  // End of the run from k of contracting indices with consecutive offsets and the same kernel position.
 	kGroupEnd         []int  // End of the run from k of contracting indices with the same kernel position.
 	rowInterior       []bool // The row's whole window is inside the input.
@@ -51,8 +104,35 @@ func (o *convOperand[T]) valid(i, k int) bool {
 }
 
 func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
+	o.packUnmarked(dst, 0, i0, i1, k0, k1, w, nil)
+}
+
+// markDirect implements gemmDirectA: a full panel of whole-window rows is read in place when every
+// offset it can read is inside the input.
+func (o *convOperand[T]) markDirect(mark []bool, i0, i1, w int) bool {
+	any := false
+	for q := range mark {
+		r0 := i0 + q*w
+		ok := r0+w <= i1 && allInterior(o.rowInterior[r0:r0+w])
+		for r := r0; ok && r < r0+w; r++ {
+			ok = o.rowBase[r]+o.kOffMin >= 0 && o.rowBase[r]+o.kOffMax < len(o.data)
+		}
+		mark[q] = ok
+		any = any || ok
+	}
+	return any
+}
+
+// directTables implements gemmDirectA (a convolution's GEMM has one batch).
+func (o *convOperand[T]) directTables(int) ([]T, []int, []int) { return o.data, o.rowBase, o.kOff }
+
+// packUnmarked packs the panels of rows [i0, i1) not marked (mark nil: all of them).
+func (o *convOperand[T]) packUnmarked(dst []T, _, i0, i1, k0, k1, w int, mark []bool) {
 	kl := k1 - k0
 	for q := 0; q*w < i1-i0; q++ {
+		if mark != nil && mark[q] {
+			continue
+		}
 		panel := dst[q*kl*w:][:kl*w]
 		r0 := i0 + q*w
 		valid := min(w, i1-r0)
@@ -63,9 +143,8 @@ func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
 			for k := k0; k < k1; {
 				end := min(o.kGroupEnd[k], k1) // Same window offset: one validity test for the group.
 				if interior || o.valid(r0, k) {
-					for ; k < end; k++ {
-						copy(panel[(k-k0)*w:][:w], o.data[base+o.kOff[k]:][:w])
-					}
+					copyRows(panel[(k-k0)*w:], o.data, base, o.kOff[k:end], w)
+					k = end
 				} else {
 					clear(panel[(k-k0)*w : (end-k0)*w])
 					k = end
@@ -73,47 +152,52 @@ func (o *convOperand[T]) pack(dst []T, _, i0, i1, k0, k1, w int) {
 			}
 			continue
 		}
-		r := 0
-		if w >= 8 {
-			// Eight whole-window rows at a time through the 8×8 transpose, run by run.
-			var offs [8]int
-			for ; r+8 <= valid && allInterior(o.rowInterior[r0+r:r0+r+8]); r += 8 {
-				for k := k0; k < k1; {
-					end := min(o.kRunEnd[k], k1)
-					for j := range offs {
-						offs[j] = o.rowBase[r0+r+j] + o.kOff[k]
-					}
-					packColumns8(panel[(k-k0)*w+r:], o.data, &offs, end-k, w)
-					k = end
-				}
+		o.packRows(panel, r0, valid, k0, k1, w)
+	}
+}
+
+// packRows packs one panel: rows r0 .. r0+valid-1 of A (the panel's other rows are past the end:
+// zeros) over contracting indices [k0, k1), w rows wide. Per kernel position, the rows whose window
+// reaches the input there are copied through the 8×8 transposes (whole runs of consecutive offsets),
+// the others (in the padding) read a valid row's values and are cleared afterwards: rows near the
+// border, a large part of a small feature map, take the same path as interior ones.
+func (o *convOperand[T]) packRows(panel []T, r0, valid, k0, k1, w int) {
+	allIn := valid == w && allInterior(o.rowInterior[r0:r0+w])
+	var ok [maxPanelRows]bool
+	var offs [maxPanelRows]int
+	for k := k0; k < k1; {
+		group := min(o.kGroupEnd[k], k1) // Same window offset: one validity test per row.
+		nOK, ref := 0, 0
+		for r := valid - 1; r >= 0; r-- {
+			ok[r] = allIn || o.rowInterior[r0+r] || o.valid(r0+r, k)
+			if ok[r] {
+				nOK, ref = nOK+1, r
 			}
 		}
-		for ; r < w; r++ {
-			if r >= valid {
-				for j := r; j < len(panel); j += w {
-					panel[j] = 0
+		if nOK == 0 {
+			clear(panel[(k-k0)*w : (group-k0)*w])
+			k = group
+			continue
+		}
+		kg := k
+		for k < group {
+			end := min(o.kRunEnd[k], group) // Consecutive in memory.
+			for r := range w {
+				rr := ref
+				if r < valid && ok[r] {
+					rr = r
 				}
-				continue
+				offs[r] = o.rowBase[r0+rr] + o.kOff[k]
 			}
-			i := r0 + r
-			base, interior := o.rowBase[i], o.rowInterior[i]
-			for k := k0; k < k1; {
-				group := min(o.kGroupEnd[k], k1) // Same window offset: one validity test.
-				if interior || o.valid(i, k) {
-					for k < group {
-						end := min(o.kRunEnd[k], group) // Consecutive in memory.
-						out := panel[(k-k0)*w+r:]
-						for j, v := range o.data[base+o.kOff[k]:][:end-k] {
-							out[j*w] = v
-						}
-						k = end
+			packRowOffsets(panel[(k-k0)*w:], o.data, offs[:w], end-k, w)
+			k = end
+		}
+		if nOK < w {
+			for r := range w {
+				if r >= valid || !ok[r] {
+					for j := kg; j < group; j++ {
+						panel[(j-k0)*w+r] = 0
 					}
-				} else {
-					out := panel[(k-k0)*w+r:]
-					for j := range group - k {
-						out[j*w] = 0
-					}
-					k = group
 				}
 			}
 		}
@@ -135,7 +219,12 @@ func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 	}
 	sIn, sK, sOut := rowMajorStrides(inDims), rowMajorStrides(kDims), rowMajorStrides(outDims)
 	N, C, Cout := inDims[a.InputBatch], inDims[a.InputChannels], kDims[a.KernelOutputChannels]
-	if sOut[a.OutputChannels] != 1 || kDims[a.KernelInputChannels] != C || outDims[a.OutputBatch] != N || outDims[a.OutputChannels] != Cout {
+	G, BG := max(c.channelGroups, 1), max(c.batchGroups, 1)
+	if G > 1 && BG > 1 || C%G != 0 || N%BG != 0 || Cout%(G*BG) != 0 {
+		return nil, false
+	}
+	Cg, Nb, Coutg := C/G, N/BG, Cout/(G*BG)
+	if sOut[a.OutputChannels] != 1 || kDims[a.KernelInputChannels] != Cg || outDims[a.OutputBatch] != Nb || outDims[a.OutputChannels] != Cout {
 		return nil, false
 	}
 	inSp, kSp, outSp := make([]int, S), make([]int, S), make([]int, S)
@@ -145,28 +234,44 @@ func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 			return nil, false
 		}
 	}
-	if N*prod(outSp) == 0 || prod(kSp)*C == 0 || Cout == 0 {
+	if Nb*prod(outSp) == 0 || prod(kSp)*Cg == 0 || Coutg == 0 {
 		return nil, true // Nothing to multiply: the output is empty or zeros.
 	}
 	// Rows: batch-major unless the batch axis is the input's densest (the kernel gradient's layout, whose
 	// "batch" is the input channels): then consecutive rows are consecutive in memory.
-	batchInner := N > 1
+	batchInner := Nb > 1
 	for i := range S {
 		if outSp[i] > 1 && c.strides[i]*sIn[a.InputSpatial[i]] < sIn[a.InputBatch]*c.inputDilations[i] {
 			batchInner = false
 		}
 	}
-	cross := make([]int, Cout)
-	for co := range cross {
-		cross[co] = co * sK[a.KernelOutputChannels]
-	}
 	var probs []*gemmProblemOf[T]
-	forEachPosition(c.inputDilations, func(phase []int) {
-		if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, N, C, Cout, cross); p != nil {
-			probs = append(probs, p)
+	for g := range G * BG {
+		// Group g reads input channels [g·Cg, (g+1)·Cg) (channel groups) or input batches [g·Nb, (g+1)·Nb)
+		// (batch groups), and writes output channels [g·Coutg, (g+1)·Coutg).
+		grp := convGroup{N: Nb, C: Cg, Cout: Coutg, outCol0: g * Coutg}
+		if G > 1 {
+			grp.inChan0 = g * Cg
+		} else {
+			grp.inBatch0 = g * Nb
 		}
-	})
+		cross := make([]int, Coutg)
+		for co := range cross {
+			cross[co] = (grp.outCol0 + co) * sK[a.KernelOutputChannels]
+		}
+		forEachPosition(c.inputDilations, func(phase []int) {
+			if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, grp, cross); p != nil {
+				probs = append(probs, p)
+			}
+		})
+	}
 	return probs, true
+}
+
+// convGroup is the part of a convolution one GEMM computes: N input batches from inBatch0, C input
+// channels from inChan0, Cout output channels from outCol0 (the whole convolution when ungrouped).
+type convGroup struct {
+	inBatch0, N, inChan0, C, outCol0, Cout int
 }
 
 // floorMod is x mod d in [0, d).
@@ -177,7 +282,8 @@ func floorMod(x, d int) int { return ((x % d) + d) % d }
 // class a window offset kpos·kernelDilation meets a real input value exactly when it is −phase modulo
 // the dilation, at input index (origin − phase)/d + (offset + phase)/d.
 func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, batchInner bool,
-	inSp, kSp, outSp, sIn, sK, sOut []int, N, C, Cout int, cross []int) *gemmProblemOf[T] {
+	inSp, kSp, outSp, sIn, sK, sOut []int, grp convGroup, cross []int) *gemmProblemOf[T] {
+	N, C, Cout := grp.N, grp.C, grp.Cout
 	a := c.axes
 	S := len(inSp)
 	d := c.inputDilations
@@ -212,7 +318,7 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 		}
 		first = false
 		for ci := range C {
-			kOff = append(kOff, baseA+ci*sIn[a.InputChannels])
+			kOff = append(kOff, baseA+(grp.inChan0+ci)*sIn[a.InputChannels])
 			kOffB = append(kOffB, baseB+ci*sK[a.KernelInputChannels])
 			kCoord = append(kCoord, coord...)
 		}
@@ -235,7 +341,7 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 			rc[i] = (origin - phase[i]) / d[i]
 		}
 		op.rowCoord = append(op.rowCoord, rc...)
-		base, off, interior := n*sIn[a.InputBatch], n*sOut[a.OutputBatch], true
+		base, off, interior := (grp.inBatch0+n)*sIn[a.InputBatch], n*sOut[a.OutputBatch]+grp.outCol0, true
 		for i, rc := range rc {
 			base += rc * sIn[a.InputSpatial[i]]
 			off += y[i] * sOut[a.OutputSpatial[i]]
@@ -268,6 +374,7 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 			op.rowRun[i] = op.rowRun[i+1] + 1
 		}
 	}
+	op.kOffMin, op.kOffMax = slices.Min(kOff), slices.Max(kOff)
 	op.kRunEnd[K-1], op.kGroupEnd[K-1] = K, K
 	for k := K - 2; k >= 0; k-- {
 		op.kRunEnd[k], op.kGroupEnd[k] = k+1, k+1

@@ -2,8 +2,10 @@ package gobackend
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -39,9 +41,9 @@ func fusedConvCases() []convCase {
 	)
 }
 
-// The fused GEMM convolution (float32, auto mode) matches the float64 definition on every case; the
-// cases it applies to (no groups, output channels last) must have run through it, and the others
-// through the compositions.
+// The fused convolution (float32, auto mode) matches the float64 definition on every case; the cases
+// it applies to (output channels last: ungrouped, grouped or depthwise) must have run through it, and
+// the others through the compositions.
 func TestFusedConvMatchesReference(t *testing.T) {
 	b := countCompiledOps(testBackend(t))
 	rng := rand.New(rand.NewSource(61))
@@ -68,7 +70,7 @@ func TestFusedConvMatchesReference(t *testing.T) {
 			}, x, k)[0]
 			assertClose(t, "float32 conv", got, want, 2e-6*float64(prod(cc.kDims)))
 			fused := b.count(fusedConvOpType) > before
-			applies := max(cc.groups, 1) == 1 && max(cc.batchGroups, 1) == 1 && cc.axes.OutputChannels == len(cc.inDims)-1
+			applies := cc.axes.OutputChannels == len(cc.inDims)-1
 			if fused != applies {
 				t.Fatalf("ran through the fused GEMM: %v, expected %v", fused, applies)
 			}
@@ -77,13 +79,14 @@ func TestFusedConvMatchesReference(t *testing.T) {
 }
 
 // The fused convolution in float64 (no dtype conversions around it) matches the float64 definition to
-// a few roundings on the cases it applies to, and simplego's own float64 ConvGeneral.
+// a few roundings on the cases it applies to, and simplego's own float64 ConvGeneral (but for batch
+// groups, which simplego computes wrongly: see TestConvForward).
 func TestFusedConvFloat64(t *testing.T) {
 	b := countCompiledOps(testBackend(t))
 	native := &Backend{Backend: simplegoOps(t).Backend, convMode: convNative, strictConv: true, im2colLimit: defaultIm2colLimit}
 	rng := rand.New(rand.NewSource(62))
 	for _, cc := range fusedConvCases() {
-		if max(cc.groups, 1) != 1 || max(cc.batchGroups, 1) != 1 || cc.axes.OutputChannels != len(cc.inDims)-1 {
+		if cc.axes.OutputChannels != len(cc.inDims)-1 {
 			continue
 		}
 		t.Run(cc.name, func(t *testing.T) {
@@ -95,18 +98,20 @@ func TestFusedConvFloat64(t *testing.T) {
 				t.Fatal("the float64 convolution did not run through the fused GEMM")
 			}
 			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(prod(cc.kDims)))
-			assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(prod(cc.kDims)))
+			if max(cc.batchGroups, 1) == 1 {
+				assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(prod(cc.kDims)))
+			}
 		})
 	}
 }
 
 // The convolution operand packs exactly the im2col values (zeros in the padding) for every row order
 // and panel width, across block boundaries that split rows and contracting indices, in every phase of
-// an input-dilated convolution.
+// an input-dilated convolution and every group of a grouped one.
 func TestConvOperandPacking(t *testing.T) {
 	rng := rand.New(rand.NewSource(62))
 	for i, cc := range fusedConvCases() {
-		if max(cc.groups, 1) != 1 || max(cc.batchGroups, 1) != 1 || cc.axes.OutputChannels != len(cc.inDims)-1 {
+		if cc.axes.OutputChannels != len(cc.inDims)-1 {
 			continue
 		}
 		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
@@ -148,7 +153,8 @@ func TestConvOperandPacking(t *testing.T) {
 func specOf(cc convCase) convGemmSpec {
 	S := len(cc.inDims) - 2
 	spec := convGemmSpec{axes: cc.axes, strides: fillOnes(cc.strides, S), kernelDilations: fillOnes(cc.kernelDilations, S),
-		inputDilations: fillOnes(cc.inputDilations, S), paddings: cc.paddings, flip: make([]bool, S)}
+		inputDilations: fillOnes(cc.inputDilations, S), paddings: cc.paddings, flip: make([]bool, S),
+		channelGroups: cc.groups, batchGroups: cc.batchGroups}
 	if spec.paddings == nil {
 		spec.paddings = make([][2]int, S)
 	}
@@ -198,5 +204,78 @@ func TestFoldKernelFlips(t *testing.T) {
 	spec := nodeDataOf(conv.(*simplego.Node)).(*convGemmSpec)
 	if fmt.Sprint(spec.flip) != "[true true]" || nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]) != backends.OpTypeConvertDType {
 		t.Fatalf("the flip was not folded: flip %v, kernel input %s", spec.flip, nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]))
+	}
+}
+
+// A fused convolution's GEMM tables are built once per node and dims and reused: running the same spec
+// again on other tensors (and other dims) gives each time the definition's result.
+func TestConvPlansReused(t *testing.T) {
+	rng := rand.New(rand.NewSource(64))
+	cases := fusedConvCases()
+	for _, cc := range []convCase{cases[2], cases[len(cases)-5]} {
+		spec := specOf(cc)
+		spec.plans = &sync.Map{}
+		for round := range 3 {
+			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+			want := refConv(x, k, cc)
+			out := make([]float64, prod(want.dims))
+			if !runConvGemms(x.data, x.dims, k.data, k.dims, want.dims, spec, out) {
+				t.Fatalf("%s: layout refused", cc.name)
+			}
+			got := newTT(want.dims...)
+			copy(got.data, out)
+			assertClose(t, fmt.Sprintf("%s round %d", cc.name, round), got, want, 1e-13)
+		}
+		n := 0
+		spec.plans.Range(func(_, _ any) bool { n++; return true })
+		if n != 1 {
+			t.Fatalf("%s: %d plans kept, want 1", cc.name, n)
+		}
+	}
+}
+
+// The kernel's direct form (A read in place: whole-window panels of a convolution's input) gives the
+// packed form's bits on every fused-convolution case, and did read panels in place.
+func TestConvDirectPanelsMatchPacked(t *testing.T) {
+	kern := defaultKernelOf[float32]()
+	if kern.direct == nil {
+		t.Skip("the default kernel has no direct form on this CPU")
+	}
+	packedOnly := *kern
+	packedOnly.direct = nil
+	rng := rand.New(rand.NewSource(65))
+	anyDirect := false
+	for _, cc := range append(fusedConvCases(), convCase{name: "interior-heavy", inDims: []int{2, 12, 12, 16},
+		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}}) {
+		if cc.axes.OutputChannels != len(cc.inDims)-1 {
+			continue
+		}
+		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+		outDims := refConv(x, k, cc).dims
+		probs, ok := newConvGemms(toF32(x), cc.inDims, toF32(k), cc.kDims, outDims, specOf(cc))
+		if !ok {
+			t.Fatalf("%s: layout refused", cc.name)
+		}
+		got, want := make([]float32, prod(outDims)), make([]float32, prod(outDims))
+		for _, p := range probs {
+			mark := make([]bool, (p.m+kern.mr-1)/kern.mr)
+			anyDirect = anyDirect || p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
+			for _, split := range []gemmSplit{splitNone, splitShared} {
+				q := *p
+				q.forceSplit, q.threads = split, 2
+				q.kernel = kern
+				q.run(got)
+				q.kernel = &packedOnly
+				q.run(want)
+			}
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: output %d direct %v, packed %v", cc.name, i, got[i], want[i])
+			}
+		}
+	}
+	if !anyDirect {
+		t.Fatal("no panel was read in place")
 	}
 }

@@ -2,6 +2,7 @@ package gobackend
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -103,6 +104,14 @@ func toF32(x tt) []float32 {
 func TestGemmKernelsAndSplits(t *testing.T) {
 	rng := rand.New(rand.NewSource(21))
 	kernels := append([]*gemmKernel{gemmKernelGo4x8, gemmKernelGoGeneric(14, 32), gemmKernelGoGeneric(3, 8)}, gemmAsmKernels()...)
+	for _, k := range gemmAsmKernels() {
+		if k.direct != nil {
+			// The same kernel packing every A panel (its direct form reads them in place).
+			packed := *k
+			packed.direct, packed.name = nil, k.name+" packed"
+			kernels = append(kernels, &packed)
+		}
+	}
 	if len(kernels) == 3 {
 		t.Log("no AVX2+FMA or AVX-512 on this CPU: only the portable kernels are checked")
 	}
@@ -110,7 +119,7 @@ func TestGemmKernelsAndSplits(t *testing.T) {
 		lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
 		want := refDotGeneral(lhs, rhs, dc)
 		for _, kernel := range kernels {
-			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK} {
+			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK, splitRows, splitCols} {
 				t.Run(fmt.Sprintf("%s/%s-%dx%d/split%d", dc.name, kernel.name, kernel.mr, kernel.nr, split), func(t *testing.T) {
 					l := newGemmOperand(toF32(lhs), dc.lhsDims, dc.lhsContract, dc.lhsBatch)
 					r := newGemmOperand(toF32(rhs), dc.rhsDims, dc.rhsContract, dc.rhsBatch)
@@ -163,7 +172,7 @@ func TestGemmKernelsAndSplits64(t *testing.T) {
 		lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
 		want := refDotGeneral(lhs, rhs, dc)
 		for _, kernel := range kernels {
-			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK} {
+			for _, split := range []gemmSplit{splitAuto, splitNone, splitBatch, splitShared, splitK, splitRows, splitCols} {
 				t.Run(fmt.Sprintf("%s/%s-%dx%d/split%d", dc.name, kernel.name, kernel.mr, kernel.nr, split), func(t *testing.T) {
 					run := func(kernel *gemmKernel64) tt {
 						l := newGemmOperand(lhs.data, dc.lhsDims, dc.lhsContract, dc.lhsBatch)
@@ -251,4 +260,43 @@ func findDotNode(t *testing.T, op backends.Op) *simplego.Node {
 		t.Fatalf("reshape has %d inputs", len(inputs))
 	}
 	return inputs[0]
+}
+
+// MeasurePeak runs the GEMM and reports a positive rate with the kernel it used.
+func TestMeasurePeak(t *testing.T) {
+	p := MeasurePeak(64, 2)
+	if p.GFLOPS <= 0 || p.N != 64 || p.Threads < 1 || p.Kernel != gemmKernelName() {
+		t.Fatalf("MeasurePeak(64, 2) = %+v", p)
+	}
+}
+
+// A kernel's direct form (A panels read in place) gives the packed form's bits on every product layout.
+func TestGemmDirectMatchesPacked(t *testing.T) {
+	rng := rand.New(rand.NewSource(23))
+	for _, kern := range gemmAsmKernels() {
+		if kern.direct == nil {
+			continue
+		}
+		packed := *kern
+		packed.direct = nil
+		for _, dc := range dotCases() {
+			lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
+			for _, split := range []gemmSplit{splitNone, splitBatch, splitShared, splitK, splitRows, splitCols} {
+				var outs [2][]float32
+				for i, k := range []*gemmKernel{kern, &packed} {
+					l := newGemmOperand(toF32(lhs), dc.lhsDims, dc.lhsContract, dc.lhsBatch)
+					r := newGemmOperand(toF32(rhs), dc.rhsDims, dc.rhsContract, dc.rhsBatch)
+					p := &gemmProblem{lhs: l, rhs: r, kernel: k, forceSplit: split, threads: 2,
+						batch: len(l.batchOff), m: len(l.crossOff), n: len(r.crossOff), k: len(l.kOff)}
+					outs[i] = make([]float32, p.batch*p.m*p.n)
+					p.run(outs[i])
+				}
+				for i := range outs[0] {
+					if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+						t.Fatalf("%s split %d: output %d direct %v, packed %v", dc.name, split, i, outs[0][i], outs[1][i])
+					}
+				}
+			}
+		}
+	}
 }

@@ -87,7 +87,7 @@ func installOpStats() {
 				}
 				if opType == fusedConvOpType && nodeFieldsOK {
 					if spec, ok := nodeDataOf(node).(*convGemmSpec); ok {
-						label = fmt.Sprintf("FusedConv(stride %v, input dilation %v, flip %v) %s", spec.strides, spec.inputDilations, spec.flip, label)
+						label = fmt.Sprintf("%s(stride %v, input dilation %v, flip %v) %s", spec.kind(), spec.strides, spec.inputDilations, spec.flip, label)
 					}
 				}
 				key := opStatKey{opType, label}
@@ -140,7 +140,7 @@ func printOpStats(w io.Writer) {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].total > rows[j].total })
 	fmt.Fprintf(w, "pure-Go backend op time (%s), all steps including the first: %v\n", opStatsEnv, all.Round(time.Millisecond))
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-22s %9v %5.1f%% %6d calls\n", r.op, r.total.Round(time.Microsecond), 100*float64(r.total)/float64(all), r.calls)
+		fmt.Fprintf(w, "%-22s %9v %5.1f%% %6d calls\n", opStatsName(r.op), r.total.Round(time.Microsecond), 100*float64(r.total)/float64(all), r.calls)
 		slices.SortFunc(r.keys, func(a, b opStatKey) int { return int(opStats[b].total - opStats[a].total) })
 		for _, k := range r.keys[:min(opStatsShapes, len(r.keys))] {
 			st := opStats[k]
@@ -151,6 +151,18 @@ func printOpStats(w io.Writer) {
 			fmt.Fprintf(w, "    %9v %5d× %s%s\n", st.total.Round(time.Microsecond), st.calls, k.shapes, rate)
 		}
 	}
+}
+
+// opStatsName names an op type, the backend's own nodes (which borrow op types simplego never runs) by
+// what they are.
+func opStatsName(op backends.OpType) string {
+	switch op {
+	case fusedOpType:
+		return "Fused element-wise"
+	case fusedConvOpType:
+		return "Fused convolution"
+	}
+	return op.String()
 }
 
 // opStatsShapes is how many shapes are listed per op (TRAINER_GO_OPSTATS=N lists N, default 4).

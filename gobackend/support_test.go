@@ -138,12 +138,13 @@ var testBackend = func() func(t *testing.T) *Backend {
 // element-wise chains were fused, without the backend keeping counters for them.
 type compiledOps struct {
 	backends.Backend
-	mu     sync.Mutex
-	counts map[backends.OpType]int
+	mu        sync.Mutex
+	counts    map[backends.OpType]int
+	reachable map[backends.OpType]int // Nodes the outputs depend on (the ones simplego runs).
 }
 
 func countCompiledOps(b backends.Backend) *compiledOps {
-	return &compiledOps{Backend: b, counts: map[backends.OpType]int{}}
+	return &compiledOps{Backend: b, counts: map[backends.OpType]int{}, reachable: map[backends.OpType]int{}}
 }
 
 // Builder wraps the backend's builder so that its Compile is seen.
@@ -156,6 +157,13 @@ func (c *compiledOps) count(op backends.OpType) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.counts[op]
+}
+
+// countReachable is the number of op's nodes the outputs of the graphs compiled so far depend on.
+func (c *compiledOps) countReachable(op backends.OpType) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reachable[op]
 }
 
 type countingBuilder struct {
@@ -177,6 +185,21 @@ func (b *countingBuilder) Compile(outputs []backends.Op, shardings []*backends.S
 	defer b.ops.mu.Unlock()
 	for _, n := range builderNodesOf(sb) {
 		b.ops.counts[nodeOpType(n)]++
+	}
+	seen := map[*simplego.Node]bool{}
+	var visit func(n *simplego.Node)
+	visit = func(n *simplego.Node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		b.ops.reachable[nodeOpType(n)]++
+		for _, in := range nodeInputsOf(n) {
+			visit(in)
+		}
+	}
+	for _, o := range outputs {
+		visit(o.(*simplego.Node))
 	}
 	return exec, nil
 }

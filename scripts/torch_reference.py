@@ -47,6 +47,7 @@ DEFAULTS = {
     "linear": (28, 1, 10),
     "mlp": (28, 1, 10),
     "mnist_cnn": (28, 1, 10),
+    "mnist_fast": (28, 1, 10),
     "cifar_cnn": (32, 3, 10),
     "cifar8": (32, 3, 10),
     "cifar8_bn": (32, 3, 10),
@@ -285,6 +286,15 @@ def build(net, width, size, classes):
         return MnistMLP([scaled(512, width), scaled(256, width)], classes)
     if net == "mnist_cnn":
         return MnistCNN(width, classes)
+    if net == "mnist_fast":
+        # graphs/small.go: conv3x3/2 16, conv3x3/2 32, conv3x3 64, each bias-free + BatchNorm + ReLU (28 -> 7 px).
+        c = [scaled(16, width), scaled(32, width), scaled(64, width)]
+        layers, cin = [], 1
+        for cout, stride in zip(c, [2, 2, 1]):
+            layers += [nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+            cin = cout
+        side = (size + 3) // 4
+        return nn.Sequential(*layers, nn.Flatten(), nn.Linear(cin * side * side, classes))
     if net == "cifar_cnn":
         return Cifar([scaled(32, width), scaled(32, width), 0, scaled(64, width), scaled(64, width), 0],
                      False, scaled(512, width), classes)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/schedule"
@@ -34,7 +35,9 @@ softmax cross-entropy and SGD momentum 0.9 at a constant rate, no weight decay, 
 (scripts/cpu-peer.sh, scripts/jax_peer.py and docs/benchmarks.md compare it). With a CONFIG and
 --data shards it times the recipe's whole loop from its own data (decode, augment, prefetch to the
 device, step, reading results) beside the same step on a resident batch, and says where the loop's
-time went (bench_shards.go).`
+time went (bench_shards.go). On the pure-Go backend the report puts the step's GFLOP/s beside the
+machine's peak, measured after the timed steps with the backend's own float32 GEMM on two 1024×1024
+matrices (best of 5); --peak measures only that.`
 
 // benchReport is `trainer bench --json`'s output.
 type benchReport struct {
@@ -58,6 +61,23 @@ type benchReport struct {
 	ToDeviceBytes int64 `json:"to_device_bytes_per_step"`
 	ToHostBytes   int64 `json:"to_host_bytes_per_step"`
 	VariableBytes int64 `json:"variable_bytes"`
+	// The pure-Go backend's peak: its float32 GEMM on two PeakN×PeakN matrices, best of 5, on every
+	// core; PercentOfPeak is GFLOPPerS over it. Absent on other backends.
+	PeakGFLOPPerS float64 `json:"peak_gflop_per_s,omitempty"`
+	PercentOfPeak float64 `json:"percent_of_peak,omitempty"`
+	PeakN         int     `json:"peak_n,omitempty"`
+	PeakKernel    string  `json:"peak_kernel,omitempty"`
+}
+
+// benchPeak is the size and repetitions of the peak measurement.
+const benchPeakN, benchPeakReps = 1024, 5
+
+// peakReport is `trainer bench --peak --json`'s output.
+type peakReport struct {
+	GFLOPPerS float64 `json:"peak_gflop_per_s"`
+	N         int     `json:"peak_n"`
+	Threads   int     `json:"threads"`
+	Kernel    string  `json:"peak_kernel"`
 }
 
 // newBenchCommand declares `trainer bench [CONFIG]` and its flags.
@@ -81,9 +101,13 @@ func newBenchCommand() *cobra.Command {
 	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (with a CONFIG, its own unless given)")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to the file `F`")
 	asJSON := fs.Bool("json", false, "print JSON")
+	peakOnly := fs.Bool("peak", false, "only measure the pure-Go backend's peak: its float32 GEMM on two 1024×1024 matrices, best of 5")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
 		given := map[string]bool{}
 		fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
+		if *peakOnly {
+			return benchPeakMain(cmd.OutOrStdout(), *asJSON)
+		}
 		return benchMain(cmd.OutOrStdout(), positional, given, fs, *sets, netName, backendName, cpuProfile,
 			precision, dataPlace, input, batch, size, steps, width, asJSON)
 	}
@@ -154,6 +178,11 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		return err
 	}
 	rep.Config = recipe
+	if spec, err := pjrt.ParseConfig(cfg.Backend); err == nil && spec.Backend == "go" {
+		p := gobackend.MeasurePeak(benchPeakN, benchPeakReps)
+		rep.PeakGFLOPPerS, rep.PeakN, rep.PeakKernel = p.GFLOPS, p.N, p.Kernel
+		rep.PercentOfPeak = 100 * rep.GFLOPPerS / p.GFLOPS
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -165,7 +194,24 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		rep.ImagesPS, rep.GFLOPs, rep.GFLOPPerS)
 	fmt.Fprintf(stdout, "per step: %d bytes to the device, %d to the host (data on %s; variables %d bytes); first step with compile %.1f s\nbackend: %s\n",
 		rep.ToDeviceBytes, rep.ToHostBytes, rep.Data, rep.VariableBytes, rep.CompileS, rep.Backend)
+	if rep.PeakGFLOPPerS > 0 {
+		fmt.Fprintf(stdout, "peak: %.1f GFLOP/s (the backend's float32 GEMM, %d³, %s kernel, %d threads, best of %d); this step %.1f GFLOP/s = %.0f%% of it\n",
+			rep.PeakGFLOPPerS, rep.PeakN, rep.PeakKernel, rep.Threads, benchPeakReps, rep.GFLOPPerS, rep.PercentOfPeak)
+	}
 	return nil
+}
+
+// benchPeakMain prints the pure-Go backend's peak alone (trainer bench --peak).
+func benchPeakMain(stdout io.Writer, asJSON bool) error {
+	p := gobackend.MeasurePeak(benchPeakN, benchPeakReps)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(peakReport{GFLOPPerS: p.GFLOPS, N: p.N, Threads: p.Threads, Kernel: p.Kernel})
+	}
+	_, err := fmt.Fprintf(stdout, "peak: %.1f GFLOP/s (the pure-Go backend's float32 GEMM, %d³, %s kernel, %d threads, best of %d)\n",
+		p.GFLOPS, p.N, p.Kernel, p.Threads, benchPeakReps)
+	return err
 }
 
 // peerConfig is the minimal recipe of `bench --net`: the net at batch n, softmax cross-entropy, SGD

@@ -40,6 +40,21 @@ func TestBenchCommand(t *testing.T) {
 	if d := rep.ImagesPS*rep.MedianMS/1000/4 - 1; d > 1e-9 || d < -1e-9 {
 		t.Fatalf("images/s %g inconsistent with %g ms for batch 4", rep.ImagesPS, rep.MedianMS)
 	}
+	// The step's rate beside the backend's GEMM peak.
+	if rep.PeakGFLOPPerS <= 0 || rep.PeakN != benchPeakN || rep.PeakKernel == "" {
+		t.Fatalf("no peak in the pure-Go backend's report: %+v", rep)
+	}
+	if d := rep.PercentOfPeak/(100*rep.GFLOPPerS/rep.PeakGFLOPPerS) - 1; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("%% of peak %g inconsistent with %g of %g GFLOP/s", rep.PercentOfPeak, rep.GFLOPPerS, rep.PeakGFLOPPerS)
+	}
+	out.Reset()
+	if err := cmdBench([]string{"--peak", "--json"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var peak peakReport
+	if err := json.Unmarshal(out.Bytes(), &peak); err != nil || peak.GFLOPPerS <= 0 || peak.N != benchPeakN || peak.Threads < 1 {
+		t.Fatalf("bench --peak --json: %v %s", err, out.String())
+	}
 	if err := cmdBench([]string{"--net", "no_such_net"}, &out, &errOut); err == nil {
 		t.Fatal("unknown net accepted")
 	}

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""Ours against PyTorch-CPU, side by side, every registered net: one SGD-momentum train step each,
+float32, the same cores, ours (`trainer bench --net NET`) and the peer (torch_step.py) alternating net
+by net and round by round, then one table of ratios (docs/benchmarks.md).
+
+    cpu_peer_table.py TRAINER [--rounds R] [--steps K] [--nets a,b,...] [--threads N] [--json FILE]
+
+TRAINER is the trainer binary. Each cell is the min and the median over the rounds of each run's median
+step time; the ratio is ours / PyTorch of those medians, and the range beside it the per-round ratios.
+Ours is also given as GFLOP/s and as a percentage of the machine's peak (the pure-Go backend's own
+float32 GEMM at 1024³, `trainer bench --peak`). The load average is printed before and after: on a
+shared machine the figures are worth what it says. --threads N runs both on N threads (GOMAXPROCS for
+ours; torch.set_num_threads and OPENBLAS_NUM_THREADS for the peer): with 1, the ratio is per-core
+efficiency, which another process on the machine disturbs much less than it does two threads that
+wait for each other."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (net, batch, size): the issue-18 table's sizes, the small nets at their own resolution.
+ROWS = [
+    ("mnist_cnn", 128, 28),
+    ("mnist_fast", 128, 28),
+    ("resnet34", 32, 32),
+    ("resnet50", 8, 64),
+    ("mobilenet_v2", 8, 64),
+    ("efficientnet_b0", 8, 64),
+    ("mobilenetv4_conv_medium", 8, 64),
+    ("convnext_tiny", 8, 64),
+    ("vit_tiny", 8, 64),
+    ("linear", 128, 28),
+    ("mlp", 128, 28),
+    ("cifar_cnn", 64, 32),
+    ("cifar8", 32, 32),
+    ("cifar8_bn", 32, 32),
+]
+
+
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    start = out.index("{")
+    return json.loads(out[start:])
+
+
+def load():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def registered(trainer):
+    out = subprocess.run([trainer, "nets"], check=True, capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("trainer")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--nets", default="", help="comma-separated subset (default: every registered net)")
+    ap.add_argument("--threads", type=int, default=0, help="threads for both (default: every core)")
+    ap.add_argument("--json", default="", help="also write every run's report to this file")
+    args = ap.parse_args()
+
+    rows = list(ROWS)
+    known = {r[0] for r in rows}
+    for name in registered(args.trainer):
+        if name not in known:
+            print(f"note: {name} is registered but has no row here; timing it at batch 8, 64 px", file=sys.stderr)
+            rows.append((name, 8, 64))
+    if args.nets:
+        wanted = args.nets.split(",")
+        rows = [r for r in rows if r[0] in wanted]
+
+    env = dict(os.environ)
+    peer_threads = []
+    if args.threads > 0:
+        env["GOMAXPROCS"] = env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = str(args.threads)
+        peer_threads = ["--threads", str(args.threads)]
+    peak = run_json([args.trainer, "bench", "--peak", "--json"], env)
+    load_before = load()
+    print(f"# {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores ({cpu_model()}), "
+          f"load average before {load_before}", flush=True)
+    results = []
+    for net, batch, size in rows:
+        ours, peer = [], []
+        for r in range(args.rounds):
+            o = run_json([args.trainer, "bench", "--net", net, "--batch", str(batch), "--size", str(size),
+                          "--steps", str(args.steps), "--json"], env)
+            p = run_json(["/usr/bin/python3", os.path.join(HERE, "torch_step.py"), net, str(batch), str(size),
+                          str(args.steps), "--json"] + peer_threads, env)
+            ours.append(o)
+            peer.append(p)
+            print(f"  {net} round {r + 1}: ours {o['median_ms']:.1f} ms, pytorch {p['median_ms']:.1f} ms "
+                  f"(load {load()})", file=sys.stderr, flush=True)
+        results.append((net, batch, size, ours, peer))
+    load_after = load()
+
+    p0 = results[0][4][0] if results else {}
+    print(f"# PyTorch {p0.get('torch', '?')}, {p0.get('threads', '?')} threads, BLAS {p0.get('blas', '?')} "
+          f"(torch BLAS_INFO={p0.get('torch_blas_info', '?')}); ours: `trainer bench --net`, "
+          f"{results[0][3][0]['threads'] if results else '?'} threads; peak {peak['peak_gflop_per_s']:.1f} GFLOP/s "
+          f"({peak['peak_kernel']} GEMM, {peak['peak_n']}³); {args.rounds} rounds of {args.steps} steps, "
+          f"load average after {load_after}")
+    print()
+    print("| net (batch, size) | ours ms/step, min / median | PyTorch ms/step, min / median | ours / PyTorch (median) | per round | ours GFLOP/s (% of peak) |")
+    print("|---|---|---|---|---|---|")
+    for net, batch, size, ours, peer in results:
+        om = [o["median_ms"] for o in ours]
+        pm = [p["median_ms"] for p in peer]
+        ratios = sorted(a / b for a, b in zip(om, pm))
+        med_o, med_p = statistics.median(om), statistics.median(pm)
+        gflops = ours[0]["gflop_per_step"] / (med_o / 1000)
+        print(f"| {net} ({batch}, {size}) | {min(om):.0f} / {med_o:.0f} | {min(pm):.0f} / {med_p:.0f} | "
+              f"**{med_o / med_p:.2f}×** | {ratios[0]:.2f}–{ratios[-1]:.2f} | "
+              f"{gflops:.1f} ({100 * gflops / peak['peak_gflop_per_s']:.0f}%) |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"peak": peak, "load_before": load_before, "load_after": load_after,
+                       "rows": [{"net": n, "batch": b, "size": s, "ours": o, "pytorch": p} for n, b, s, o, p in results]},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
