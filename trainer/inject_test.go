@@ -3,7 +3,6 @@ package trainer
 import (
 	"math"
 	"testing"
-	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -17,25 +16,7 @@ import (
 // runWith is Run with the test's feed: wrap, when set, wraps the training feed.
 func runWith(t *testing.T, cfg config.Config, opts RunOptions, wrap func(feed) feed) (Result, error) {
 	t.Helper()
-	start := time.Now()
-	s, err := newSession(cfg)
-	if err != nil {
-		return Result{}, err
-	}
-	step, err := s.newStep()
-	if err != nil {
-		return Result{}, err
-	}
-	defer step.Finalize()
-	f, err := s.newTrainFeed()
-	if err != nil {
-		return Result{}, err
-	}
-	var fd feed = f
-	if wrap != nil {
-		fd = wrap(f)
-	}
-	return s.train(opts, step, fd, start)
+	return run(cfg, opts, wrap)
 }
 
 // watchedFeed calls see with every micro-batch the loop takes, and its global position: optimizer

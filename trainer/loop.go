@@ -68,6 +68,12 @@ type stepRunner interface {
 // Run trains cfg's net on cfg's data, evaluating after every eval.every_epochs epochs and writing
 // runs/<name>/{config.yaml, metrics.jsonl, checkpoints/}.
 func Run(cfg config.Config, opts RunOptions) (Result, error) {
+	return run(cfg, opts, nil)
+}
+
+// run is Run with the training feed passed through wrap when it is set: the tests watch or damage the
+// real feed that way instead of switching production code.
+func run(cfg config.Config, opts RunOptions, wrap func(feed) feed) (Result, error) {
 	start := time.Now()
 	s, err := newSession(cfg)
 	if err != nil {
@@ -78,11 +84,15 @@ func Run(cfg config.Config, opts RunOptions) (Result, error) {
 		return Result{}, err
 	}
 	defer step.Finalize()
-	feed, err := s.newTrainFeed()
+	f, err := s.newTrainFeed()
 	if err != nil {
 		return Result{}, err
 	}
-	return s.train(opts, step, feed, start)
+	var fd feed = f
+	if wrap != nil {
+		fd = wrap(f)
+	}
+	return s.train(opts, step, fd, start)
 }
 
 // The loop runs ahead of the device (docs/reliability.md, "The asynchronous loop"): it dispatches
