@@ -188,6 +188,9 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
+	if note := precisionNote(cfg); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
 	times := slices.Sorted(slices.Values(rep.StepsMS))
 	fmt.Fprintf(stdout, "%s batch=%d size=%d %s threads=%d: median %.1f ms/step (min %.1f, max %.1f over %d), %.0f images/s, %.2f GFLOP/step, %.1f GFLOP/s\n",
 		rep.Net, rep.Batch, rep.Size, rep.Precision, rep.Threads, rep.MedianMS, times[0], times[len(times)-1], len(times),

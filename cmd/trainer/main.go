@@ -93,6 +93,9 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 			fmt.Fprintln(stdout, n)
 		}
 	}
+	if note := precisionNote(cfg); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
 	stop, release := stopOnSignal(stderr)
 	defer release()
 	_, err = trainer.Run(cfg, trainer.RunOptions{
@@ -101,6 +104,20 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 		ResumeCommand: resumeCommand(positional[0], sets, *backend, *smoke),
 	})
 	return err
+}
+
+// precisionNote is the line `run` and `bench` print when cfg computes in bfloat16 on the pure-Go
+// backend, where it costs time instead of saving it; empty otherwise.
+func precisionNote(cfg config.Config) string {
+	if cfg.Net.Precision != "bfloat16" {
+		return ""
+	}
+	if spec, err := pjrt.ParseConfig(cfg.Backend); err != nil || spec.Backend != "go" {
+		return ""
+	}
+	return "note: net.precision bfloat16 on the pure-Go backend runs slower than float32 (its products and " +
+		"convolutions convert to float32 and back; its element-wise ops loop in bfloat16): bfloat16 pays on " +
+		"XLA devices (--backend xla:cuda); on a CPU use float32"
 }
 
 // resumeCommand is the command line that continues a run started with these arguments.

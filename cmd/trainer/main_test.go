@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainer/trainer/config"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
@@ -125,5 +127,27 @@ func TestResumeCommandIsTheRunsOwn(t *testing.T) {
 	want := `trainer run 'recipes/my run.yaml' --smoke --backend xla:cpu --set epochs=1 --set 'name=it'\''s' --resume`
 	if got != want {
 		t.Errorf("resumeCommand = %s\nwant %s", got, want)
+	}
+}
+
+// TestPrecisionNote: bfloat16 on the pure-Go backend (one device or several) gets the line that says it
+// is slower there; float32, and bfloat16 on an XLA backend, get none.
+func TestPrecisionNote(t *testing.T) {
+	for _, c := range []struct {
+		precision, backend string
+		note               bool
+	}{
+		{"bfloat16", "go", true},
+		{"bfloat16", "go:devices=2", true},
+		{"float32", "go", false},
+		{"bfloat16", "xla:cuda", false},
+		{"bfloat16", "xla:cpu", false},
+	} {
+		var cfg config.Config
+		cfg.Net.Precision, cfg.Backend = c.precision, c.backend
+		got := precisionNote(cfg)
+		if (got != "") != c.note || (c.note && !strings.Contains(got, "use float32")) {
+			t.Errorf("%s on %s: note %q, want a note: %v", c.precision, c.backend, got, c.note)
+		}
 	}
 }
