@@ -145,19 +145,26 @@ func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []i
 	}
 	buf := getPadded(prod(dims))
 	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf))
-	clear(out)
-	// Copy row by row of the last axis (the channels, usually), each to its place in the padded tensor.
+	// Copy row by row of the last axis (the channels, usually), each to its place in the padded tensor,
+	// and zero only the gaps between them: the places rise with the rows, so each value is written once.
+	// (Clearing the whole pooled buffer first cost as much as the copy: most of it is interior.)
 	last := len(dims) - 1
 	src, dst := rowMajorStrides(inDims), rowMajorStrides(dims)
 	n := inDims[last]
+	written := 0
 	forEachPosition(inDims[:last], func(pos []int) {
 		so, do := 0, lo[last]
 		for i, p := range pos {
 			so += p * src[i]
 			do += (p + lo[i]) * dst[i]
 		}
+		if do > written {
+			clear(out[written:do])
+		}
 		copy(out[do:do+n], input[so:so+n])
+		written = do + n
 	})
+	clear(out[written:])
 	spec.paddings = make([][2]int, len(spec.paddings))
 	return out, dims, spec, true
 }

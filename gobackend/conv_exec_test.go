@@ -1,0 +1,65 @@
+package gobackend
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/gomlx/gomlx/backends"
+)
+
+// TestPadInputOverwritesStaleBuffer: padInput writes every value of its pooled buffer, zeros in the
+// padding and the input inside, whichever axes are padded (here NCHW, so the last axis is a padded
+// spatial one) and whatever a previous use left in the buffer (NaNs here).
+func TestPadInputOverwritesStaleBuffer(t *testing.T) {
+	if defaultKernelOf[float32]().direct == nil {
+		t.Skip("no direct kernel on this architecture: padInput pads nothing")
+	}
+	inDims := []int{2, 3, 4, 5} // N, C, H, W
+	input := make([]float32, prod(inDims))
+	for i := range input {
+		input[i] = float32(i + 1)
+	}
+	spec := convGemmSpec{
+		axes: backends.ConvolveAxesConfig{InputBatch: 0, InputChannels: 1, InputSpatial: []int{2, 3},
+			KernelInputChannels: 1, KernelOutputChannels: 0, KernelSpatial: []int{2, 3},
+			OutputBatch: 0, OutputChannels: 1, OutputSpatial: []int{2, 3}},
+		strides: []int{1, 1}, kernelDilations: []int{1, 1}, inputDilations: []int{1, 1},
+		paddings: [][2]int{{1, 2}, {2, 1}},
+	}
+	wantDims := []int{2, 3, 4 + 3, 5 + 3}
+	stale := make([]float32, prod(wantDims)+7)
+	for i := range stale {
+		stale[i] = float32(math.NaN())
+	}
+	putPadded(stale)
+	out, dims, padded, ok := padInput(input, inDims, spec)
+	if !ok {
+		t.Fatal("padInput padded nothing")
+	}
+	defer putPadded(out)
+	if !slices.Equal(dims, wantDims) {
+		t.Fatalf("dims %v, want %v", dims, wantDims)
+	}
+	for _, p := range padded.paddings {
+		if p != [2]int{} {
+			t.Errorf("the spec after padding keeps paddings %v", padded.paddings)
+		}
+	}
+	for n := range wantDims[0] {
+		for c := range wantDims[1] {
+			for h := range wantDims[2] {
+				for w := range wantDims[3] {
+					got := out[((n*wantDims[1]+c)*wantDims[2]+h)*wantDims[3]+w]
+					var want float32
+					if ih, iw := h-1, w-2; ih >= 0 && ih < inDims[2] && iw >= 0 && iw < inDims[3] {
+						want = input[((n*inDims[1]+c)*inDims[2]+ih)*inDims[3]+iw]
+					}
+					if got != want {
+						t.Fatalf("padded[%d,%d,%d,%d] = %v, want %v", n, c, h, w, got, want)
+					}
+				}
+			}
+		}
+	}
+}
