@@ -36,7 +36,7 @@ const (
 // Error is one problem of a spec: where it was read from, the layer (its index path: "3", or "3.1"
 // for the second entry of layer 3's body), the field and what was expected.
 type Error struct {
-	Source string // the spec file, or "net.spec" of a recipe
+	Source string // the spec file, "net.spec", or empty where the caller names the key
 	Path   string // layer index path; empty for a problem of the whole list
 	Kind   string // the layer's kind, when known
 	Field  string // the argument, when the problem is one argument's
@@ -44,19 +44,21 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Source)
+	var parts []string
+	if e.Source != "" {
+		parts = append(parts, e.Source)
+	}
 	if e.Path != "" {
-		b.WriteString(": layer " + e.Path)
+		layer := "layer " + e.Path
 		if e.Kind != "" {
-			b.WriteString(" (" + e.Kind + ")")
+			layer += " (" + e.Kind + ")"
 		}
+		parts = append(parts, layer)
 	}
 	if e.Field != "" {
-		b.WriteString(": " + e.Field)
+		parts = append(parts, e.Field)
 	}
-	b.WriteString(": " + e.Msg)
-	return b.String()
+	return strings.Join(append(parts, e.Msg), ": ")
 }
 
 // fieldError is what a kind's check returns: the field and the message; Load adds the rest.
@@ -181,6 +183,7 @@ func (p *parser) load(list []any) (*Net, error) {
 // them from offset under the path prefix and the scope prefix.
 func (p *parser) sequence(list []any, in []int, path, scope string, offset, depth int) ([]*Layer, []int, error) {
 	var layers []*Layer
+	names := map[string]string{} // scope -> the path of the layer that has it
 	for i, raw := range list {
 		idx := strconv.Itoa(i + offset)
 		lp := idx
@@ -194,6 +197,11 @@ func (p *parser) sequence(list []any, in []int, path, scope string, offset, dept
 		if l.Kind.Name == "input" {
 			return nil, nil, p.fail(lp, "input", fmt.Errorf("the input entry may only be the first of the spec"))
 		}
+		if prev, dup := names[l.Scope]; dup {
+			// Two layers in one scope would share (or clash over) their variables.
+			return nil, nil, p.fail(lp, l.Kind.Name, errorf("name", "%s is layer %s's name too; expected names unique within a list", l.Scope, prev))
+		}
+		names[l.Scope] = lp
 		l.In = in
 		out, err := l.Kind.Infer(p, l, in)
 		if err != nil {
@@ -252,6 +260,9 @@ func (p *parser) entry(raw any, path, scope string, depth int) (*Layer, error) {
 	case string:
 		kindName = v
 	case map[string]any:
+		if len(v) == 0 {
+			return nil, p.fail(path, "", fmt.Errorf("an empty entry (`- relu:` is a key without a value); expected `- relu` or `- conv: {filters: 32, kernel: 3}`"))
+		}
 		if len(v) != 1 {
 			return nil, p.fail(path, "", fmt.Errorf("expected one layer kind as the key, e.g. `- relu` or `- conv: {filters: 32, kernel: 3}`, got %d keys (%s)",
 				len(v), strings.Join(slices.Sorted(maps.Keys(v)), ", ")))
