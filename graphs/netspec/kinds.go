@@ -34,6 +34,8 @@ type Arg struct {
 	Open     bool
 	Choices  []string
 	Doc      string
+	// DefaultDoc, when set, is what the docs say of the default instead of its value.
+	DefaultDoc string
 }
 
 // expect says what a value must be, for an error.
@@ -61,12 +63,19 @@ func (a Arg) expect() string {
 // Describe renders the argument for the docs: name, type, default.
 func (a Arg) Describe() string {
 	s := "`" + a.Name + "`"
-	if a.Required {
-		s += " (required)"
-	} else if a.Type != TypeLayers {
-		s += fmt.Sprintf(" (default `%v`)", a.Default)
+	var notes []string
+	switch {
+	case a.Required:
+		notes = append(notes, "required")
+	case a.DefaultDoc != "":
+		notes = append(notes, "default: "+a.DefaultDoc)
+	default:
+		notes = append(notes, fmt.Sprintf("default `%v`", a.Default))
 	}
-	return s + ": " + a.Doc
+	if a.Type == TypeChoice {
+		notes = append(notes, strings.Join(a.Choices, " \\| "))
+	}
+	return s + " (" + strings.Join(notes, "; ") + "): " + a.Doc
 }
 
 // Kind is one entry of the layer vocabulary: its arguments, how it maps an input shape to an output
@@ -180,7 +189,7 @@ func init() {
 	Register(Kind{
 		Name: "input", Doc: "the first entry, and only there: one example's image shape and the default class count (net.image_size and net.num_classes override them)",
 		Args: []Arg{
-			Arg{Name: "size", Type: TypeInt, Required: true, Min: 1, Max: MaxImageSize, Doc: "height and width"},
+			{Name: "size", Type: TypeInt, Required: true, Min: 1, Max: MaxImageSize, Doc: "height and width"},
 			widthArg("channels", "image channels (1 for MNIST, 3 for RGB)"),
 			widthArg("classes", "default number of classes (the logits' size)"),
 		},
@@ -226,4 +235,23 @@ func bound(field string, v int) error {
 		return errorf(field, "gives a width of %d, expected one in [1, %d]", v, MaxDim)
 	}
 	return nil
+}
+
+// KindTable renders the vocabulary as the Markdown table docs/nets.md shows (a test keeps them equal).
+func KindTable() string {
+	var b strings.Builder
+	b.WriteString("| layer | what it is | arguments |\n|---|---|---|\n")
+	for _, name := range KindNames() {
+		k := kinds[name]
+		args := make([]string, len(k.Args))
+		for i, a := range k.Args {
+			args[i] = a.Describe()
+		}
+		text := strings.Join(args, "; ")
+		if text == "" {
+			text = "–"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, k.Doc, text)
+	}
+	return b.String()
 }

@@ -120,7 +120,7 @@ func registerConvKinds() {
 	})
 	Register(Kind{
 		Name: "maxpool", Doc: "max over kernel×kernel windows (nn.MaxPool2d; padded cells never win)",
-		Args: []Arg{kernelArg("kernel", true, 0, "window size"), kernelArg("stride", false, 0, "stride; default the kernel"),
+		Args: []Arg{kernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"},
 			{Name: "padding", Type: TypeInt, Default: 0, Min: 0, Max: MaxKernel, Doc: "cells of padding on every side"}},
 		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
 			return poolShape(l, in, l.Int("padding"))
@@ -131,7 +131,7 @@ func registerConvKinds() {
 	})
 	Register(Kind{
 		Name: "avgpool", Doc: "mean over kernel×kernel windows, no padding (nn.AvgPool2d)",
-		Args: []Arg{kernelArg("kernel", true, 0, "window size"), kernelArg("stride", false, 0, "stride; default the kernel")},
+		Args: []Arg{kernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"}},
 		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
 			return poolShape(l, in, 0)
 		},

@@ -2,6 +2,7 @@ package netspec
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -276,6 +277,9 @@ func TestSpecErrors(t *testing.T) {
 		{"two kinds", in + "- {relu: {}, tanh: {}}", "1", "", []string{"expected one layer kind as the key", "got 2 keys (relu, tanh)"}},
 		{"bad name", in + "- relu: {name: a.b}", "1", "name", []string{`got "a.b", expected a name of letters`}},
 		{"empty", "", "", "", []string{"no layers"}},
+		{"empty entry", in + "- {}", "1", "", []string{"an empty entry"}},
+		{"duplicate name", in + "- conv: {filters: 2, kernel: 1}\n- conv: {name: conv1, filters: 2, kernel: 1}", "2", "name",
+			[]string{"conv1 is layer 1's name too"}},
 	} {
 		_, err := Load("nets/bad.yaml", parse(t, c.text), Sizes{})
 		var e *Error
@@ -342,4 +346,16 @@ func TestSpecSizes(t *testing.T) {
 		t.Errorf("at 32 px and 3 classes: graph %d parameters, inferred %d (%v)", sum.Parameters, params, err)
 	}
 	_ = dtypes.Float32
+}
+
+// TestDocsListEveryKind: docs/nets.md's NetSpec table is the registry's (KindTable), so every layer
+// kind and argument is documented as the code reads it.
+func TestDocsListEveryKind(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/nets.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := KindTable(); !strings.Contains(string(doc), want) {
+		t.Errorf("docs/nets.md lacks the layer table as the registry renders it; paste:\n%s", want)
+	}
 }
