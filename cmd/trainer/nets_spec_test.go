@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainer/trainer/checkpoint"
 )
 
 // TestNetsSpec: `trainer nets --spec FILE` prints the shipped spec's layers with their shapes and
@@ -78,5 +81,46 @@ func TestNetsSpec(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "nets", "--size", "32"); err == nil || !strings.Contains(err.Error(), "need --spec") {
 		t.Errorf("--size without --spec: %v", err)
+	}
+}
+
+// TestSpecNetExportImportRoundTrip: a spec net's checkpoint (a smoke run of configs/mnist_spec.yaml)
+// exports as a state_dict under the layers' names and imports back to the same weights.
+func TestSpecNetExportImportRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	recipe := "../../configs/mnist_spec.yaml"
+	if _, _, err := runCLI(t, "run", recipe, "--smoke", "--set", "run_dir="+dir, "--no-progress"); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "mnist_spec_smoke", "checkpoints", "ckpt-000000003.tckpt")
+	st := filepath.Join(dir, "spec.safetensors")
+	out, _, err := runCLI(t, "export", recipe, "--checkpoint", ckpt, "--out", st, "--num-classes", "2")
+	if err != nil || !strings.Contains(out, "17 variables of netspec") {
+		t.Fatalf("export: %v\n%s", err, out)
+	}
+	back := filepath.Join(dir, "back.tckpt")
+	if _, _, err := runCLI(t, "import", recipe, st, "--out", back, "--num-classes", "2"); err != nil {
+		t.Fatal(err)
+	}
+	a, errA := checkpoint.Load(ckpt)
+	b, errB := checkpoint.Load(back)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	for _, name := range []string{"conv1/weight", "batchnorm8/running_var", "dense11/bias"} {
+		var found bool
+		for key, ta := range a.Tensors {
+			if !strings.HasSuffix(key, name) {
+				continue
+			}
+			found = true
+			tb, ok := b.Tensors[key]
+			if !ok || fmt.Sprint(ta.Value()) != fmt.Sprint(tb.Value()) {
+				t.Errorf("%s: exported and imported weights differ (present %v)", key, ok)
+			}
+		}
+		if !found {
+			t.Errorf("the checkpoint has no tensor named like %s", name)
+		}
 	}
 }
