@@ -21,23 +21,23 @@ func registerBlockKinds() {
 				Doc: "`none` (identity: the body must keep the shape), `conv` (1×1 conv with bias, strided to the body's size) or `conv_bn` (1×1 conv without bias + batchnorm, ResNet's downsample)"},
 		},
 		Norms: []string{"projection_bn"},
-		Infer: func(p *parser, l *Layer, in []int) ([]int, error) {
-			out, err := p.body(l, "layers", in)
+		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
+			out, err := p.Body(l, "layers", in)
 			if err != nil {
 				return nil, err
 			}
 			proj := l.Str("projection")
 			if proj == "none" {
 				if !slices.Equal(in, out) {
-					return nil, errorf("projection", "none, but the body maps %s to %s; expected a body that keeps the shape, or projection conv or conv_bn", shapeString(in), shapeString(out))
+					return nil, ArgError("projection", "none, but the body maps %s to %s; expected a body that keeps the shape, or projection conv or conv_bn", shapeString(in), shapeString(out))
 				}
 				return out, nil
 			}
 			if len(in) != 3 || len(out) != 3 {
-				return nil, errorf("projection", "%s needs an image in and out of the body, got %s -> %s", proj, shapeString(in), shapeString(out))
+				return nil, ArgError("projection", "%s needs an image in and out of the body, got %s -> %s", proj, shapeString(in), shapeString(out))
 			}
 			if projectionStride(in, out) == 0 {
-				return nil, errorf("projection", "the body maps %s to %s, which no strided 1×1 projection matches; expected a body that keeps the size or divides it by a stride", shapeString(in), shapeString(out))
+				return nil, ArgError("projection", "the body maps %s to %s, which no strided 1×1 projection matches; expected a body that keeps the size or divides it by a stride", shapeString(in), shapeString(out))
 			}
 			l.Params += int64s(in[2], out[2])
 			if proj == "conv" {
@@ -48,15 +48,15 @@ func registerBlockKinds() {
 			l.MACs += int64s(out[0], out[1], out[2], in[2])
 			return out, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
-			y := b.sequence(ctx, x, l.Body("layers"))
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
+			y := b.Sequence(ctx, x, l.Body("layers"))
 			short := x
 			if proj := l.Str("projection"); proj != "none" {
 				s := projectionStride(x.Shape().Dimensions[1:], y.Shape().Dimensions[1:])
 				short = graphs.Conv(ctx.In("projection"), x, graphs.ConvConfig{Filters: y.Shape().Dimensions[3], Kernel: 1, Stride: s,
-					Padding: graphs.PadValid, Bias: proj == "conv"}, b.opts)
+					Padding: graphs.PadValid, Bias: proj == "conv"}, b.Opts)
 				if proj == "conv_bn" {
-					short = graphs.BatchNorm(ctx.In("projection_bn"), short, b.train, graphs.TorchBN, b.opts)
+					short = graphs.BatchNorm(ctx.In("projection_bn"), short, b.Train, graphs.TorchBN, b.Opts)
 				}
 			}
 			return Add(y, short)
@@ -73,7 +73,7 @@ func registerBlockKinds() {
 			{Name: "activation", Type: TypeChoice, Default: "silu", Choices: []string{"silu", "relu6", "relu"}, Doc: "the block's activation"},
 		},
 		Norms: []string{"expand_bn", "depthwise_bn", "project_bn"},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			if err := needImage(in); err != nil {
 				return nil, err
 			}
@@ -100,7 +100,7 @@ func registerBlockKinds() {
 			l.MACs += int64s(h, w, f, hidden)
 			return []int{h, w, f}, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
 			c := x.Shape().Dimensions[3]
 			hidden, f, k, s := c*l.Int("expand"), l.Int("filters"), l.Int("kernel"), l.Int("stride")
 			act := func(x *Node) *Node { return activation(l.Str("activation"), x) }
@@ -125,7 +125,7 @@ func registerBlockKinds() {
 			widthArg("squeeze", "the reduced width"),
 			{Name: "activation", Type: TypeChoice, Default: "relu", Choices: []string{"relu", "silu"}, Doc: "between the two convs"},
 		},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			if err := needImage(in); err != nil {
 				return nil, err
 			}
@@ -134,7 +134,7 @@ func registerBlockKinds() {
 			l.MACs = 2 * int64s(c, sq)
 			return in, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
 			return b.squeezeExcite(ctx, x, l.Int("squeeze"), func(x *Node) *Node { return activation(l.Str("activation"), x) })
 		},
 	})
@@ -145,13 +145,13 @@ func registerBlockKinds() {
 			widthArg("dim", "token width"),
 			{Name: "class_token", Type: TypeBool, Default: true, Doc: "prepend a learned class token"},
 		},
-		Infer: func(p *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
 			if err := needImage(in); err != nil {
 				return nil, err
 			}
 			pt, d := l.Int("patch"), l.Int("dim")
 			if in[0]%pt != 0 || in[1]%pt != 0 {
-				return nil, errorf("patch", "%d does not divide the %d×%d input; expected a divisor of the size", pt, in[0], in[1])
+				return nil, ArgError("patch", "%d does not divide the %d×%d input; expected a divisor of the size", pt, in[0], in[1])
 			}
 			grid := (in[0] / pt) * (in[1] / pt)
 			tokens := grid
@@ -161,39 +161,39 @@ func registerBlockKinds() {
 			}
 			l.Params += int64s(pt, pt, in[2], d) + int64(d) + int64s(tokens, d)
 			l.MACs = int64s(grid, d, pt, pt, in[2])
-			p.fixed = true
+			p.FixInputSize()
 			return []int{tokens, d}, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
 			pt, d := l.Int("patch"), l.Int("dim")
 			batch := x.Shape().Dimensions[0]
-			x = graphs.Conv(ctx.In("proj"), x, graphs.ConvConfig{Filters: d, Kernel: pt, Stride: pt, Padding: graphs.PadValid, Bias: true}, b.opts)
+			x = graphs.Conv(ctx.In("proj"), x, graphs.ConvConfig{Filters: d, Kernel: pt, Stride: pt, Padding: graphs.PadValid, Bias: true}, b.Opts)
 			grid := x.Shape().Dimensions[1] * x.Shape().Dimensions[2]
 			x = Reshape(x, batch, grid, d)
 			if l.Bool("class_token") {
-				cls := graphs.Param(ctx, x.Graph(), b.opts, "cls_token", graphs.InitNormal(1e-6), 0, 0, 1, 1, d)
+				cls := graphs.Param(ctx, x.Graph(), b.Opts, "cls_token", graphs.InitNormal(1e-6), 0, 0, 1, 1, d)
 				x = Concatenate([]*Node{BroadcastToDims(ConvertDType(cls, x.DType()), batch, 1, d), x}, 1)
 			}
 			tokens := x.Shape().Dimensions[1]
-			pos := graphs.Param(ctx, x.Graph(), b.opts, "pos_embed", graphs.InitTruncNormal(0.02), 0, 0, 1, tokens, d)
+			pos := graphs.Param(ctx, x.Graph(), b.Opts, "pos_embed", graphs.InitTruncNormal(0.02), 0, 0, 1, tokens, d)
 			return Add(x, ConvertDType(pos, x.DType()))
 		},
 	})
 	Register(Kind{
 		Name: "attention", Doc: "multi-head self-attention over tokens (timm's Attention: one qkv Linear, heads, proj Linear; trunc-normal 0.02 init)",
 		Args: []Arg{widthArg("heads", "attention heads; must divide the token width")},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			if err := needTokens(in); err != nil {
 				return nil, err
 			}
 			if in[1]%l.Int("heads") != 0 {
-				return nil, errorf("heads", "%d does not divide the token width %d", l.Int("heads"), in[1])
+				return nil, ArgError("heads", "%d does not divide the token width %d", l.Int("heads"), in[1])
 			}
 			l.Params, l.MACs = attentionCost(in[0], in[1])
 			return in, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
-			return graphs.MultiHeadAttention(ctx, x, l.Int("heads"), graphs.InitTruncNormal(0.02), b.opts)
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
+			return graphs.MultiHeadAttention(ctx, x, l.Int("heads"), graphs.InitTruncNormal(0.02), b.Opts)
 		},
 	})
 	Register(Kind{
@@ -204,41 +204,41 @@ func registerBlockKinds() {
 			epsArg(1e-6),
 		},
 		Norms: []string{"norm1", "norm2"},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			if err := needTokens(in); err != nil {
 				return nil, err
 			}
 			t, d, m := in[0], in[1], l.Int("mlp")
 			if d%l.Int("heads") != 0 {
-				return nil, errorf("heads", "%d does not divide the token width %d", l.Int("heads"), d)
+				return nil, ArgError("heads", "%d does not divide the token width %d", l.Int("heads"), d)
 			}
 			l.Params, l.MACs = attentionCost(t, d)
 			l.Params += 4*int64(d) + int64s(d, m) + int64(m) + int64s(m, d) + int64(d)
 			l.MACs += 2 * int64s(t, d, m)
 			return in, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
 			trunc, zeros := graphs.InitTruncNormal(0.02), graphs.InitConst(0)
 			eps, d := l.Float("eps"), x.Shape().Dimensions[2]
-			y := graphs.LayerNorm(ctx.In("norm1"), x, eps, b.opts)
-			x = Add(x, graphs.MultiHeadAttention(ctx.In("attn"), y, l.Int("heads"), trunc, b.opts))
-			y = graphs.LayerNorm(ctx.In("norm2"), x, eps, b.opts)
-			y = graphs.Linear(ctx.In("mlp").In("fc1"), y, graphs.LinearConfig{Units: l.Int("mlp"), Init: trunc, BiasInit: zeros}, b.opts)
-			y = graphs.GELU(y, b.opts.GELU)
-			y = graphs.Linear(ctx.In("mlp").In("fc2"), y, graphs.LinearConfig{Units: d, Init: trunc, BiasInit: zeros}, b.opts)
+			y := graphs.LayerNorm(ctx.In("norm1"), x, eps, b.Opts)
+			x = Add(x, graphs.MultiHeadAttention(ctx.In("attn"), y, l.Int("heads"), trunc, b.Opts))
+			y = graphs.LayerNorm(ctx.In("norm2"), x, eps, b.Opts)
+			y = graphs.Linear(ctx.In("mlp").In("fc1"), y, graphs.LinearConfig{Units: l.Int("mlp"), Init: trunc, BiasInit: zeros}, b.Opts)
+			y = graphs.GELU(y, b.Opts.GELU)
+			y = graphs.Linear(ctx.In("mlp").In("fc2"), y, graphs.LinearConfig{Units: d, Init: trunc, BiasInit: zeros}, b.Opts)
 			return Add(x, y)
 		},
 	})
 	Register(Kind{
 		Name: "token_pool", Doc: "tokens [T, D] -> [D]: the class token (the first) or the mean of the tokens",
 		Args: []Arg{{Name: "mode", Type: TypeChoice, Default: "class", Choices: []string{"class", "mean"}, Doc: "`class` or `mean`"}},
-		Infer: func(_ *parser, _ *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) {
 			if err := needTokens(in); err != nil {
 				return nil, err
 			}
 			return []int{in[1]}, nil
 		},
-		Build: func(_ *builder, _ *context.Context, l *Layer, x *Node) *Node {
+		Build: func(_ *Builder, _ *context.Context, l *Layer, x *Node) *Node {
 			if l.Str("mode") == "mean" {
 				return ReduceMean(x, 1)
 			}
@@ -277,17 +277,17 @@ func squeeze(c int, se float64) int {
 
 // convBN is a bias-free conv in ctx.In(name) and its BatchNorm in ctx.In(name+"_bn"), initialised as
 // torchvision's EfficientNet (kaiming normal, fan-out).
-func (b *builder) convBN(ctx *context.Context, name string, x *Node, filters, kernel, stride, groups int) *Node {
+func (b *Builder) convBN(ctx *context.Context, name string, x *Node, filters, kernel, stride, groups int) *Node {
 	x = graphs.Conv(ctx.In(name), x, graphs.ConvConfig{Filters: filters, Kernel: kernel, Stride: stride, Groups: groups,
-		Padding: graphs.PadSymmetric, Init: graphs.InitKaimingNormalFanOut}, b.opts)
-	return graphs.BatchNorm(ctx.In(name+"_bn"), x, b.train, graphs.TorchBN, b.opts)
+		Padding: graphs.PadSymmetric, Init: graphs.InitKaimingNormalFanOut}, b.Opts)
+	return graphs.BatchNorm(ctx.In(name+"_bn"), x, b.Train, graphs.TorchBN, b.Opts)
 }
 
 // squeezeExcite gates x's channels by a two-conv bottleneck of its spatial mean.
-func (b *builder) squeezeExcite(ctx *context.Context, x *Node, sq int, act func(*Node) *Node) *Node {
+func (b *Builder) squeezeExcite(ctx *context.Context, x *Node, sq int, act func(*Node) *Node) *Node {
 	c := x.Shape().Dimensions[3]
 	s := ReduceAndKeep(x, ReduceMean, 1, 2)
-	s = act(graphs.Conv(ctx.In("reduce"), s, graphs.ConvConfig{Filters: sq, Kernel: 1, Bias: true, Init: graphs.InitKaimingNormalFanOut}, b.opts))
-	s = graphs.Conv(ctx.In("expand"), s, graphs.ConvConfig{Filters: c, Kernel: 1, Bias: true, Init: graphs.InitKaimingNormalFanOut}, b.opts)
+	s = act(graphs.Conv(ctx.In("reduce"), s, graphs.ConvConfig{Filters: sq, Kernel: 1, Bias: true, Init: graphs.InitKaimingNormalFanOut}, b.Opts))
+	s = graphs.Conv(ctx.In("expand"), s, graphs.ConvConfig{Filters: c, Kernel: 1, Bias: true, Init: graphs.InitKaimingNormalFanOut}, b.Opts)
 	return Mul(x, Logistic(s))
 }

@@ -7,6 +7,8 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
 )
 
 // ArgType is what an argument's value must be.
@@ -83,10 +85,11 @@ func (a Arg) Describe() string {
 type Kind struct {
 	Name, Doc string
 	Args      []Arg
-	// Infer checks l at input shape in and returns the output shape; it sets l.Params and l.MACs.
-	Infer func(p *parser, l *Layer, in []int) ([]int, error)
+	// Infer checks l at input shape in and returns the output shape; it sets l.Params and l.MACs (as
+	// graphs.Stats counts them). A problem of one argument is an ArgError.
+	Infer func(p *Checker, l *Layer, in []int) ([]int, error)
 	// Build adds the layer to the graph; ctx is already in the layer's scope.
-	Build func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node
+	Build func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node
 	// Norms are the sub-scopes holding normalisation parameters ("" is the layer's own scope), which
 	// weight decay skips.
 	Norms []string
@@ -146,7 +149,7 @@ func needTokens(in []int) error {
 // error naming field when the window does not fit.
 func window(field string, n, k, s, lo, hi int, what string) (int, error) {
 	if n+lo+hi < k {
-		return 0, errorf(field, "%d is larger than the %d-cell input%s (%s); expected at most %d", k, n, padNote(lo, hi), what, n+lo+hi)
+		return 0, ArgError(field, "%d is larger than the %d-cell input%s (%s); expected at most %d", k, n, padNote(lo, hi), what, n+lo+hi)
 	}
 	return (n+lo+hi-k)/s + 1, nil
 }
@@ -179,7 +182,7 @@ func epsArg(def float64) Arg {
 	return Arg{Name: "eps", Type: TypeFloat, Default: def, Min: 0, Max: 1, Open: true, Doc: "added to the variance inside the root"}
 }
 
-// gelu in an activation's sense: the form is an argument.
+// activationDocs are the argument-free element-wise kinds.
 var activationDocs = map[string]string{
 	"relu": "max(x, 0)", "relu6": "min(max(x, 0), 6)", "silu": "x·sigmoid(x) (swish)", "sigmoid": "1/(1+e^−x)",
 	"tanh": "tanh(x)",
@@ -193,19 +196,19 @@ func init() {
 			widthArg("channels", "image channels (1 for MNIST, 3 for RGB)"),
 			widthArg("classes", "default number of classes (the logits' size)"),
 		},
-		Infer: func(_ *parser, _ *Layer, in []int) ([]int, error) { return in, nil },
-		Build: func(_ *builder, _ *context.Context, _ *Layer, x *Node) *Node { return x },
+		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) { return in, nil },
+		Build: func(_ *Builder, _ *context.Context, _ *Layer, x *Node) *Node { return x },
 	})
 	for name, doc := range activationDocs {
 		Register(Kind{Name: name, Doc: doc + ", element-wise (graphs' " + name + ")",
-			Infer: func(_ *parser, _ *Layer, in []int) ([]int, error) { return in, nil },
-			Build: func(_ *builder, _ *context.Context, _ *Layer, x *Node) *Node { return activation(name, x) },
+			Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) { return in, nil },
+			Build: func(_ *Builder, _ *context.Context, _ *Layer, x *Node) *Node { return activation(name, x) },
 		})
 	}
 	Register(Kind{Name: "gelu", Doc: "x·Φ(x), element-wise",
 		Args:  []Arg{{Name: "form", Type: TypeChoice, Default: "erf", Choices: []string{"erf", "tanh"}, Doc: "exact (erf) or tanh-approximated"}},
-		Infer: func(_ *parser, _ *Layer, in []int) ([]int, error) { return in, nil },
-		Build: func(_ *builder, _ *context.Context, l *Layer, x *Node) *Node { return gelu(x, l.Str("form")) },
+		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) { return in, nil },
+		Build: func(_ *Builder, _ *context.Context, l *Layer, x *Node) *Node { return gelu(x, l.Str("form")) },
 	})
 	registerConvKinds()
 	registerDenseKinds()
@@ -216,11 +219,11 @@ func init() {
 func activation(name string, x *Node) *Node {
 	switch name {
 	case "relu":
-		return graphsReLU(x)
+		return graphs.ReLU(x)
 	case "relu6":
-		return graphsReLU6(x)
+		return graphs.ReLU6(x)
 	case "silu":
-		return graphsSwish(x)
+		return graphs.Swish(x)
 	case "sigmoid":
 		return Logistic(x)
 	case "tanh":
@@ -232,7 +235,7 @@ func activation(name string, x *Node) *Node {
 // bound checks a derived width (e.g. filters·expand) against MaxDim.
 func bound(field string, v int) error {
 	if v > MaxDim || v < 1 {
-		return errorf(field, "gives a width of %d, expected one in [1, %d]", v, MaxDim)
+		return ArgError(field, "gives a width of %d, expected one in [1, %d]", v, MaxDim)
 	}
 	return nil
 }

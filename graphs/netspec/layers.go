@@ -12,12 +12,6 @@ import (
 // The primitives: each builds with the graphs layer of the same name, initialised as the registered
 // nets initialise it, and counts parameters and MACs as graphs.Stats does.
 
-var (
-	graphsReLU  = graphs.ReLU
-	graphsReLU6 = graphs.ReLU6
-	graphsSwish = graphs.Swish
-)
-
 func gelu(x *Node, form string) *Node {
 	if form == "tanh" {
 		return graphs.GELU(x, graphs.GELUTanh)
@@ -63,16 +57,16 @@ func registerConvKinds() {
 			{Name: "groups", Type: TypeInt, Default: 1, Min: 1, Max: MaxDim, Doc: "channel groups; equal to the input channels and filters for a depthwise conv"},
 			{Name: "bias", Type: TypeBool, Default: true, Doc: "add a bias vector (false before a batchnorm)"},
 		},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			if err := needImage(in); err != nil {
 				return nil, err
 			}
 			f, k, g := l.Int("filters"), l.Int("kernel"), l.Int("groups")
 			if in[2]%g != 0 {
-				return nil, errorf("groups", "%d does not divide the %d input channels", g, in[2])
+				return nil, ArgError("groups", "%d does not divide the %d input channels", g, in[2])
 			}
 			if f%g != 0 {
-				return nil, errorf("groups", "%d does not divide the %d filters", g, f)
+				return nil, ArgError("groups", "%d does not divide the %d filters", g, f)
 			}
 			h, w, err := convShape(in, k, l.Int("stride"), l.Int("dilation"), l.Str("padding"), "kernel")
 			if err != nil {
@@ -86,11 +80,11 @@ func registerConvKinds() {
 			l.MACs = int64s(h, w, f, fanIn)
 			return []int{h, w, f}, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
 			return graphs.Conv(ctx, x, graphs.ConvConfig{
 				Filters: l.Int("filters"), Kernel: l.Int("kernel"), Stride: l.Int("stride"), Dilation: l.Int("dilation"),
 				Groups: l.Int("groups"), Padding: parsePadding(l.Str("padding")), Bias: l.Bool("bias"),
-			}, b.opts)
+			}, b.Opts)
 		},
 	})
 	Register(Kind{
@@ -98,72 +92,72 @@ func registerConvKinds() {
 		Args: []Arg{epsArg(1e-5),
 			{Name: "decay", Type: TypeFloat, Default: 0.9, Min: 0, Max: 1, Open: true, Doc: "running statistics' decay d (PyTorch's momentum 0.1 is 0.9)"}},
 		Norms: []string{""},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			l.Params = 2 * int64(in[len(in)-1])
 			return in, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
-			return graphs.BatchNorm(ctx, x, b.train, graphs.BNConfig{Epsilon: l.Float("eps"), Decay: l.Float("decay")}, b.opts)
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
+			return graphs.BatchNorm(ctx, x, b.Train, graphs.BNConfig{Epsilon: l.Float("eps"), Decay: l.Float("decay")}, b.Opts)
 		},
 	})
 	Register(Kind{
 		Name: "layernorm", Doc: "LayerNorm over the last axis (channels of an image, dim of tokens; γ 1, β 0)",
 		Args:  []Arg{epsArg(1e-5)},
 		Norms: []string{""},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			l.Params = 2 * int64(in[len(in)-1])
 			return in, nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
-			return graphs.LayerNorm(ctx, x, l.Float("eps"), b.opts)
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
+			return graphs.LayerNorm(ctx, x, l.Float("eps"), b.Opts)
 		},
 	})
 	Register(Kind{
 		Name: "maxpool", Doc: "max over kernel×kernel windows (nn.MaxPool2d; padded cells never win)",
 		Args: []Arg{kernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"},
 			{Name: "padding", Type: TypeInt, Default: 0, Min: 0, Max: MaxKernel, Doc: "cells of padding on every side"}},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			return poolShape(l, in, l.Int("padding"))
 		},
-		Build: func(_ *builder, _ *context.Context, l *Layer, x *Node) *Node {
+		Build: func(_ *Builder, _ *context.Context, l *Layer, x *Node) *Node {
 			return graphs.MaxPool2D(x, l.Int("kernel"), poolStride(l), l.Int("padding"))
 		},
 	})
 	Register(Kind{
 		Name: "avgpool", Doc: "mean over kernel×kernel windows, no padding (nn.AvgPool2d)",
 		Args: []Arg{kernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"}},
-		Infer: func(_ *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			return poolShape(l, in, 0)
 		},
-		Build: func(_ *builder, _ *context.Context, l *Layer, x *Node) *Node {
+		Build: func(_ *Builder, _ *context.Context, l *Layer, x *Node) *Node {
 			return graphs.AvgPool2D(x, l.Int("kernel"), poolStride(l))
 		},
 	})
 	Register(Kind{
 		Name: "globalavgpool", Doc: "mean over height and width: [H, W, C] -> [C]",
-		Infer: func(_ *parser, _ *Layer, in []int) ([]int, error) {
+		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) {
 			if err := needImage(in); err != nil {
 				return nil, err
 			}
 			return []int{in[2]}, nil
 		},
-		Build: func(_ *builder, _ *context.Context, _ *Layer, x *Node) *Node { return graphs.GlobalAvgPool(x) },
+		Build: func(_ *Builder, _ *context.Context, _ *Layer, x *Node) *Node { return graphs.GlobalAvgPool(x) },
 	})
 	Register(Kind{
 		Name: "flatten", Doc: "[H, W, C] (or [T, D]) -> [H·W·C]; fixes the input size (what follows is sized by it)",
 		Args: []Arg{{Name: "order", Type: TypeChoice, Default: "hwc", Choices: []string{"hwc", "chw"},
 			Doc: "`hwc` (NHWC memory order) or `chw` (channel-major, as PyTorch flattens NCHW)"}},
-		Infer: func(p *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
 			if len(in) < 2 {
 				return nil, fmt.Errorf("expected an image or tokens, got %s: already flat", shapeString(in))
 			}
 			if l.Str("order") == "chw" && len(in) != 3 {
-				return nil, errorf("order", "chw needs an image input, got %s", shapeString(in))
+				return nil, ArgError("order", "chw needs an image input, got %s", shapeString(in))
 			}
-			p.fixed = true
+			p.FixInputSize()
 			return []int{int(elements(in))}, nil
 		},
-		Build: func(_ *builder, _ *context.Context, l *Layer, x *Node) *Node {
+		Build: func(_ *Builder, _ *context.Context, l *Layer, x *Node) *Node {
 			if l.Str("order") == "chw" {
 				x = TransposeAllAxes(x, 0, 3, 1, 2)
 			}
@@ -185,7 +179,7 @@ func poolShape(l *Layer, in []int, pad int) ([]int, error) {
 	}
 	k, s := l.Int("kernel"), poolStride(l)
 	if pad > k/2 {
-		return nil, errorf("padding", "%d is more than half the %d-wide window; expected at most %d", pad, k, k/2)
+		return nil, ArgError("padding", "%d is more than half the %d-wide window; expected at most %d", pad, k, k/2)
 	}
 	h, err := window("kernel", in[0], k, s, pad, pad, "pool")
 	if err != nil {
@@ -205,11 +199,11 @@ func registerDenseKinds() {
 			{Name: "units", Type: TypeUnits, Required: true, Min: 1, Max: MaxDim, Doc: "output width, or `classes` for the logits"},
 			{Name: "bias", Type: TypeBool, Default: true, Doc: "add a bias vector"},
 		},
-		Infer: func(p *parser, l *Layer, in []int) ([]int, error) {
+		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
 			if len(in) == 3 {
 				return nil, fmt.Errorf("expected a vector or tokens, got the image %s: add globalavgpool or flatten before it", shapeString(in))
 			}
-			units, width := p.units(l.Int("units")), in[len(in)-1]
+			units, width := p.Units(l.Int("units")), in[len(in)-1]
 			l.Params = int64s(width, units)
 			if l.Bool("bias") {
 				l.Params += int64(units)
@@ -217,16 +211,16 @@ func registerDenseKinds() {
 			l.MACs = int64s(append(in[:len(in)-1:len(in)-1], width, units)...)
 			return append(in[:len(in)-1:len(in)-1], units), nil
 		},
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
-			return graphs.Linear(ctx, x, graphs.LinearConfig{Units: b.units(l.Int("units")), NoBias: !l.Bool("bias")}, b.opts)
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
+			return graphs.Linear(ctx, x, graphs.LinearConfig{Units: b.Units(l.Int("units")), NoBias: !l.Bool("bias")}, b.Opts)
 		},
 	})
 	Register(Kind{
 		Name: "dropout", Doc: "zeroes each element with probability rate in training (nn.Dropout)",
 		Args:  []Arg{{Name: "rate", Type: TypeFloat, Required: true, Min: 0, Max: 1, Open: true, Doc: "drop probability"}},
-		Infer: func(_ *parser, _ *Layer, in []int) ([]int, error) { return in, nil },
-		Build: func(b *builder, ctx *context.Context, l *Layer, x *Node) *Node {
-			return graphs.Dropout(ctx, x, l.Float("rate"), b.train)
+		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) { return in, nil },
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
+			return graphs.Dropout(ctx, x, l.Float("rate"), b.Train)
 		},
 	})
 }

@@ -61,12 +61,14 @@ func (e *Error) Error() string {
 	return strings.Join(append(parts, e.Msg), ": ")
 }
 
-// fieldError is what a kind's check returns: the field and the message; Load adds the rest.
+// fieldError is a problem of one argument: the field and the message; Load adds the rest.
 type fieldError struct{ field, msg string }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.msg }
 
-func errorf(field, format string, args ...any) error {
+// ArgError is what a kind's Infer returns for a problem of one argument; Load adds the source, the
+// layer and its kind.
+func ArgError(field, format string, args ...any) error {
 	return &fieldError{field, fmt.Sprintf(format, args...)}
 }
 
@@ -114,15 +116,13 @@ type Net struct {
 // Load parses and checks the list of layers read from source (a spec file, or "FILE: net.spec"), and
 // infers every shape at sizes. The error, if any, is one *Error.
 func Load(source string, list []any, sizes Sizes) (*Net, error) {
-	p := &parser{source: source, sizes: sizes, norms: map[string]bool{}}
-	n, err := p.load(list)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	p := &Checker{source: source, sizes: sizes, norms: map[string]bool{}}
+	return p.load(list)
 }
 
-type parser struct {
+// Checker infers a spec's shapes as it parses it; kinds' Infer functions get it to check nested
+// bodies (Body), resolve `classes` (Units) and mark a net that takes one input size (FixInputSize).
+type Checker struct {
 	source  string
 	sizes   Sizes
 	count   int
@@ -132,7 +132,7 @@ type parser struct {
 	norms   map[string]bool
 }
 
-func (p *parser) fail(path, kind string, err error) error {
+func (p *Checker) fail(path, kind string, err error) error {
 	e := &Error{Source: p.source, Path: path, Kind: kind, Msg: err.Error()}
 	if fe, ok := err.(*fieldError); ok {
 		e.Field, e.Msg = fe.field, fe.msg
@@ -140,7 +140,7 @@ func (p *parser) fail(path, kind string, err error) error {
 	return e
 }
 
-func (p *parser) load(list []any) (*Net, error) {
+func (p *Checker) load(list []any) (*Net, error) {
 	if len(list) == 0 {
 		return nil, &Error{Source: p.source, Msg: "no layers: expected a list whose first entry is `input: {size, channels, classes}`"}
 	}
@@ -181,7 +181,7 @@ func (p *parser) load(list []any) (*Net, error) {
 
 // sequence parses entries (a body or the top level after the input) from the input shape in, numbering
 // them from offset under the path prefix and the scope prefix.
-func (p *parser) sequence(list []any, in []int, path, scope string, offset, depth int) ([]*Layer, []int, error) {
+func (p *Checker) sequence(list []any, in []int, path, scope string, offset, depth int) ([]*Layer, []int, error) {
 	var layers []*Layer
 	names := map[string]string{} // scope -> the path of the layer that has it
 	for i, raw := range list {
@@ -199,18 +199,14 @@ func (p *parser) sequence(list []any, in []int, path, scope string, offset, dept
 		}
 		if prev, dup := names[l.Scope]; dup {
 			// Two layers in one scope would share (or clash over) their variables.
-			return nil, nil, p.fail(lp, l.Kind.Name, errorf("name", "%s is layer %s's name too; expected names unique within a list", l.Scope, prev))
+			return nil, nil, p.fail(lp, l.Kind.Name, ArgError("name", "%s is layer %s's name too; expected names unique within a list", l.Scope, prev))
 		}
 		names[l.Scope] = lp
 		l.In = in
 		out, err := l.Kind.Infer(p, l, in)
-		if err != nil {
-			var fe *fieldError
-			if e, ok := err.(*Error); ok {
-				return nil, nil, e // a nested layer's own error
-			} else if ok := asField(err, &fe); ok {
-				return nil, nil, p.fail(lp, l.Kind.Name, fe)
-			}
+		if e, nested := err.(*Error); nested {
+			return nil, nil, e // a nested layer's own error, already located
+		} else if err != nil {
 			return nil, nil, p.fail(lp, l.Kind.Name, err)
 		}
 		if n := elements(out); n > MaxActivation {
@@ -240,16 +236,10 @@ func (l *Layer) paramsOwn() int64 {
 	return own
 }
 
-func asField(err error, fe **fieldError) bool {
-	e, ok := err.(*fieldError)
-	*fe = e
-	return ok
-}
-
 var scopeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // entry parses one list entry: `kind` alone, or `kind: {args}`.
-func (p *parser) entry(raw any, path, scope string, depth int) (*Layer, error) {
+func (p *Checker) entry(raw any, path, scope string, depth int) (*Layer, error) {
 	p.count++
 	if p.count > MaxLayers {
 		return nil, p.fail(path, "", fmt.Errorf("more than %d layers (nested ones included), the most a spec may have", MaxLayers))
@@ -290,7 +280,7 @@ func (p *parser) entry(raw any, path, scope string, depth int) (*Layer, error) {
 	if n, ok := args["name"]; ok {
 		s, isString := n.(string)
 		if !isString || !scopeName.MatchString(s) {
-			return nil, p.fail(path, kind.Name, errorf("name", "got %s, expected a name of letters, digits and _ (at most 64, not starting with a digit)", echo.Value(n)))
+			return nil, p.fail(path, kind.Name, ArgError("name", "got %s, expected a name of letters, digits and _ (at most 64, not starting with a digit)", echo.Value(n)))
 		}
 		name = s
 	}
@@ -300,7 +290,7 @@ func (p *parser) entry(raw any, path, scope string, depth int) (*Layer, error) {
 	}
 	for k := range args {
 		if k != "name" && !slices.ContainsFunc(kind.Args, func(a Arg) bool { return a.Name == k }) {
-			return nil, p.fail(path, kind.Name, errorf(k, "unknown argument; %s takes: %s", kind.Name, kind.argList()))
+			return nil, p.fail(path, kind.Name, ArgError(k, "unknown argument; %s takes: %s", kind.Name, kind.argList()))
 		}
 	}
 	for _, a := range kind.Args {
@@ -321,15 +311,15 @@ func (p *parser) entry(raw any, path, scope string, depth int) (*Layer, error) {
 }
 
 // arg validates one argument (or fills its default).
-func (p *parser) arg(a Arg, args map[string]any, l *Layer) (any, error) {
+func (p *Checker) arg(a Arg, args map[string]any, l *Layer) (any, error) {
 	v, ok := args[a.Name]
 	if !ok {
 		if a.Required {
-			return nil, errorf(a.Name, "missing; expected %s", a.expect())
+			return nil, ArgError(a.Name, "missing; expected %s", a.expect())
 		}
 		return a.Default, nil
 	}
-	bad := func() error { return errorf(a.Name, "got %s, expected %s", echo.Value(v), a.expect()) }
+	bad := func() error { return ArgError(a.Name, "got %s, expected %s", echo.Value(v), a.expect()) }
 	switch a.Type {
 	case TypeInt, TypeUnits:
 		if s, isString := v.(string); isString && a.Type == TypeUnits && s == "classes" {
@@ -372,7 +362,7 @@ func (p *parser) arg(a Arg, args map[string]any, l *Layer) (any, error) {
 			return nil, bad()
 		}
 		if l.Depth >= MaxDepth {
-			return nil, errorf(a.Name, "nested %d deep, expected at most %d levels of nesting", l.Depth+1, MaxDepth)
+			return nil, ArgError(a.Name, "nested %d deep, expected at most %d levels of nesting", l.Depth+1, MaxDepth)
 		}
 		// Parsed here, inferred by the kind's Infer (which knows the body's input shape).
 		return list, nil
@@ -380,9 +370,9 @@ func (p *parser) arg(a Arg, args map[string]any, l *Layer) (any, error) {
 	return nil, bad()
 }
 
-// body infers a nested list argument of l from the input shape in, replacing the raw list by its
+// Body infers a nested list argument of l from the input shape in, replacing the raw list by its
 // layers, and returns its output shape.
-func (p *parser) body(l *Layer, name string, in []int) ([]int, error) {
+func (p *Checker) Body(l *Layer, name string, in []int) ([]int, error) {
 	raw := l.Args[name].([]any)
 	layers, out, err := p.sequence(raw, in, l.Path, l.Scope, 0, l.Depth+1)
 	if err != nil {
@@ -396,8 +386,11 @@ func (p *parser) body(l *Layer, name string, in []int) ([]int, error) {
 	return out, nil
 }
 
-// classes resolves a units value: Classes stands for the net's class count.
-func (p *parser) units(v int) int {
+// FixInputSize records that a layer sizes weights from the resolution (flatten, patch_embed).
+func (p *Checker) FixInputSize() { p.fixed = true }
+
+// Units resolves a TypeUnits value: Classes stands for the net's class count.
+func (p *Checker) Units(v int) int {
 	if v == Classes {
 		return p.classes
 	}
@@ -447,35 +440,37 @@ func (n *Net) NoWeightDecay(scope, name string) bool {
 
 // Build is the net's graphs.BuildFn.
 func (n *Net) Build(ctx *context.Context, images *Node, train bool, opts graphs.Options) *Node {
-	b := &builder{train: train, opts: opts, classes: n.Classes}
+	b := &Builder{Train: train, Opts: opts, classes: n.Classes}
 	if opts.NumClasses > 0 {
 		b.classes = opts.NumClasses
 	}
 	in := images.Shape().Dimensions[1:]
 	b.checkShapes = slices.Equal(in, n.Layers[0].Out) && b.classes == n.loadedClasses
 	x := graphs.ToCompute(images, opts)
-	x = b.sequence(ctx, x, n.Layers[1:])
+	x = b.Sequence(ctx, x, n.Layers[1:])
 	return graphs.FromCompute(x, opts)
 }
 
-// builder carries what every layer's Build needs.
-type builder struct {
+// Builder carries what every layer's Build needs.
+type Builder struct {
+	// Train and Opts are the build's (graphs.BuildFn's) arguments.
+	Train bool
+	Opts  graphs.Options
 	// checkShapes is set when the build is at the sizes the spec was loaded (and inferred) at.
 	checkShapes bool
-	train       bool
-	opts        graphs.Options
 	classes     int
 }
 
-func (b *builder) units(v int) int {
+// Units resolves a TypeUnits value at the build's class count.
+func (b *Builder) Units(v int) int {
 	if v == Classes {
 		return b.classes
 	}
 	return v
 }
 
-// sequence builds layers in order; each layer's variables live in ctx.In(its own scope name).
-func (b *builder) sequence(ctx *context.Context, x *Node, layers []*Layer) *Node {
+// Sequence builds layers in order; each layer's variables live in ctx.In(its own scope name).
+func (b *Builder) Sequence(ctx *context.Context, x *Node, layers []*Layer) *Node {
 	for _, l := range layers {
 		name := l.Scope[strings.LastIndexByte(l.Scope, '/')+1:]
 		x = l.Kind.Build(b, ctx.In(name), l, x)
