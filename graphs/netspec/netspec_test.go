@@ -359,3 +359,64 @@ func TestDocsListEveryKind(t *testing.T) {
 		t.Errorf("docs/nets.md lacks the layer table as the registry renders it; paste:\n%s", want)
 	}
 }
+
+// TestSpecGradientsReachEveryParameter: in a training-mode step of the specs that use every kind, the
+// loss's gradient is finite and non-zero for every trainable variable, so each kind's parameters train.
+func TestSpecGradientsReachEveryParameter(t *testing.T) {
+	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens} {
+		net := load(t, text, Sizes{})
+		var names []string
+		exec, err := context.NewExec(testBackend(), context.New(), func(ctx *context.Context, x *Node) []*Node {
+			g := x.Graph()
+			logits := net.Build(ctx.In(graphs.ModelScope), x, true, graphs.Options{Seed: 3})
+			loss := ReduceAllSum(Mul(logits, Iota(g, logits.Shape(), 1))) // weights the classes differently
+			var wrt []*Node
+			names = names[:0]
+			ctx.EnumerateVariables(func(v *context.Variable) {
+				if v.Trainable && v.InUseByGraph(g) {
+					names = append(names, v.Scope()+"/"+v.Name())
+					wrt = append(wrt, v.ValueGraph(g))
+				}
+			})
+			grads := Gradient(loss, wrt...)
+			norms := make([]*Node, len(grads))
+			for i, gr := range grads {
+				norms[i] = ReduceAllSum(Square(gr))
+			}
+			return norms
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Exec(testImages(4, net.Input[0], net.Input[2]))
+		exec.Finalize()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: %d trainable variables, first %s squared gradient norm %v", name, len(out), names[0], out[0])
+		if len(out) < 10 {
+			t.Fatalf("%s: %d trainable variables, want every kind's", name, len(out))
+		}
+		for i, o := range out {
+			if v := tensors.ToScalar[float32](o); !(v > 0) || v > 1e30 {
+				t.Errorf("%s: gradient of %s has squared norm %v", name, names[i], v)
+			}
+		}
+	}
+}
+
+// TestSpecInBFloat16: under bfloat16 compute the specs build and give float32 logits of the right shape.
+func TestSpecInBFloat16(t *testing.T) {
+	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens} {
+		net := load(t, text, Sizes{})
+		got := logits(t, net.Build, graphs.Options{Precision: "bfloat16", Seed: 1}, testImages(2, net.Input[0], net.Input[2]))
+		if len(got) != 2*net.Classes {
+			t.Errorf("%s: %d logits, want %d", name, len(got), 2*net.Classes)
+		}
+		for _, v := range got {
+			if v != v || v > 1e30 || v < -1e30 {
+				t.Errorf("%s: logit %v", name, v)
+			}
+		}
+	}
+}
