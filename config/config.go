@@ -49,7 +49,11 @@ const (
 // NetConfig picks a registered net, its size and the options every net takes (Options resolves them
 // for graphs). Zero or −1 values keep the net's own choice.
 type NetConfig struct {
-	Name       string  `yaml:"name"`
+	Name string `yaml:"name"`
+	// Spec is a NetSpec, a list of layers (graphs/netspec), inline or read from SpecFile when the
+	// recipe loads; omitted when empty, so the recipes without one keep their config hashes.
+	Spec       []any   `yaml:"spec,omitempty"`
+	SpecFile   string  `yaml:"spec_file,omitempty"`
 	Width      float64 `yaml:"width"`
 	NumClasses int     `yaml:"num_classes"`
 	ImageSize  int     `yaml:"image_size"`

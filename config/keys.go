@@ -21,7 +21,7 @@ func Keys() []Key {
 	var walk func(t reflect.Type, v reflect.Value, prefix string)
 	walk = func(t reflect.Type, v reflect.Value, prefix string) {
 		for i := range t.NumField() {
-			name := prefix + t.Field(i).Tag.Get("yaml")
+			name := prefix + yamlName(t.Field(i))
 			if t.Field(i).Type.Kind() == reflect.Struct {
 				walk(t.Field(i).Type, v.Field(i), name+".")
 				continue
@@ -102,7 +102,9 @@ var keyMeanings = map[string]string{
 	"data_parallel.mode":    "how the step for `replicas` > 1 is made: `spmd`, the per-device program with explicit all-reduces (of the gradients, the loss and metric counts, and BatchNorm's moments under `sync_bn`; every backend), or `auto`, the global-batch program partitioned by XLA's automatic partitioner (XLA backends only; BatchNorm always over the global batch); `trainer emit --replicas R` shows either",
 	"data_parallel.sync_bn": "with `replicas` > 1 in `spmd` mode, BatchNorm's batch mean and variance are all-reduced, so training normalises over the global batch as on one device; `false`: each replica normalises over its own shard, and the running statistics are averaged over the replicas after each step (every replica keeps the same); `auto` mode needs `true`",
 
-	"net.name":              "a registered net (`trainer nets` lists them)",
+	"net.name":              "a registered net (`trainer nets` lists them); the default applies only when neither `spec` nor `spec_file` is set, and setting it with either is an error",
+	"net.spec":              "a NetSpec instead of a registered net: the net as an inline list of layers, `input: {size, channels, classes}` first ([nets.md](nets.md#netspec)); shapes, parameters and MACs are checked when the recipe loads (`trainer nets --spec FILE` prints them). `width` must stay 1 (a spec's widths are as written), `dropout`, `drop_path` and `padding` unset (its layers carry them); `image_size`, `num_classes` (through the width `classes`), `precision`, `gelu`, `bn_eps` and `bn_decay` apply",
+	"net.spec_file":         "a YAML file holding a NetSpec's list of layers, instead of `spec` (relative to the recipe that names it; `${TRAINER_DATA}` and `~/` expand as in `data.dir`); read when the recipe loads, at most 1 MiB, and recorded inline as `spec` in the run's `config.yaml`, so a resume trains the net the run started with",
 	"net.width":             "multiplier of every hidden width, in (0, 16]",
 	"net.num_classes":       "logits size; 0 takes the net's default",
 	"net.image_size":        "square input resolution; 0 takes the net's default (`trainer nets`); convolutional nets take any size, ViT sizes its position embedding from it",

@@ -46,6 +46,9 @@ func Load(path string, overrides []string) (Config, error) {
 	if err := cfg.Data.expandPaths(source); err != nil {
 		return Config{}, err
 	}
+	if err := cfg.Net.resolveSpec(l, path, source); err != nil {
+		return Config{}, err
+	}
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
@@ -60,7 +63,7 @@ func decode(dst reflect.Value, settings map[string]any, prefix string, source fu
 	fields := map[string]reflect.Value{}
 	var names []string
 	for i := range dst.NumField() {
-		tag := dst.Type().Field(i).Tag.Get("yaml")
+		tag := yamlName(dst.Type().Field(i))
 		fields[tag] = dst.Field(i)
 		names = append(names, tag)
 	}
@@ -82,6 +85,12 @@ func decode(dst reflect.Value, settings map[string]any, prefix string, source fu
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// yamlName is a field's key: its yaml tag without options (omitempty).
+func yamlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return name
 }
 
 func joinPrefixed(prefix string, names []string) string {
@@ -159,6 +168,14 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 	case reflect.Slice:
 		if field.Type().Elem().Kind() == reflect.String {
 			return setStrings(field, value, key, source)
+		}
+		if field.Type().Elem().Kind() == reflect.Interface { // net.spec: checked by graphs/netspec
+			list, ok := value.([]any)
+			if !ok {
+				return bad("a list of layers")
+			}
+			field.Set(reflect.ValueOf(list))
+			return nil
 		}
 		if field.Type().Elem().Kind() != reflect.Float64 {
 			return fmt.Errorf("%s: field type %s not supported by the config decoder", source(key), field.Type())

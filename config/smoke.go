@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/trainer/trainer/graphs"
 )
 
 // Smoke mode runs any recipe for a few steps on a tiny generated ImageFolder, on the pure-Go backend,
@@ -48,15 +46,19 @@ var SmokeKeys = []string{
 // ImageFolder at dataDir (see trainer.WriteSmokeData). Apply them before the user's own --set keys, so those
 // still win (LoadSmoke does).
 func SmokeOverrides(cfg Config, dataDir string) ([]string, error) {
-	spec, err := graphs.Get(cfg.Net.Name)
+	spec, err := cfg.Net.Net()
 	if err != nil {
 		return nil, err
+	}
+	width := "net.width=" + strconv.FormatFloat(SmokeWidth, 'g', -1, 64)
+	if cfg.Net.HasSpec() {
+		width = "net.width=1" // a spec's widths are as written
 	}
 	set := []string{
 		"name=" + cfg.Name + "_smoke", // never writes into the real run's directory
 		"backend=go",
 		"steps=" + strconv.Itoa(SmokeSteps),
-		"net.width=" + strconv.FormatFloat(SmokeWidth, 'g', -1, 64),
+		width,
 		"net.num_classes=" + strconv.Itoa(SmokeClasses), // the head fits the generated data (a run refuses a mismatch)
 		"data.source=imagefolder",
 		"data.dir=" + strconv.Quote(dataDir),

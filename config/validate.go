@@ -10,6 +10,7 @@ import (
 
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/netspec"
 	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/weights"
@@ -96,7 +97,9 @@ func (c Config) ValidateWithDevices(devices int) error {
 
 // validate checks the net section.
 func (n NetConfig) validate(cs *checks) {
-	if _, err := graphs.Get(n.Name); err != nil {
+	if n.HasSpec() {
+		n.validateSpec(cs)
+	} else if _, err := graphs.Get(n.Name); err != nil {
 		cs.check(false, "net.name", "unknown net %s; registered nets: %s", echo.Quote(n.Name), strings.Join(graphs.Names(), ", "))
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
@@ -112,6 +115,19 @@ func (n NetConfig) validate(cs *checks) {
 	cs.check(n.BNEpsilon >= 0 && n.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", n.BNEpsilon)
 	cs.check(n.BNDecay >= 0 && n.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", n.BNDecay)
 	n.validatePretrained(cs)
+}
+
+// validateSpec checks a NetSpec and the net keys that do not apply to one (a spec writes its widths,
+// dropout rates and paddings per layer).
+func (n NetConfig) validateSpec(cs *checks) {
+	cs.check(n.Name == "", "net.name", "got %s with net.spec: expected one of them (a registered net, or a spec)", echo.Quote(n.Name))
+	if _, err := netspec.Load("", n.Spec, netspec.Sizes{ImageSize: n.ImageSize, NumClasses: n.NumClasses}); err != nil && n.SpecFile == "" {
+		cs.check(false, "net.spec", "%v", err)
+	}
+	cs.check(n.Width == 1, "net.width", "got %g with net.spec: a spec's widths are as written; expected 1", n.Width)
+	cs.check(n.Dropout == -1, "net.dropout", "got %g with net.spec: a spec sets its dropout layers' rates; expected -1", n.Dropout)
+	cs.check(n.DropPath == -1, "net.drop_path", "got %g with net.spec: a spec has no drop path; expected -1", n.DropPath)
+	cs.check(n.Padding == "", "net.padding", "got %s with net.spec: a spec's convolutions name their padding; expected it unset", echo.Quote(n.Padding))
 }
 
 // validatePretrained checks net.pretrained and its digest; whether the file exists and fits the net
@@ -349,9 +365,9 @@ func (c Config) validateRecipeTraps(cs *checks) {
 		cs.check(size >= 8 && size <= 4096, "data.eval_image_size", "got %d, expected in [8, 4096] (0: the training size)", size)
 		cs.check(!c.Data.idx(), "data.eval_image_size",
 			"got %d with data.source %s: the idx sources are stored at one size", size, c.Data.Source)
-		if spec, err := graphs.Get(c.Net.Name); err == nil {
+		if spec, err := c.Net.Net(); err == nil {
 			cs.check(!spec.FixedInputSize, "data.eval_image_size",
-				"got %d, but net %s only takes the resolution it is built for (net.image_size)", size, c.Net.Name)
+				"got %d, but net %s only takes the resolution it is built for (net.image_size)", size, c.Net.Label())
 		}
 	}
 }

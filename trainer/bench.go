@@ -71,7 +71,7 @@ func BenchLoop(cfg config.Config, steps int) (LoopBench, error) {
 		return LoopBench{}, err
 	}
 	k := max(cfg.Optimizer.AccumulateSteps, 1)
-	rep := LoopBench{Net: cfg.Net.Name, Batch: cfg.Data.BatchSize, Size: s.net.Spec.InputShape[0],
+	rep := LoopBench{Net: cfg.Net.Label(), Batch: cfg.Data.BatchSize, Size: s.net.Spec.InputShape[0],
 		Precision: cfg.Net.Precision, Source: cfg.Data.Source, Workers: cfg.Data.Workers, Micro: steps * k}
 	if cfg.Net.ImageSize > 0 {
 		rep.Size = cfg.Net.ImageSize

@@ -66,7 +66,7 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 	// every label): both mean the recipe and the data disagree.
 	if classes := s.numClasses(); src.NumClasses() != classes {
 		return nil, fmt.Errorf("data.source %q (%s split) has %d classes, net %s has %d outputs: set net.num_classes: %d",
-			d.Source, split, src.NumClasses(), s.cfg.Net.Name, classes, src.NumClasses())
+			d.Source, split, src.NumClasses(), s.cfg.Net.Label(), classes, src.NumClasses())
 	}
 	interp, _ := data.ParseInterp(d.Augment.Interpolation)
 	tf := &data.Transform{Size: want[0], Channels: want[2], Train: train, Interp: interp, CropPct: d.EvalCropPct}

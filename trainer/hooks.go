@@ -116,7 +116,7 @@ type checkpointHook struct {
 // header describes the state at optimizer step st.step.
 func (h *checkpointHook) header(st *loopState) checkpoint.Header {
 	cfg := h.s.cfg
-	return checkpoint.Header{TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Name, Step: st.step,
+	return checkpoint.Header{TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Label(), Step: st.step,
 		Epoch: st.step * st.k / st.batchesPerEpoch, Config: string(cfg.YAML()), LRScale: st.lrScale}
 }
 

@@ -466,7 +466,7 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.ReplicaBatch())
 	}
 	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d\n",
-		cfg.Name, cfg.Net.Name, cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
+		cfg.Name, cfg.Net.Label(), cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
 	fmt.Fprintf(out, "backend %s; run directory %s\nmetrics log %s\n", s.backend.Name(), res.Dir, rd.metrics.path)
 	s.printDevices(out)
 

@@ -144,8 +144,8 @@ func (s *session) resumePoint(ckptDir, from string) (*checkpoint.Checkpoint, err
 	if err != nil {
 		return nil, err
 	}
-	if ckpt.Header.Net != s.cfg.Net.Name {
-		return nil, fmt.Errorf("checkpoint %s: net %q, the config trains %q", ckpt.Path, ckpt.Header.Net, s.cfg.Net.Name)
+	if ckpt.Header.Net != s.cfg.Net.Label() {
+		return nil, fmt.Errorf("checkpoint %s: net %q, the config trains %q", ckpt.Path, ckpt.Header.Net, s.cfg.Net.Label())
 	}
 	return ckpt, nil
 }
@@ -190,7 +190,7 @@ func (s *session) checkComplete(ckpt *checkpoint.Checkpoint, modelOnly bool) err
 		case !ok:
 			missing = append(missing, name)
 		case !t.Shape().Equal(want[name]):
-			reshaped = append(reshaped, fmt.Sprintf("%s is %s, %s needs %s", name, t.Shape(), s.cfg.Net.Name, want[name]))
+			reshaped = append(reshaped, fmt.Sprintf("%s is %s, %s needs %s", name, t.Shape(), s.cfg.Net.Label(), want[name]))
 		}
 	}
 	var problems []string

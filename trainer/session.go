@@ -10,7 +10,6 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
-	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainstep"
 )
@@ -41,7 +40,7 @@ type session struct {
 }
 
 func newSession(cfg config.Config) (*session, error) {
-	if _, err := graphs.Get(cfg.Net.Name); err != nil {
+	if _, err := cfg.Net.Net(); err != nil {
 		return nil, err
 	}
 	config, err := pjrt.ForReplicas(cfg.Backend, cfg.Replicas)

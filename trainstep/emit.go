@@ -40,11 +40,11 @@ func Emit(cfg config.Config) (string, error) {
 		if err == nil {
 			err = errors.New("the emit backend ran the step")
 		}
-		return "", fmt.Errorf("emitting the train step of %s: %w", cfg.Net.Name, err)
+		return "", fmt.Errorf("emitting the train step of %s: %w", cfg.Net.Label(), err)
 	}
 	mods := backend.Modules()
 	if len(mods) != 1 {
-		return "", fmt.Errorf("emitting the train step of %s: %d modules, expected 1", cfg.Net.Name, len(mods))
+		return "", fmt.Errorf("emitting the train step of %s: %d modules, expected 1", cfg.Net.Label(), len(mods))
 	}
 	return mods[0].Text, nil
 }

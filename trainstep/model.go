@@ -40,7 +40,7 @@ func (n Net) StateDictKey(scope, name string) (string, bool) { return n.Spec.Sta
 // compensated for gradient accumulation (graphs.Options.BNMicroBatches), and in a data-parallel
 // SPMD step its moments are the global batch's under data_parallel.sync_bn (graphs.Options.SyncBN).
 func NetOf(cfg config.Config) (Net, error) {
-	spec, err := graphs.Get(cfg.Net.Name)
+	spec, err := cfg.Net.Net()
 	if err != nil {
 		return Net{}, err
 	}

@@ -29,7 +29,7 @@ func Variables(backend backends.Backend, cfg config.Config, net Net) (vars map[s
 	defer g.Finalize()
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("building the train step of %s: %v", cfg.Net.Name, r)
+			err = fmt.Errorf("building the train step of %s: %v", cfg.Net.Label(), r)
 		}
 	}()
 	batch := BatchOf(cfg, net)

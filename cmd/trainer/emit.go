@@ -87,7 +87,7 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 		carryInputs, carryBytes := trainstep.CarryIO()
 		step.HostInputs, step.HostBytes = step.HostInputs-int64(carryInputs), step.HostBytes-carryBytes
 		resident := fmt.Sprintf("its loop state (%d inputs, %s) and ", carryInputs, humanBytes(carryBytes))
-		fmt.Fprintf(stderr, "%s: %s step, global batch %d over %d replica(s), %s, %s\n", *out, cfg.Net.Name,
+		fmt.Fprintf(stderr, "%s: %s step, global batch %d over %d replica(s), %s, %s\n", *out, cfg.Net.Label(),
 			cfg.Data.BatchSize, cfg.Replicas, cfg.Net.Precision, cfg.Optimizer.Name)
 		if cfg.Replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD {
 			fmt.Fprintf(stderr, "one replica's program (spmd, %d all-reduces): per step the host sends each device %d inputs "+

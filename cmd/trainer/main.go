@@ -18,6 +18,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/netspec"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainer"
 )
@@ -221,13 +222,87 @@ func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, 
 func newNetsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "nets",
-		Short: "List the registered nets",
-		Long:  "Lists the registered nets with their parameter count, input shape, classes and forward FLOPs (docs/nets.md).",
-		Args:  cobra.NoArgs,
+		Short: "List the registered nets, or a NetSpec's layers",
+		Long: `Lists the registered nets with their parameter count, input shape, classes and forward FLOPs (docs/nets.md).
+With --spec FILE, checks the NetSpec in FILE (a YAML list of layers, docs/nets.md#netspec) and prints each
+layer's output shape, parameters and multiply-accumulates per example, and the totals.`,
+		Args: cobra.NoArgs,
 	}
 	asJSON := cmd.Flags().Bool("json", false, "print JSON")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return netsMain(cmd.OutOrStdout(), asJSON) }
+	spec := cmd.Flags().String("spec", "", "print the layers of the NetSpec in `FILE` instead")
+	size := cmd.Flags().Int("size", 0, "with --spec: input size `S` (net.image_size; 0: the spec's input entry)")
+	classes := cmd.Flags().Int("num-classes", 0, "with --spec: number `N` of classes (net.num_classes; 0: the spec's input entry)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *spec != "" {
+			return netSpecMain(cmd.OutOrStdout(), *spec, netspec.Sizes{ImageSize: *size, NumClasses: *classes}, *asJSON)
+		}
+		if cmd.Flags().Changed("size") || cmd.Flags().Changed("num-classes") {
+			return errors.New("nets: --size and --num-classes need --spec FILE")
+		}
+		return netsMain(cmd.OutOrStdout(), asJSON)
+	}
 	return cmd
+}
+
+// specTable is what `trainer nets --spec FILE --json` prints.
+type specTable struct {
+	Spec         string     `json:"spec"`
+	InputShape   [3]int     `json:"input_shape"`
+	NumClasses   int        `json:"num_classes"`
+	Layers       []specLine `json:"layers"`
+	Parameters   int64      `json:"parameters"`
+	MACs         int64      `json:"macs"`
+	ForwardFLOPs int64      `json:"forward_flops"`
+}
+
+// specLine is one layer of a specTable; nested layers (a residual's body) follow their parent with
+// a dotted index and Depth one more.
+type specLine struct {
+	Index      string `json:"index"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Output     []int  `json:"output"`
+	Parameters int64  `json:"parameters"`
+	MACs       int64  `json:"macs"`
+	Depth      int    `json:"depth"`
+}
+
+// netSpecMain is `trainer nets --spec FILE`: the spec is checked and its shapes and counts inferred
+// as a recipe's net.spec_file is (graphs/netspec), without building a graph.
+func netSpecMain(stdout io.Writer, path string, sizes netspec.Sizes, asJSON bool) error {
+	list, err := config.ReadSpecFile(path)
+	if err != nil {
+		return err
+	}
+	net, err := netspec.Load(path, list, sizes)
+	if err != nil {
+		return err
+	}
+	params, macs := net.Totals()
+	rows := net.Rows()
+	table := specTable{Spec: path, InputShape: [3]int{rows[0].Out[0], rows[0].Out[1], rows[0].Out[2]},
+		NumClasses: rows[len(rows)-1].Out[0], Parameters: params, MACs: macs, ForwardFLOPs: 2 * macs}
+	for _, r := range rows {
+		table.Layers = append(table.Layers, specLine{Index: r.Path, Kind: r.Kind, Name: r.Scope, Output: r.Out,
+			Parameters: r.Params, MACs: r.MACs, Depth: r.Depth})
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(table)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAYER\tKIND\tNAME\tOUTPUT\tPARAMETERS\tMACs")
+	for _, l := range table.Layers {
+		indent := strings.Repeat("  ", l.Depth-1)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", l.Index, indent+l.Kind, l.Name, netspec.ShapeString(l.Output), l.Parameters, l.MACs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "total: %d parameters, %d MACs (%.2f forward MFLOPs) per example; input %dx%dx%d, %d classes\n",
+		params, macs, float64(2*macs)/1e6, table.InputShape[0], table.InputShape[1], table.InputShape[2], table.NumClasses)
+	return nil
 }
 
 // netsMain is `trainer nets` with its parsed flags.

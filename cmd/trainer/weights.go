@@ -65,7 +65,7 @@ func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string,
 		if opts, err = cfg.Net.Options(cfg.Seed); err != nil {
 			return spec, opts, "", err
 		}
-		if spec, err = graphs.Get(cfg.Net.Name); err != nil {
+		if spec, err = cfg.Net.Net(); err != nil {
 			return spec, opts, "", err
 		}
 		configHash = cfg.Hash()
