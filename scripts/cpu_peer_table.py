@@ -35,6 +35,7 @@ ROWS = [
     ("mobilenetv4_conv_medium", 8, 64),
     ("convnext_tiny", 8, 64),
     ("vit_tiny", 8, 64),
+    ("shufflenet_v2_x1_0", 8, 64),
     ("linear", 128, 28),
     ("mlp", 128, 28),
     ("cifar_cnn", 64, 32),
