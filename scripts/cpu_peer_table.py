@@ -37,6 +37,7 @@ ROWS = [
     ("vit_tiny", 8, 64),
     ("shufflenet_v2_x1_0", 8, 64),
     ("densenet121", 8, 64),
+    ("googlenet", 8, 64),
     ("linear", 128, 28),
     ("mlp", 128, 28),
     ("cifar_cnn", 64, 32),
