@@ -86,21 +86,28 @@ func buildShuffleNetV2(ctx *context.Context, x *Node, train bool, opts Options) 
 	ch := shuffleNetV2Widths(opts.Width)
 	x = shuffleConvBN(ctx.In("conv1"), x, train, opts, ch[0], 3, 1, 2, strided, true)
 	x = resnetMaxPool(x, strided)
-	for stage, repeats := range shuffleNetV2Repeats {
-		sctx := ctx.In("stage" + strconv.Itoa(stage+2))
-		for i := range repeats {
-			stride := 1
-			if i == 0 {
-				stride = 2
-			}
-			x = shuffleUnit(sctx.In(strconv.Itoa(i)), x, train, opts, ch[stage+1], stride, strided)
-		}
+	for stage, units := range shuffleNetV2Repeats {
+		x = ShuffleV2Block(ctx.In("stage"+strconv.Itoa(stage+2)), x, train, opts, ch[stage+1], units, strided)
 	}
 	x = shuffleConvBN(ctx.In("conv5"), x, train, opts, ch[4], 1, 1, 1, strided, true)
 	x = GlobalAvgPool(x)
 	x = Dropout(ctx, x, opts.Dropout(0), train)
 	x = Linear(ctx.In("fc"), x, LinearConfig{Units: classes(opts, 1000)}, opts)
 	return FromCompute(x, opts)
+}
+
+// ShuffleV2Block is the bestiary's shuffleV2Block (ic oc nUnits): one ShuffleNet V2 stage of units
+// (scopes ctx/0..n-1), the first strided by 2 and widening to out channels, the others at stride 1.
+// strided is the padding of the strided depthwise convs.
+func ShuffleV2Block(ctx *context.Context, x *Node, train bool, opts Options, out, units int, strided Padding) *Node {
+	for i := range units {
+		stride := 1
+		if i == 0 {
+			stride = 2
+		}
+		x = shuffleUnit(ctx.In(strconv.Itoa(i)), x, train, opts, out, stride, strided)
+	}
+	return x
 }
 
 // shuffleConvBN is entries 0 (a bias-free conv, depthwise when groups is the input width) and 1 (its
