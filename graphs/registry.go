@@ -102,6 +102,17 @@ type Spec struct {
 	// rules weight import/export applies by name (conv and Linear weights transposed, the rest as is),
 	// e.g. ConvNeXt's layer_scale [C] stored as [C, 1, 1]; nil (or a nil result) keeps the shape.
 	TorchShape func(scope, name string, dims []int) []int
+	// TorchBuffers, when set, gives the constant integer buffers of the reference's state_dict that have
+	// no variable here (Swin's relative_position_index), by key, from the keys the net's variables map
+	// to: weight export writes them and import checks and skips them, so that strict loading works both
+	// ways.
+	TorchBuffers func(keys []string) map[string]TorchBuffer
+}
+
+// TorchBuffer is one constant int64 buffer of a reference state_dict.
+type TorchBuffer struct {
+	Shape  []int
+	Values []int64
 }
 
 // StateDictKey maps a variable of the model scope to the reference's state_dict key.

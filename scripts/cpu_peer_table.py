@@ -38,6 +38,7 @@ ROWS = [
     ("shufflenet_v2_x1_0", 8, 64),
     ("densenet121", 8, 64),
     ("googlenet", 8, 64),
+    ("swin_t", 8, 64),
     ("linear", 128, 28),
     ("mlp", 128, 28),
     ("cifar_cnn", 64, 32),

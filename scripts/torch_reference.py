@@ -61,6 +61,7 @@ DEFAULTS = {
     "shufflenet_v2_x1_0": (224, 3, 1000),
     "densenet121": (224, 3, 1000),
     "googlenet": (224, 3, 1000),
+    "swin_t": (224, 3, 1000),
 }
 
 
@@ -333,6 +334,16 @@ def build(net, width, size, classes):
         return torchvision.models.DenseNet(scaled(32, width), (6, 12, 24, 16), scaled(64, width), num_classes=classes)
     if net == "googlenet":
         return scaled_googlenet(width, classes)
+    if net == "swin_t":
+        # graphs/swin.go's widened: heads max(1, round(3·width)) doubling per stage, the embedding the
+        # multiple of them nearest to 96·width (Python's round is half-even, Go's half away from zero).
+        heads, embed = [3, 6, 12, 24], 96
+        if width not in (0, 1):
+            h0 = max(1, int(math.floor(3 * width + 0.5)))
+            embed = h0 * max(1, int(math.floor(96 * width / h0 + 0.5)))
+            heads = [h0 << i for i in range(4)]
+        return torchvision.models.SwinTransformer([4, 4], embed, [2, 2, 6, 2], heads, [7, 7],
+                                                  stochastic_depth_prob=0.2, num_classes=classes)
     raise SystemExit("unknown net %r; known: %s" % (net, ", ".join(sorted(DEFAULTS))))
 
 

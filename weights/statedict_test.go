@@ -286,3 +286,41 @@ func TestImportListsEveryProblem(t *testing.T) {
 		t.Fatalf("layer_scale [C]: %v", err)
 	}
 }
+
+// Swin's relative_position_index has no variable: export writes it (Spec.TorchBuffers), import accepts
+// it when it is the net's constant and refuses another one.
+func TestTorchBuffersRoundTrip(t *testing.T) {
+	opts := graphs.Options{Width: 0.0625, NumClasses: 10, ImageSize: 32}
+	ctx, spec, _ := initialised(t, "swin_t", opts)
+	vars, _ := ContextVariables(ctx)
+	sd, err := ToStateDict(spec, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "features.5.3.attn.relative_position_index"
+	index, ok := sd[key]
+	if !ok || index.DType != I64 || !slices.Equal(index.Shape, []int{49 * 49}) {
+		t.Fatalf("export wrote %s as %+v, want int64 [2401]", key, index)
+	}
+	values, _ := index.Float64s()
+	// Token 0 (row 0, column 0) against token 48 (row 6, column 6): offset (−6, −6), table row 0; against
+	// itself: offset (0, 0), row 6·13+6.
+	if values[48] != 0 || values[0] != 84 {
+		t.Errorf("%s[48] = %v, [0] = %v; want 0 and 84", key, values[48], values[0])
+	}
+	template, err := Template(testBackend(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromStateDict(spec, template, &File{Path: "ok", Tensors: sd}); err != nil {
+		t.Fatalf("import of our own export: %v", err)
+	}
+	wrong := slices.Clone(values)
+	wrong[1] = 5
+	sd[key] = mustTensor(t, I64, []int{len(wrong)}, wrong)
+	_, err = FromStateDict(spec, template, &File{Path: "wrong", Tensors: sd})
+	var fit *FitError
+	if !errors.As(err, &fit) || len(fit.Mismatched) != 1 || !strings.Contains(fit.Mismatched[0], key) {
+		t.Fatalf("a wrong %s should be the one mismatch, got %v", key, err)
+	}
+}
