@@ -1,6 +1,7 @@
 package graphs
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,14 +29,25 @@ func init() {
 		Description: "DenseNet-121 (torchvision): 7x7/2 stem, max-pool, dense blocks of 6, 12, 24, 16 layers " +
 			"(BN-ReLU-1x1-BN-ReLU-3x3, growth 32, bottleneck 4x) joined by transitions (BN-ReLU-1x1 halving the " +
 			"channels, 2x2 avg-pool), BN-ReLU, avg-pool, fc; kaiming-normal(fan_in) convs; 8.0M params",
-		InputShape:    [3]int{224, 224, 3},
-		NumClasses:    1000,
-		Reference:     "torchvision 0.14 densenet121",
-		NoWeightDecay: denseNetNoWeightDecay,
+		InputShape:     [3]int{224, 224, 3},
+		NumClasses:     1000,
+		Reference:      "torchvision 0.14 densenet121",
+		NoWeightDecay:  denseNetNoWeightDecay,
+		TorchLegacyKey: denseNetLegacyKey,
 		Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {
 			return buildDenseNet(ctx, x, train, opts, denseNet121)
 		},
 	})
+}
+
+// denseNetLegacyKeyPattern finds the dense layers' module names as torchvision's densenet checkpoints
+// spell them, from when the modules were named "norm.1", "conv.2": ".denselayerN.norm.1." and the like.
+var denseNetLegacyKeyPattern = regexp.MustCompile(`(\.denselayer\d+\.(?:norm|conv))\.([12])\.`)
+
+// denseNetLegacyKey renames "...denselayerN.norm.1.weight" to "...denselayerN.norm1.weight", as
+// torchvision does when it loads its densenet checkpoints; other keys are unchanged.
+func denseNetLegacyKey(key string) string {
+	return denseNetLegacyKeyPattern.ReplaceAllString(key, "${1}${2}.")
 }
 
 // denseNetNoWeightDecay excludes biases and every BatchNorm's weight (scopes norm, norm0..norm5).

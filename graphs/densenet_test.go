@@ -54,3 +54,18 @@ func TestDenseNet121TrainsAtReducedWidth(t *testing.T) {
 	opts := Options{Width: 0.25, NumClasses: 10, Seed: 1}
 	checkTrains(t, "densenet121", opts, 4, 48, 0.1, 0.5)
 }
+
+func TestDenseNetLegacyKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		"features.denseblock1.denselayer1.norm.1.weight":               "features.denseblock1.denselayer1.norm1.weight",
+		"features.denseblock3.denselayer24.conv.2.weight":              "features.denseblock3.denselayer24.conv2.weight",
+		"features.denseblock2.denselayer12.norm.2.num_batches_tracked": "features.denseblock2.denselayer12.norm2.num_batches_tracked",
+		"features.denseblock1.denselayer1.norm1.weight":                "features.denseblock1.denselayer1.norm1.weight",
+		"features.transition1.norm.weight":                             "features.transition1.norm.weight",
+		"features.norm5.running_var":                                   "features.norm5.running_var",
+	} {
+		if got := denseNetLegacyKey(in); got != want {
+			t.Errorf("%s -> %s, want %s", in, got, want)
+		}
+	}
+}

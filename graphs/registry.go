@@ -107,6 +107,10 @@ type Spec struct {
 	// to: weight export writes them and import checks and skips them, so that strict loading works both
 	// ways.
 	TorchBuffers func(keys []string) map[string]TorchBuffer
+	// TorchLegacyKey, when set, maps a key of the reference's older checkpoints to its state_dict key
+	// (torchvision's densenet files say "denselayer1.norm.1" where its modules say "denselayer1.norm1");
+	// weight import applies it to every key of a file, as the reference's own loader does.
+	TorchLegacyKey func(key string) string
 }
 
 // TorchBuffer is one constant int64 buffer of a reference state_dict.

@@ -300,6 +300,9 @@ func FromStateDict(spec graphs.Spec, template []Variable, f *File) (map[string]*
 func FromStateDictReinit(spec graphs.Spec, template []Variable, f *File, reinit map[string]bool) (
 	values map[string]*tensors.Tensor, skipped []string, err error) {
 	fit := &FitError{Path: f.Path, Net: spec.Name}
+	if spec.TorchLegacyKey != nil {
+		f = withCurrentKeys(f, spec.TorchLegacyKey, fit)
+	}
 	byKey := map[string]Variable{}
 	for _, v := range template {
 		if key, ok := spec.StateDictKey(v.Scope, v.Name); ok {
@@ -509,4 +512,22 @@ func bufferMismatch(st *Tensor, want graphs.TorchBuffer) string {
 		}
 	}
 	return ""
+}
+
+// withCurrentKeys is f with every key renamed by legacy; two keys that rename to the same one are both
+// dropped and reported as mismatched.
+func withCurrentKeys(f *File, legacy func(string) string, fit *FitError) *File {
+	renamed := &File{Path: f.Path, Metadata: f.Metadata, Tensors: map[string]*Tensor{}}
+	from := map[string]string{}
+	for _, key := range f.Names() {
+		current := legacy(key)
+		if other, dup := from[current]; dup {
+			fit.Mismatched = append(fit.Mismatched, fmt.Sprintf("%s and %s both name %s", other, key, current))
+			delete(renamed.Tensors, current)
+			continue
+		}
+		from[current] = key
+		renamed.Tensors[current] = f.Tensors[key]
+	}
+	return renamed
 }

@@ -324,3 +324,55 @@ func TestTorchBuffersRoundTrip(t *testing.T) {
 		t.Fatalf("a wrong %s should be the one mismatch, got %v", key, err)
 	}
 }
+
+// torchvision's densenet checkpoints spell the dense layers' modules "norm.1", "conv.2": import renames
+// them (Spec.TorchLegacyKey) and reads the same values; a file holding both spellings of a key is refused.
+func TestLegacyKeysImport(t *testing.T) {
+	opts := graphs.Options{Width: 0.125, NumClasses: 10, ImageSize: 32}
+	ctx, spec, _ := initialised(t, "densenet121", opts)
+	vars, _ := ContextVariables(ctx)
+	sd, err := ToStateDict(spec, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := map[string]*Tensor{}
+	renamed := 0
+	for key, st := range sd {
+		old := key
+		for _, m := range []string{"norm1", "norm2", "conv1", "conv2"} {
+			if strings.Contains(key, ".denselayer") && strings.Contains(key, "."+m+".") {
+				old = strings.Replace(key, "."+m+".", "."+m[:4]+"."+m[4:]+".", 1)
+				renamed++
+			}
+		}
+		legacy[old] = st
+	}
+	// 58 dense layers, each with two BatchNorms (weight, bias, running_mean, running_var,
+	// num_batches_tracked) and two conv weights.
+	if renamed != 58*12 {
+		t.Fatalf("%d keys renamed, want %d", renamed, 58*12)
+	}
+	template, err := Template(testBackend(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := FromStateDict(spec, template, &File{Path: "current", Tensors: sd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromStateDict(spec, template, &File{Path: "legacy", Tensors: legacy})
+	if err != nil {
+		t.Fatalf("legacy keys: %v", err)
+	}
+	for path, w := range want {
+		if g, ok := got[path]; !ok || !slices.Equal(tensors.MustCopyFlatData[float32](g), tensors.MustCopyFlatData[float32](w)) {
+			t.Fatalf("%s differs when read from the legacy keys", path)
+		}
+	}
+	legacy["features.denseblock1.denselayer1.norm1.weight"] = sd["features.denseblock1.denselayer1.norm1.weight"]
+	_, err = FromStateDict(spec, template, &File{Path: "both", Tensors: legacy})
+	var fit *FitError
+	if !errors.As(err, &fit) || !strings.Contains(err.Error(), "denselayer1.norm.1.weight") {
+		t.Fatalf("both spellings of a key should be refused, got %v", err)
+	}
+}
