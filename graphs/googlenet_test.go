@@ -65,6 +65,9 @@ func TestCeilMaxPoolSizes(t *testing.T) {
 }
 
 func TestGoogLeNetTrainsAtReducedWidth(t *testing.T) {
-	opts := Options{Width: 0.25, NumClasses: 10, Seed: 1}
+	// Without the default dropout 0.2: its masks come from the context's RNG, which is not seeded, and on
+	// 4 examples they made the loss curve (and the test) vary from run to run.
+	zero := 0.0
+	opts := Options{Width: 0.25, NumClasses: 10, Seed: 1, DropoutRate: &zero}
 	checkTrains(t, "googlenet", opts, 4, 48, 0.1, 0.5)
 }
