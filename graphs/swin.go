@@ -119,16 +119,12 @@ func buildSwin(ctx *context.Context, x *Node, train bool, opts Options, c swinCo
 	maxRate := opts.DropPath(c.dropPath)
 	index := 0
 	for stage, depth := range c.depths {
-		sctx := f.In(strconv.Itoa(2*stage + 1))
-		for i := range depth {
-			shift := 0
-			if i%2 == 1 {
-				shift = c.window / 2
-			}
-			rate := maxRate * float64(index) / float64(max(total-1, 1))
-			x = SwinBlock(sctx.In(strconv.Itoa(i)), x, train, opts, c.heads[stage], c.window, shift, c.mlpRatio, rate)
+		rates := make([]float64, depth)
+		for i := range rates {
+			rates[i] = maxRate * float64(index) / float64(max(total-1, 1))
 			index++
 		}
+		x = SwinStage(f.In(strconv.Itoa(2*stage+1)), x, train, opts, c.heads[stage], c.window, c.mlpRatio, rates)
 		if stage < len(c.depths)-1 {
 			x = PatchMerging(f.In(strconv.Itoa(2*stage+2)), x, opts)
 		}
@@ -138,6 +134,20 @@ func buildSwin(ctx *context.Context, x *Node, train bool, opts Options, c swinCo
 	x = Dropout(ctx, x, opts.Dropout(0), train)
 	x = Linear(ctx.In("head"), x, LinearConfig{Units: classes(opts, 1000), Init: trunc, BiasInit: zeros}, opts)
 	return FromCompute(x, opts)
+}
+
+// SwinStage is the bestiary's swinStage (dim heads mlpDim windowSize nBlocks): len(dropPaths) Swin
+// blocks (scopes ctx/0..n-1) at the input's width, on plain windows for even blocks and windows shifted by
+// ⌊window/2⌋ for odd ones, block i with stochastic-depth rate dropPaths[i].
+func SwinStage(ctx *context.Context, x *Node, train bool, opts Options, heads, window, mlpRatio int, dropPaths []float64) *Node {
+	for i, rate := range dropPaths {
+		shift := 0
+		if i%2 == 1 {
+			shift = window / 2
+		}
+		x = SwinBlock(ctx.In(strconv.Itoa(i)), x, train, opts, heads, window, shift, mlpRatio, rate)
+	}
+	return x
 }
 
 // SwinBlock is one block of the bestiary's swinStage (dim heads mlpDim windowSize nBlocks) over NHWC
