@@ -3,9 +3,8 @@
 
 What it measures: the wall time of one full training step of a seed ImageNet net, built by its reference
 (torchvision's resnet34, resnet50, mobilenet_v2, efficientnet_b0, convnext_tiny, shufflenet_v2_x1_0,
-densenet121, googlenet without aux heads, swin_t; timm's
-mobilenetv4_conv_medium; timm's vit_tiny_patch16_224, or torchvision's VisionTransformer of the same shape
-without timm), each checked by its parameter count: the model in training mode with its default
+densenet121, googlenet without aux heads, swin_t; timm's mobilenetv4_conv_medium; timm's
+vit_tiny_patch16_224, or torchvision's VisionTransformer of the same shape without timm), each checked by its parameter count: the model in training mode with its default
 dropout and stochastic depth, torch.compile'd (default mode), channels-last, bf16 autocast (float32 master
 weights, BatchNorm in float32), softmax cross-entropy on the float32 logits, backward, SGD momentum 0.9 at
 lr 0.01 without weight decay -- the step `trainer bench --net NET` and scripts/jax_peer.py time. Images
