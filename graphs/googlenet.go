@@ -1,6 +1,8 @@
 package graphs
 
 import (
+	"strings"
+
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -45,7 +47,9 @@ func init() {
 		NumClasses:    1000,
 		Reference:     "torchvision 0.14 googlenet (aux_logits=False)",
 		NoWeightDecay: googLeNetNoWeightDecay,
-		Build:         buildGoogLeNet,
+		// torchvision's ImageNet checkpoint keeps the (untrained) auxiliary heads.
+		TorchIgnoredKey: func(key string) bool { return strings.HasPrefix(key, "aux1.") || strings.HasPrefix(key, "aux2.") },
+		Build:           buildGoogLeNet,
 	})
 }
 

@@ -111,6 +111,10 @@ type Spec struct {
 	// (torchvision's densenet files say "denselayer1.norm.1" where its modules say "denselayer1.norm1");
 	// weight import applies it to every key of a file, as the reference's own loader does.
 	TorchLegacyKey func(key string) string
+	// TorchIgnoredKey, when set, says which keys of the reference's checkpoints belong to parts the net
+	// leaves out on purpose (googlenet's auxiliary heads): weight import skips them instead of refusing
+	// the file.
+	TorchIgnoredKey func(key string) bool
 }
 
 // TorchBuffer is one constant int64 buffer of a reference state_dict.

@@ -315,6 +315,9 @@ func FromStateDictReinit(spec graphs.Spec, template []Variable, f *File, reinit 
 	}
 	for _, key := range f.Names() {
 		if _, ok := byKey[key]; !ok && !strings.HasSuffix(key, "."+BatchTrackedKey) && key != BatchTrackedKey {
+			if spec.TorchIgnoredKey != nil && spec.TorchIgnoredKey(key) {
+				continue
+			}
 			if b, isBuffer := buffers[key]; isBuffer {
 				// A constant of the architecture: it must be the one the net computes.
 				if msg := bufferMismatch(f.Tensors[key], b); msg != "" {

@@ -376,3 +376,33 @@ func TestLegacyKeysImport(t *testing.T) {
 		t.Fatalf("both spellings of a key should be refused, got %v", err)
 	}
 }
+
+// googlenet leaves out torchvision's auxiliary heads: a checkpoint holding them (as torchvision's
+// ImageNet file does) imports, other extra keys are still refused.
+func TestIgnoredKeysImport(t *testing.T) {
+	opts := graphs.Options{Width: 0.125, NumClasses: 10, ImageSize: 32}
+	ctx, spec, _ := initialised(t, "googlenet", opts)
+	vars, _ := ContextVariables(ctx)
+	sd, err := ToStateDict(spec, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sd["aux1.fc2.weight"]; ok {
+		t.Fatal("export wrote an auxiliary head the net does not have")
+	}
+	sd["aux1.conv.conv.weight"] = mustTensor(t, F32, []int{128, 512, 1, 1}, make([]float64, 128*512))
+	sd["aux2.fc2.bias"] = mustTensor(t, F32, []int{1000}, make([]float64, 1000))
+	template, err := Template(testBackend(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromStateDict(spec, template, &File{Path: "aux", Tensors: sd}); err != nil {
+		t.Fatalf("auxiliary heads should be skipped: %v", err)
+	}
+	sd["aux3.fc.bias"] = sd["aux2.fc2.bias"]
+	_, err = FromStateDict(spec, template, &File{Path: "aux3", Tensors: sd})
+	var fit *FitError
+	if !errors.As(err, &fit) || !slices.Equal(fit.Unexpected, []string{"aux3.fc.bias"}) {
+		t.Fatalf("aux3.fc.bias should be the one unexpected key, got %v", err)
+	}
+}
