@@ -29,6 +29,12 @@ func InitKaimingNormalFanOut(rng *rand.Rand, _, fanOut int) float64 {
 	return rng.NormFloat64() * math.Sqrt(2/float64(fanOut))
 }
 
+// InitKaimingNormalFanIn is kaiming_normal() with its defaults (mode="fan_in", nonlinearity
+// "leaky_relu" at slope 0, i.e. ReLU's gain): N(0, 2/fanIn), torchvision DenseNet's convolutions.
+func InitKaimingNormalFanIn(rng *rand.Rand, fanIn, _ int) float64 {
+	return rng.NormFloat64() * math.Sqrt(2/float64(fanIn))
+}
+
 // InitNormal returns N(0, std²).
 func InitNormal(std float64) Init {
 	return func(rng *rand.Rand, _, _ int) float64 { return rng.NormFloat64() * std }

@@ -102,6 +102,25 @@ type Spec struct {
 	// rules weight import/export applies by name (conv and Linear weights transposed, the rest as is),
 	// e.g. ConvNeXt's layer_scale [C] stored as [C, 1, 1]; nil (or a nil result) keeps the shape.
 	TorchShape func(scope, name string, dims []int) []int
+	// TorchBuffers, when set, gives the constant integer buffers of the reference's state_dict that have
+	// no variable here (Swin's relative_position_index), by key, from the keys the net's variables map
+	// to: weight export writes them and import checks and skips them, so that strict loading works both
+	// ways.
+	TorchBuffers func(keys []string) map[string]TorchBuffer
+	// TorchLegacyKey, when set, maps a key of the reference's older checkpoints to its state_dict key
+	// (torchvision's densenet files say "denselayer1.norm.1" where its modules say "denselayer1.norm1");
+	// weight import applies it to every key of a file, as the reference's own loader does.
+	TorchLegacyKey func(key string) string
+	// TorchIgnoredKey, when set, says which keys of the reference's checkpoints belong to parts the net
+	// leaves out on purpose (googlenet's auxiliary heads): weight import skips them instead of refusing
+	// the file.
+	TorchIgnoredKey func(key string) bool
+}
+
+// TorchBuffer is one constant int64 buffer of a reference state_dict.
+type TorchBuffer struct {
+	Shape  []int
+	Values []int64
 }
 
 // StateDictKey maps a variable of the model scope to the reference's state_dict key.

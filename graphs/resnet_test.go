@@ -66,6 +66,15 @@ func inspectNet(t *testing.T, spec Spec, opts Options, size int) netInfo {
 		}
 		lines = append(lines, key+" "+joinDims(torchDims(v.Name(), v.Shape().Dimensions)))
 	}
+	if spec.TorchBuffers != nil {
+		var keys []string
+		for _, line := range lines {
+			keys = append(keys, line[:strings.Index(line, " ")])
+		}
+		for key, b := range spec.TorchBuffers(keys) {
+			lines = append(lines, key+" "+joinDims(b.Shape))
+		}
+	}
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	info.fingerprint, info.keys = hex.EncodeToString(sum[:8]), len(lines)

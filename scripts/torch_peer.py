@@ -2,9 +2,9 @@
 """PyTorch peer of `trainer bench` for the GPU check (issue 19): the reference model itself, compiled.
 
 What it measures: the wall time of one full training step of a seed ImageNet net, built by its reference
-(torchvision's resnet34, resnet50, mobilenet_v2, efficientnet_b0, convnext_tiny; timm's
-mobilenetv4_conv_medium; timm's vit_tiny_patch16_224, or torchvision's VisionTransformer of the same shape
-without timm), each checked by its parameter count: the model in training mode with its default
+(torchvision's resnet34, resnet50, mobilenet_v2, efficientnet_b0, convnext_tiny, shufflenet_v2_x1_0,
+densenet121, googlenet without aux heads, swin_t; timm's mobilenetv4_conv_medium; timm's
+vit_tiny_patch16_224, or torchvision's VisionTransformer of the same shape without timm), each checked by its parameter count: the model in training mode with its default
 dropout and stochastic depth, torch.compile'd (default mode), channels-last, bf16 autocast (float32 master
 weights, BatchNorm in float32), softmax cross-entropy on the float32 logits, backward, SGD momentum 0.9 at
 lr 0.01 without weight decay -- the step `trainer bench --net NET` and scripts/jax_peer.py time. Images
@@ -38,7 +38,8 @@ except ImportError:
 # The references' parameter counts with 1000 classes at 224 px (the same numbers `trainer nets` lists).
 REFERENCE_PARAMS = {"resnet34": 21_797_672, "resnet50": 25_557_032, "mobilenet_v2": 3_504_872,
                     "efficientnet_b0": 5_288_548, "mobilenetv4_conv_medium": 9_715_512,
-                    "convnext_tiny": 28_589_128, "vit_tiny": 5_717_416}
+                    "convnext_tiny": 28_589_128, "vit_tiny": 5_717_416, "shufflenet_v2_x1_0": 2_278_604,
+                    "densenet121": 7_978_856, "googlenet": 6_624_904, "swin_t": 28_288_354}
 NETS = sorted(REFERENCE_PARAMS)
 
 
@@ -56,8 +57,12 @@ def log(msg):
 def build(net, size):
     """The reference model and where it comes from."""
     tv = torchvision.models
-    if net in ("resnet34", "resnet50", "mobilenet_v2", "efficientnet_b0", "convnext_tiny"):
+    if net in ("resnet34", "resnet50", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "shufflenet_v2_x1_0",
+               "densenet121", "swin_t"):
         return getattr(tv, net)(num_classes=1000), f"torchvision {torchvision.__version__}"
+    if net == "googlenet":  # as graphs registers it: no auxiliary heads, no transform_input
+        return tv.googlenet(num_classes=1000, aux_logits=False, transform_input=False, init_weights=True), \
+            f"torchvision {torchvision.__version__}"
     if net == "vit_tiny":
         if timm is not None:
             return timm.create_model("vit_tiny_patch16_224", img_size=size, num_classes=1000), f"timm {timm.__version__}"

@@ -58,6 +58,10 @@ DEFAULTS = {
     "convnext_tiny": (224, 3, 1000),
     "vit_tiny": (224, 3, 1000),
     "mobilenetv4_conv_medium": (224, 3, 1000),
+    "shufflenet_v2_x1_0": (224, 3, 1000),
+    "densenet121": (224, 3, 1000),
+    "googlenet": (224, 3, 1000),
+    "swin_t": (224, 3, 1000),
 }
 
 
@@ -321,7 +325,51 @@ def build(net, width, size, classes):
     if net == "vit_tiny":
         heads, dim, mlp = vit_shape(width)
         return torchvision.models.VisionTransformer(size, 16, 12, heads, dim, mlp, num_classes=classes)
+    if net == "shufflenet_v2_x1_0":
+        # graphs/shufflenet.go: every width scaled, the stages' to an even number.
+        c = [24, 116, 232, 464, 1024]
+        c = [2 * scaled(w // 2, width) if 1 <= i <= 3 else scaled(w, width) for i, w in enumerate(c)]
+        return torchvision.models.ShuffleNetV2([4, 8, 4], c, num_classes=classes)
+    if net == "densenet121":
+        return torchvision.models.DenseNet(scaled(32, width), (6, 12, 24, 16), scaled(64, width), num_classes=classes)
+    if net == "googlenet":
+        return scaled_googlenet(width, classes)
+    if net == "swin_t":
+        # graphs/swin.go's widened: heads max(1, round(3·width)) doubling per stage, the embedding the
+        # multiple of them nearest to 96·width (Python's round is half-even, Go's half away from zero).
+        heads, embed = [3, 6, 12, 24], 96
+        if width not in (0, 1):
+            h0 = max(1, int(math.floor(3 * width + 0.5)))
+            embed = h0 * max(1, int(math.floor(96 * width / h0 + 0.5)))
+            heads = [h0 << i for i in range(4)]
+        return torchvision.models.SwinTransformer([4, 4], embed, [2, 2, 6, 2], heads, [7, 7],
+                                                  stochastic_depth_prob=0.2, num_classes=classes)
     raise SystemExit("unknown net %r; known: %s" % (net, ", ".join(sorted(DEFAULTS))))
+
+
+def scaled_googlenet(width, classes):
+    """torchvision's GoogLeNet without aux heads and without transform_input, every conv width scaled
+    (graphs/googlenet.go); at widths where the scaled branches do not add up to the scaled inputs the
+    concatenations would not match, which the assertion reports."""
+    from torchvision.models.googlenet import BasicConv2d, GoogLeNet, Inception, InceptionAux
+    s = lambda c: scaled(c, width)
+
+    def conv(cin, cout, **kw):
+        return BasicConv2d(cin if cin == 3 else s(cin), s(cout), **kw)
+
+    out = [s(192)]  # the channels the previous layer produces
+
+    def inception(cin, *chs, conv_block=None):
+        assert s(cin) == out[0], "width %g: inputs %d scale to %d, the previous outputs are %d" % (
+            width, cin, s(cin), out[0])
+        out[0] = sum(s(c) for i, c in enumerate(chs) if i not in (1, 3))  # ch1x1, ch3x3, ch5x5, pool_proj
+        return Inception(s(cin), *[s(c) for c in chs])
+
+    m = GoogLeNet(num_classes=classes, aux_logits=False, transform_input=False, init_weights=True,
+                               blocks=[conv, inception, InceptionAux])
+    if width != 1:
+        m.fc = nn.Linear(out[0], classes)
+    return m
 
 
 def timm_vit_names(sd):

@@ -193,8 +193,8 @@ func ContextVariables(ctx *context.Context) (map[string]*tensors.Tensor, error) 
 
 // ToStateDict converts a net's variables (keyed "/model/.../name"; others are skipped, as are those
 // the spec maps to no key) into the reference's state_dict: float32 tensors in PyTorch layout, plus a
-// num_batches_tracked (int64 0) next to every running_mean so that load_state_dict(strict=True)
-// accepts the result.
+// num_batches_tracked (int64 0) next to every running_mean and the spec's TorchBuffers so that
+// load_state_dict(strict=True) accepts the result.
 func ToStateDict(spec graphs.Spec, vars map[string]*tensors.Tensor) (map[string]*Tensor, error) {
 	sd := map[string]*Tensor{}
 	from := map[string]string{}
@@ -231,6 +231,16 @@ func ToStateDict(spec graphs.Spec, vars map[string]*tensors.Tensor) (map[string]
 		if name == "running_mean" && strings.HasSuffix(key, "running_mean") {
 			counter := strings.TrimSuffix(key, "running_mean") + BatchTrackedKey
 			sd[counter], _ = FromInt64s(nil, []int64{0})
+		}
+	}
+	if spec.TorchBuffers != nil {
+		for key, b := range spec.TorchBuffers(sortedKeys(from)) {
+			st, err := FromInt64s(b.Shape, b.Values)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", key, err))
+				continue
+			}
+			sd[key] = st
 		}
 	}
 	if len(errs) > 0 {
@@ -290,14 +300,31 @@ func FromStateDict(spec graphs.Spec, template []Variable, f *File) (map[string]*
 func FromStateDictReinit(spec graphs.Spec, template []Variable, f *File, reinit map[string]bool) (
 	values map[string]*tensors.Tensor, skipped []string, err error) {
 	fit := &FitError{Path: f.Path, Net: spec.Name}
+	if spec.TorchLegacyKey != nil {
+		f = withCurrentKeys(f, spec.TorchLegacyKey, fit)
+	}
 	byKey := map[string]Variable{}
 	for _, v := range template {
 		if key, ok := spec.StateDictKey(v.Scope, v.Name); ok {
 			byKey[key] = v
 		}
 	}
+	buffers := map[string]graphs.TorchBuffer{}
+	if spec.TorchBuffers != nil {
+		buffers = spec.TorchBuffers(sortedKeys(byKey))
+	}
 	for _, key := range f.Names() {
 		if _, ok := byKey[key]; !ok && !strings.HasSuffix(key, "."+BatchTrackedKey) && key != BatchTrackedKey {
+			if spec.TorchIgnoredKey != nil && spec.TorchIgnoredKey(key) {
+				continue
+			}
+			if b, isBuffer := buffers[key]; isBuffer {
+				// A constant of the architecture: it must be the one the net computes.
+				if msg := bufferMismatch(f.Tensors[key], b); msg != "" {
+					fit.Mismatched = append(fit.Mismatched, key+": "+msg)
+				}
+				continue
+			}
 			fit.Unexpected = append(fit.Unexpected, key)
 		}
 	}
@@ -471,4 +498,39 @@ func CheckVariables(spec graphs.Spec, template []Variable, vars map[string]*tens
 		return fit
 	}
 	return nil
+}
+
+// bufferMismatch says how a file's constant buffer differs from the one the net computes, or "".
+func bufferMismatch(st *Tensor, want graphs.TorchBuffer) string {
+	if !slices.Equal(st.Shape, want.Shape) {
+		return fmt.Sprintf("file %v, net expects %v", st.Shape, want.Shape)
+	}
+	got, err := st.Float64s()
+	if err != nil {
+		return err.Error()
+	}
+	for i, v := range want.Values {
+		if got[i] != float64(v) {
+			return fmt.Sprintf("element %d is %v, the net's constant is %d", i, got[i], v)
+		}
+	}
+	return ""
+}
+
+// withCurrentKeys is f with every key renamed by legacy; two keys that rename to the same one are both
+// dropped and reported as mismatched.
+func withCurrentKeys(f *File, legacy func(string) string, fit *FitError) *File {
+	renamed := &File{Path: f.Path, Metadata: f.Metadata, Tensors: map[string]*Tensor{}}
+	from := map[string]string{}
+	for _, key := range f.Names() {
+		current := legacy(key)
+		if other, dup := from[current]; dup {
+			fit.Mismatched = append(fit.Mismatched, fmt.Sprintf("%s and %s both name %s", other, key, current))
+			delete(renamed.Tensors, current)
+			continue
+		}
+		from[current] = key
+		renamed.Tensors[current] = f.Tensors[key]
+	}
+	return renamed
 }

@@ -286,3 +286,123 @@ func TestImportListsEveryProblem(t *testing.T) {
 		t.Fatalf("layer_scale [C]: %v", err)
 	}
 }
+
+// Swin's relative_position_index has no variable: export writes it (Spec.TorchBuffers), import accepts
+// it when it is the net's constant and refuses another one.
+func TestTorchBuffersRoundTrip(t *testing.T) {
+	opts := graphs.Options{Width: 0.0625, NumClasses: 10, ImageSize: 32}
+	ctx, spec, _ := initialised(t, "swin_t", opts)
+	vars, _ := ContextVariables(ctx)
+	sd, err := ToStateDict(spec, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "features.5.3.attn.relative_position_index"
+	index, ok := sd[key]
+	if !ok || index.DType != I64 || !slices.Equal(index.Shape, []int{49 * 49}) {
+		t.Fatalf("export wrote %s as %+v, want int64 [2401]", key, index)
+	}
+	values, _ := index.Float64s()
+	// Token 0 (row 0, column 0) against token 48 (row 6, column 6): offset (−6, −6), table row 0; against
+	// itself: offset (0, 0), row 6·13+6.
+	if values[48] != 0 || values[0] != 84 {
+		t.Errorf("%s[48] = %v, [0] = %v; want 0 and 84", key, values[48], values[0])
+	}
+	template, err := Template(testBackend(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromStateDict(spec, template, &File{Path: "ok", Tensors: sd}); err != nil {
+		t.Fatalf("import of our own export: %v", err)
+	}
+	wrong := slices.Clone(values)
+	wrong[1] = 5
+	sd[key] = mustTensor(t, I64, []int{len(wrong)}, wrong)
+	_, err = FromStateDict(spec, template, &File{Path: "wrong", Tensors: sd})
+	var fit *FitError
+	if !errors.As(err, &fit) || len(fit.Mismatched) != 1 || !strings.Contains(fit.Mismatched[0], key) {
+		t.Fatalf("a wrong %s should be the one mismatch, got %v", key, err)
+	}
+}
+
+// torchvision's densenet checkpoints spell the dense layers' modules "norm.1", "conv.2": import renames
+// them (Spec.TorchLegacyKey) and reads the same values; a file holding both spellings of a key is refused.
+func TestLegacyKeysImport(t *testing.T) {
+	opts := graphs.Options{Width: 0.125, NumClasses: 10, ImageSize: 32}
+	ctx, spec, _ := initialised(t, "densenet121", opts)
+	vars, _ := ContextVariables(ctx)
+	sd, err := ToStateDict(spec, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := map[string]*Tensor{}
+	renamed := 0
+	for key, st := range sd {
+		old := key
+		for _, m := range []string{"norm1", "norm2", "conv1", "conv2"} {
+			if strings.Contains(key, ".denselayer") && strings.Contains(key, "."+m+".") {
+				old = strings.Replace(key, "."+m+".", "."+m[:4]+"."+m[4:]+".", 1)
+				renamed++
+			}
+		}
+		legacy[old] = st
+	}
+	// 58 dense layers, each with two BatchNorms (weight, bias, running_mean, running_var,
+	// num_batches_tracked) and two conv weights.
+	if renamed != 58*12 {
+		t.Fatalf("%d keys renamed, want %d", renamed, 58*12)
+	}
+	template, err := Template(testBackend(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := FromStateDict(spec, template, &File{Path: "current", Tensors: sd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromStateDict(spec, template, &File{Path: "legacy", Tensors: legacy})
+	if err != nil {
+		t.Fatalf("legacy keys: %v", err)
+	}
+	for path, w := range want {
+		if g, ok := got[path]; !ok || !slices.Equal(tensors.MustCopyFlatData[float32](g), tensors.MustCopyFlatData[float32](w)) {
+			t.Fatalf("%s differs when read from the legacy keys", path)
+		}
+	}
+	legacy["features.denseblock1.denselayer1.norm1.weight"] = sd["features.denseblock1.denselayer1.norm1.weight"]
+	_, err = FromStateDict(spec, template, &File{Path: "both", Tensors: legacy})
+	var fit *FitError
+	if !errors.As(err, &fit) || !strings.Contains(err.Error(), "denselayer1.norm.1.weight") {
+		t.Fatalf("both spellings of a key should be refused, got %v", err)
+	}
+}
+
+// googlenet leaves out torchvision's auxiliary heads: a checkpoint holding them (as torchvision's
+// ImageNet file does) imports, other extra keys are still refused.
+func TestIgnoredKeysImport(t *testing.T) {
+	opts := graphs.Options{Width: 0.125, NumClasses: 10, ImageSize: 32}
+	ctx, spec, _ := initialised(t, "googlenet", opts)
+	vars, _ := ContextVariables(ctx)
+	sd, err := ToStateDict(spec, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sd["aux1.fc2.weight"]; ok {
+		t.Fatal("export wrote an auxiliary head the net does not have")
+	}
+	sd["aux1.conv.conv.weight"] = mustTensor(t, F32, []int{128, 512, 1, 1}, make([]float64, 128*512))
+	sd["aux2.fc2.bias"] = mustTensor(t, F32, []int{1000}, make([]float64, 1000))
+	template, err := Template(testBackend(), spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromStateDict(spec, template, &File{Path: "aux", Tensors: sd}); err != nil {
+		t.Fatalf("auxiliary heads should be skipped: %v", err)
+	}
+	sd["aux3.fc.bias"] = sd["aux2.fc2.bias"]
+	_, err = FromStateDict(spec, template, &File{Path: "aux3", Tensors: sd})
+	var fit *FitError
+	if !errors.As(err, &fit) || !slices.Equal(fit.Unexpected, []string{"aux3.fc.bias"}) {
+		t.Fatalf("aux3.fc.bias should be the one unexpected key, got %v", err)
+	}
+}

@@ -202,6 +202,11 @@ func TestExportLoadsInTorch(t *testing.T) {
 		{"convnext_tiny", graphs.Options{Width: 1.0 / 16, NumClasses: 10, ImageSize: 32}},
 		{"vit_tiny", graphs.Options{Width: 1.0 / 3, NumClasses: 10, ImageSize: 32}},
 		{"mobilenetv4_conv_medium", graphs.Options{Width: 0.25, NumClasses: 10, ImageSize: 32}},
+		{"shufflenet_v2_x1_0", graphs.Options{Width: 0.25, NumClasses: 10, ImageSize: 32}},
+		{"densenet121", graphs.Options{Width: 0.125, NumClasses: 10, ImageSize: 32}},
+		{"googlenet", graphs.Options{Width: 0.125, NumClasses: 10, ImageSize: 32}},
+		// Swin's export also writes its relative_position_index buffers (Spec.TorchBuffers).
+		{"swin_t", graphs.Options{Width: 0.0625, NumClasses: 10, ImageSize: 64}},
 	}
 	root := t.TempDir()
 	type result struct {
