@@ -289,11 +289,17 @@ func MobileViTBlock(ctx *context.Context, x *Node, train bool, opts Options, dim
 	nh, nw := h/p, w/p
 	y = TransposeAllAxes(Reshape(y, b, nh, p, nw, p, dim), 0, 2, 4, 1, 3, 5)
 	y = Reshape(y, b*p*p, nh*nw, dim)
+	// The layers count MACs per leading index, here a sequence (a quarter of an example): count the
+	// transformer's per example here instead.
+	seq := opts
+	seq.Stats = nil
+	tokens := int64(nh * nw)
+	opts.Stats.add(int64(blocks) * int64(p*p) * (tokens*int64(4*dim*dim+2*dim*mlpDim) + 2*tokens*tokens*int64(dim)))
 	for i := range blocks {
 		l := ctx.In("transformer").In(strconv.Itoa(i))
-		y = Add(y, MultiHeadAttention(l.In("attn"), LayerNorm(l.In("norm1"), y, mobileViTEps, opts), heads, nil, opts))
-		m := Linear(l.In("mlp").In("fc1"), LayerNorm(l.In("norm2"), y, mobileViTEps, opts), LinearConfig{Units: mlpDim}, opts)
-		y = Add(y, Linear(l.In("mlp").In("fc2"), Swish(m), LinearConfig{Units: dim}, opts))
+		y = Add(y, MultiHeadAttention(l.In("attn"), LayerNorm(l.In("norm1"), y, mobileViTEps, seq), heads, nil, seq))
+		m := Linear(l.In("mlp").In("fc1"), LayerNorm(l.In("norm2"), y, mobileViTEps, seq), LinearConfig{Units: mlpDim}, seq)
+		y = Add(y, Linear(l.In("mlp").In("fc2"), Swish(m), LinearConfig{Units: dim}, seq))
 	}
 	y = LayerNorm(ctx.In("norm"), y, mobileViTEps, opts)
 	// Fold: the inverse permutation.
