@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Writes graphs/testdata/bestiary_dense_torch.json: torchvision 0.14's DeepLabV3 ASPP and
-ops.FeaturePyramidNetwork in float64 with random weights (BatchNorm affine parameters and running
-statistics too, FPN's biases too), one input each, and their outputs, for TestBestiaryDenseMatchesTorch.
-ASPP's output is given in evaluation mode and in training mode with its dropout set to 0 (batch
-statistics). Tensors are flat lists in PyTorch's layouts (NCHW, OIHW). Run from the repository root
-with Debian's python3-torch:
+"""Writes graphs/testdata/bestiary_dense_torch.json for TestBestiaryDenseMatchesTorch: the bestiary's
+dense-group layers in PyTorch 1.13 / torchvision 0.14, float64, every parameter and BatchNorm statistic
+random, one input each and their outputs in evaluation mode and, where the layer has BatchNorm or
+dropout, in training mode (batch statistics, dropout set to 0).
+
+- asppModule: torchvision's models.segmentation.deeplabv3.ASPP (rates 6/12/18);
+- fpnModule: torchvision's ops.FeaturePyramidNetwork on odd sizes (9, 5, 3, 2);
+- unetDown, unetUp, nerfMLP, waveNetBlock: no package has them, so they are written below from their
+  definitions with PyTorch's modules (nn.MaxPool2d, nn.Upsample(bilinear, align_corners=True),
+  nn.Conv1d with dilation), under the attribute names of milesial's U-Net and nerf-pytorch.
+
+Tensors are flat lists in PyTorch's layouts (NCHW images, NCT sequences, OIHW / OIK kernels, [out, in]
+linear weights). Run from the repository root with Debian's python3-torch:
 
     /usr/bin/python3 scripts/torch_bestiary_dense.py
 """
@@ -12,11 +19,92 @@ import json
 from collections import OrderedDict
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 from torchvision.models.segmentation.deeplabv3 import ASPP
 from torchvision.ops import FeaturePyramidNetwork
 
 torch.manual_seed(20)
 torch.set_default_dtype(torch.float64)
+
+
+class DoubleConv(nn.Module):
+    def __init__(self, ic, oc, mid):
+        super().__init__()
+        self.double_conv = nn.Sequential(
+            nn.Conv2d(ic, mid, 3, padding=1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
+            nn.Conv2d(mid, oc, 3, padding=1, bias=False), nn.BatchNorm2d(oc), nn.ReLU())
+
+    def forward(self, x):
+        return self.double_conv(x)
+
+
+class Down(nn.Module):
+    def __init__(self, ic, oc):
+        super().__init__()
+        self.maxpool_conv = nn.Sequential(nn.MaxPool2d(2), DoubleConv(ic, oc, oc))
+
+    def forward(self, x):
+        return self.maxpool_conv(x)
+
+
+class Up(nn.Module):
+    def __init__(self, ic, oc):
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.conv = DoubleConv(ic, oc, ic // 2)
+
+    def forward(self, x, skip):
+        return self.conv(torch.cat([skip, self.up(x)], dim=1))
+
+
+class NeRF(nn.Module):
+    def __init__(self, pos, dirs, w):
+        super().__init__()
+        self.pos = pos
+        self.pts_linears = nn.ModuleList(
+            [nn.Linear(pos, w)] + [nn.Linear(w + pos if i == 5 else w, w) for i in range(1, 8)])
+        self.alpha_linear = nn.Linear(w, 1)
+        self.feature_linear = nn.Linear(w, w)
+        self.views_linears = nn.ModuleList([nn.Linear(w + dirs, w // 2)])
+        self.rgb_linear = nn.Linear(w // 2, 3)
+
+    def forward(self, x):
+        pts, views = x[..., :self.pos], x[..., self.pos:]
+        h = pts
+        for i, layer in enumerate(self.pts_linears):
+            h = F.relu(layer(h))
+            if i == 4:
+                h = torch.cat([pts, h], -1)
+        sigma = self.alpha_linear(h)
+        h = F.relu(self.views_linears[0](torch.cat([self.feature_linear(h), views], -1)))
+        return torch.cat([torch.sigmoid(self.rgb_linear(h)), sigma], -1)
+
+
+class WaveNetLayer(nn.Module):
+    def __init__(self, r, s, d, last):
+        super().__init__()
+        self.d = d
+        self.filter = nn.Conv1d(r, r, 2, dilation=d)
+        self.gate = nn.Conv1d(r, r, 2, dilation=d)
+        self.skip = nn.Conv1d(r, s, 1)
+        self.residual = None if last else nn.Conv1d(r, r, 1)
+
+
+class WaveNet(nn.Module):
+    def __init__(self, r, s, n):
+        super().__init__()
+        self.layers = nn.ModuleList([WaveNetLayer(r, s, 2 ** i, i == n - 1) for i in range(n)])
+
+    def forward(self, x):  # [N, C, T]
+        skips = 0
+        for layer in self.layers:
+            xp = F.pad(x, (layer.d, 0))  # causal: only the past
+            z = torch.tanh(layer.filter(xp)) * torch.sigmoid(layer.gate(xp))
+            skips = skips + layer.skip(z)
+            if layer.residual is not None:
+                x = x + layer.residual(z)
+        return skips
 
 
 def randomise(module):
@@ -35,32 +123,42 @@ def flat(t):
     return {"shape": list(t.shape), "data": t.flatten().tolist()}
 
 
-def state(module):
-    return {k: flat(v) for k, v in module.state_dict().items() if not k.endswith("num_batches_tracked")}
+def case(module, inputs, train=True, outputs=lambda y: [y]):
+    randomise(module)
+    state = {k: flat(v) for k, v in module.state_dict().items() if not k.endswith("num_batches_tracked")}
+    out = {"state": state, "inputs": [flat(x) for x in inputs]}
+    module.eval()
+    with torch.no_grad():
+        out["eval"] = [flat(y) for y in outputs(module(*inputs))]
+    if train:
+        module.train()
+        for m in module.modules():
+            if isinstance(m, nn.Dropout):
+                m.p = 0.0
+        with torch.no_grad():
+            out["train"] = [flat(y) for y in outputs(module(*inputs))]
+    return out
 
 
-aspp = ASPP(3, [6, 12, 18], 4)
-randomise(aspp)
-aspp_state = state(aspp)  # before the training pass updates the running statistics
-x = torch.randn(2, 3, 20, 20)
-aspp.eval()
-with torch.no_grad():
-    aspp_eval = aspp(x)
-aspp.train()
-aspp.project[3].p = 0.0
-with torch.no_grad():
-    aspp_train = aspp(x)
+class FPN(nn.Module):
+    """ops.FeaturePyramidNetwork over positional inputs (its forward takes an OrderedDict)."""
 
-fpn = FeaturePyramidNetwork([2, 3, 4, 5], 3)
-randomise(fpn)
-levels = OrderedDict((f"c{i + 2}", torch.randn(2, c, s, s)) for i, (c, s) in enumerate(zip([2, 3, 4, 5], [9, 5, 3, 2])))
-with torch.no_grad():
-    fpn_out = fpn(levels)
+    def __init__(self):
+        super().__init__()
+        self.fpn = FeaturePyramidNetwork([2, 3, 4, 5], 3)
 
-out = {
-    "aspp": {"state": aspp_state, "x": flat(x), "eval": flat(aspp_eval), "train": flat(aspp_train)},
-    "fpn": {"state": state(fpn), "levels": [flat(v) for v in levels.values()],
-            "outputs": [flat(v) for v in fpn_out.values()]},
+    def forward(self, *levels):
+        return list(self.fpn(OrderedDict((f"c{i + 2}", x) for i, x in enumerate(levels))).values())
+
+
+cases = {
+    "asppModule": case(ASPP(3, [6, 12, 18], 4), [torch.randn(2, 3, 20, 20)]),
+    "fpnModule": case(FPN(), [torch.randn(2, c, s, s) for c, s in zip([2, 3, 4, 5], [9, 5, 3, 2])], train=False,
+                      outputs=lambda ys: ys),
+    "unetDown": case(Down(3, 4), [torch.randn(2, 3, 9, 8)]),
+    "unetUp": case(Up(6, 4), [torch.randn(2, 3, 4, 5), torch.randn(2, 3, 8, 10)]),
+    "nerfMLP": case(NeRF(9, 6, 8), [torch.randn(7, 15)], train=False),
+    "waveNetBlock": case(WaveNet(3, 4, 4), [torch.randn(2, 3, 11)], train=False),
 }
 with open("graphs/testdata/bestiary_dense_torch.json", "w") as f:
-    json.dump(out, f)
+    json.dump(cases, f)
