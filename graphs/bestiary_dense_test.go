@@ -138,8 +138,9 @@ func scaledMaxDiff(got, want []float64) float64 {
 
 // TestBestiaryDenseMatchesTorch: the dense group's layers against PyTorch with the same float64 weights
 // and inputs (scripts/torch_bestiary_dense.py): torchvision 0.14's ASPP and FeaturePyramidNetwork, and
-// U-Net's down and up steps, NeRF's MLP and WaveNet's stack written with PyTorch's modules; in
-// evaluation mode and, for the layers with BatchNorm, in training mode (dropout 0).
+// the positional encoding, U-Net's down and up steps, NeRF's MLP, WaveNet's stack and MobileViT's block
+// written with PyTorch's modules; in evaluation mode and, for the layers with BatchNorm, in training
+// mode (dropout 0).
 func TestBestiaryDenseMatchesTorch(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bestiary_dense_torch.json")
 	if err != nil {
@@ -170,6 +171,12 @@ func TestBestiaryDenseMatchesTorch(t *testing.T) {
 		},
 		"waveNetBlock": func(ctx *context.Context, in []*Node, _ bool, width int) []*Node {
 			return []*Node{WaveNetBlock(ctx, in[0], opts, width, 4)}
+		},
+		"positionalEncoding": func(_ *context.Context, in []*Node, _ bool, _ int) []*Node {
+			return []*Node{PositionalEncoding(in[0], 4)}
+		},
+		"mobileVitBlock": func(ctx *context.Context, in []*Node, train bool, _ int) []*Node {
+			return []*Node{MobileViTBlock(ctx, in[0], train, opts, 8, 2, 16, 2)}
 		},
 	}
 	if len(fx) != len(layers) {

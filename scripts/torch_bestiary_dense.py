@@ -6,9 +6,11 @@ dropout, in training mode (batch statistics, dropout set to 0).
 
 - asppModule: torchvision's models.segmentation.deeplabv3.ASPP (rates 6/12/18);
 - fpnModule: torchvision's ops.FeaturePyramidNetwork on odd sizes (9, 5, 3, 2);
-- unetDown, unetUp, nerfMLP, waveNetBlock: no package has them, so they are written below from their
-  definitions with PyTorch's modules (nn.MaxPool2d, nn.Upsample(bilinear, align_corners=True),
-  nn.Conv1d with dilation), under the attribute names of milesial's U-Net and nerf-pytorch.
+- positionalEncoding, unetDown, unetUp, nerfMLP, waveNetBlock, mobileVitBlock: no package here has
+  them (timm is not installed), so they are written below from their definitions with PyTorch's
+  modules (nn.MaxPool2d, nn.Upsample(bilinear, align_corners=True), nn.Conv1d with dilation,
+  nn.MultiheadAttention, nn.LayerNorm), under the attribute names of milesial's U-Net, nerf-pytorch and
+  timm's MobileVitBlock (nn.MultiheadAttention's in_proj/out_proj renamed to timm's qkv/proj).
 
 Tensors are flat lists in PyTorch's layouts (NCHW images, NCT sequences, OIHW / OIK kernels, [out, in]
 linear weights). Run from the repository root with Debian's python3-torch:
@@ -107,6 +109,77 @@ class WaveNet(nn.Module):
         return skips
 
 
+class PositionalEncoding(nn.Module):
+    def __init__(self, frequencies):
+        super().__init__()
+        self.frequencies = frequencies
+
+    def forward(self, x):
+        parts = [x]
+        for k in range(self.frequencies):
+            parts += [torch.sin(2.0 ** k * torch.pi * x), torch.cos(2.0 ** k * torch.pi * x)]
+        return torch.cat(parts, -1)
+
+
+class ConvNormAct(nn.Module):
+    def __init__(self, ic, oc, k):
+        super().__init__()
+        self.conv = nn.Conv2d(ic, oc, k, padding=k // 2, bias=False)
+        self.bn = nn.BatchNorm2d(oc)
+
+    def forward(self, x):
+        return F.silu(self.bn(self.conv(x)))
+
+
+class TransformerLayer(nn.Module):
+    def __init__(self, d, heads, m):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(OrderedDict(fc1=nn.Linear(d, m), act=nn.SiLU(), fc2=nn.Linear(m, d)))
+
+    def forward(self, x):
+        y = self.norm1(x)
+        x = x + self.attn(y, y, y, need_weights=False)[0]
+        return x + self.mlp(self.norm2(x))
+
+
+class MobileViT(nn.Module):
+    """timm's MobileVitBlock (patch 2), its unfold and fold in NCHW as timm writes them."""
+
+    def __init__(self, ic, d, heads, m, n):
+        super().__init__()
+        self.conv_kxk = ConvNormAct(ic, ic, 3)
+        self.conv_1x1 = nn.Conv2d(ic, d, 1, bias=False)
+        self.transformer = nn.Sequential(*[TransformerLayer(d, heads, m) for _ in range(n)])
+        self.norm = nn.LayerNorm(d)
+        self.conv_proj = ConvNormAct(d, ic, 1)
+        self.conv_fusion = ConvNormAct(2 * ic, ic, 3)
+
+    def forward(self, x):
+        shortcut = x
+        x = self.conv_1x1(self.conv_kxk(x))
+        b, c, h, w = x.shape
+        nh, nw = h // 2, w // 2
+        x = x.reshape(b * c * nh, 2, nw, 2).transpose(1, 2)
+        x = x.reshape(b, c, nh * nw, 4).transpose(1, 3).reshape(b * 4, nh * nw, c)
+        x = self.norm(self.transformer(x))
+        x = x.contiguous().view(b, 4, nh * nw, c).transpose(1, 3).reshape(b * c * nh, nw, 2, 2)
+        x = x.transpose(1, 2).reshape(b, c, h, w)
+        return self.conv_fusion(torch.cat([shortcut, self.conv_proj(x)], 1))
+
+
+TIMM_NAMES = {"attn.in_proj_weight": "attn.qkv.weight", "attn.in_proj_bias": "attn.qkv.bias",
+              "attn.out_proj.weight": "attn.proj.weight", "attn.out_proj.bias": "attn.proj.bias"}
+
+
+def timm_name(key):
+    for a, b in TIMM_NAMES.items():
+        key = key.replace(a, b)
+    return key
+
+
 def randomise(module):
     """Random values for every parameter and BatchNorm statistic, so none is at its initial value."""
     with torch.no_grad():
@@ -125,7 +198,7 @@ def flat(t):
 
 def case(module, inputs, train=True, outputs=lambda y: [y]):
     randomise(module)
-    state = {k: flat(v) for k, v in module.state_dict().items() if not k.endswith("num_batches_tracked")}
+    state = {timm_name(k): flat(v) for k, v in module.state_dict().items() if not k.endswith("num_batches_tracked")}
     out = {"state": state, "inputs": [flat(x) for x in inputs]}
     module.eval()
     with torch.no_grad():
@@ -159,6 +232,8 @@ cases = {
     "unetUp": case(Up(6, 4), [torch.randn(2, 3, 4, 5), torch.randn(2, 3, 8, 10)]),
     "nerfMLP": case(NeRF(9, 6, 8), [torch.randn(7, 15)], train=False),
     "waveNetBlock": case(WaveNet(3, 4, 4), [torch.randn(2, 3, 11)], train=False),
+    "positionalEncoding": case(PositionalEncoding(4), [torch.rand(5, 3) * 2 - 1], train=False),
+    "mobileVitBlock": case(MobileViT(3, 8, 2, 16, 2), [torch.randn(2, 3, 4, 6)]),
 }
 with open("graphs/testdata/bestiary_dense_torch.json", "w") as f:
     json.dump(cases, f)
