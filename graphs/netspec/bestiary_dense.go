@@ -12,7 +12,8 @@ import (
 // The bestiary's dense-prediction and sequence blocks that take one tensor and give one (issue 20),
 // named and argued as the book's signatures (kinds are looked up lowercased, so the book's unetDown
 // finds unetdown; arguments keep the signature's spelling); graphs/bestiary_dense.go builds them.
-// unetUp (two inputs) and fpnModule (four in, four out) have no kind.
+// unetUp takes two inputs, so its kind wraps the level below as a body whose input is the skip;
+// fpnModule (four in, four out) has no kind.
 
 func init() {
 	Register(Kind{
@@ -54,6 +55,42 @@ func init() {
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
 			return graphs.UNetDown(ctx, x, b.Train, b.Opts, l.Int("oc"))
+		},
+	})
+	Register(Kind{
+		Name: "unetup", Doc: "U-Net's up step (milesial's Up, bilinear) with its level as a body: the body (starting with a down step) maps the input to half its size; its output is upsampled ×2 (bilinear, align_corners), concatenated after the input (the skip) and double-convolved to oc (mid ic/2)",
+		Args: []Arg{
+			widthArg("ic", "channels of the concatenation: the input's plus the body's"),
+			widthArg("oc", "output channels"),
+			{Name: "layers", Type: TypeLayers, Required: true, Doc: "the level below: a body mapping [H, W, C] to [H/2, W/2, C'] (e.g. a unetDown first)"},
+		},
+		Norms: []string{"conv/double_conv/1", "conv/double_conv/4"},
+		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
+			if err := needImage(in); err != nil {
+				return nil, err
+			}
+			body, err := p.Body(l, "layers", in)
+			if err != nil {
+				return nil, err
+			}
+			if len(body) != 3 || 2*body[0] != in[0] || 2*body[1] != in[1] {
+				return nil, ArgError("layers", "the body maps %s to %s; expected an image of exactly half the size, which the upsample doubles back", shapeString(in), shapeString(body))
+			}
+			ic, oc := l.Int("ic"), l.Int("oc")
+			if ic != in[2]+body[2] {
+				return nil, ArgError("ic", "%d, but the skip has %d channels and the body's output %d; expected their sum %d", ic, in[2], body[2], in[2]+body[2])
+			}
+			mid := ic / 2
+			if mid < 1 {
+				return nil, ArgError("ic", "%d leaves the double conv no middle channels (ic/2); expected at least 2", ic)
+			}
+			l.Params += int64s(9, ic, mid) + int64s(9, mid, oc) + 2*int64(mid+oc)
+			l.MACs += int64s(in[0], in[1], mid, 9, ic) + int64s(in[0], in[1], oc, 9, mid)
+			return []int{in[0], in[1], oc}, nil
+		},
+		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
+			y := b.Sequence(ctx, x, l.Body("layers"))
+			return graphs.UNetUp(ctx, y, x, b.Train, b.Opts, l.Int("oc"))
 		},
 	})
 	var asppNorms []string

@@ -14,7 +14,11 @@ import (
 // shared spec tests (counts against the graph, gradients reaching every parameter, bfloat16) run it.
 const bestiaryDense = `
 - input: {size: 8, channels: 3, classes: 5}
-- unetDown: {ic: 3, oc: 4}
+- unetUp:
+    ic: 7
+    oc: 4
+    layers:
+      - unetDown: {ic: 3, oc: 4}
 - asppModule: {ic: 4, oc: 4}
 - mobileVitBlock: {ic: 4, dim: 8, heads: 2, mlpDim: 16, nTxBlocks: 2}
 - positionalEncoding: {inputDim: 4, numFrequencies: 2}
@@ -30,8 +34,8 @@ const bestiaryDense = `
 func TestBestiaryDenseSpec(t *testing.T) {
 	net := load(t, bestiaryDense, Sizes{})
 	want := map[string]string{
-		"unetdown": "[4, 4, 4]", "asppmodule": "[4, 4, 4]", "mobilevitblock": "[4, 4, 4]", "positionalencoding": "[4, 4, 20]",
-		"wavenetblock": "[4, 5]", "nerfmlp": "[4, 4]",
+		"unetdown": "[4, 4, 4]", "unetup": "[8, 8, 4]", "asppmodule": "[8, 8, 4]", "mobilevitblock": "[8, 8, 4]",
+		"positionalencoding": "[8, 8, 20]", "wavenetblock": "[16, 5]", "nerfmlp": "[16, 4]",
 	}
 	for _, r := range net.Rows() {
 		if w, ok := want[r.Kind]; ok && shapeString(r.Out) != w {
@@ -50,7 +54,8 @@ func TestBestiaryDenseSpec(t *testing.T) {
 		}
 	})
 	for key, nd := range map[string]bool{
-		"unetdown1.maxpool_conv.1.double_conv.0.weight": false, "unetdown1.maxpool_conv.1.double_conv.4.weight": true,
+		"unetup1.unetdown0.maxpool_conv.1.double_conv.0.weight": false, "unetup1.unetdown0.maxpool_conv.1.double_conv.4.weight": true,
+		"unetup1.conv.double_conv.3.weight": false, "unetup1.conv.double_conv.1.bias": true,
 		"asppmodule2.convs.2.0.weight": false, "asppmodule2.convs.4.2.weight": true, "asppmodule2.project.1.bias": true,
 		"mobilevitblock3.transformer.1.attn.qkv.weight": false, "mobilevitblock3.norm.weight": true,
 		"mobilevitblock3.conv_fusion.bn.weight": true, "wavenetblock6.layers.2.gate.weight": false,
@@ -68,6 +73,8 @@ func TestBestiaryDenseSpec(t *testing.T) {
 		{"- mobileVitBlock: {ic: 3, dim: 8, heads: 3, mlpDim: 16, nTxBlocks: 1}", "heads: 3 does not divide dim 8"},
 		{"- nerfMLP: {encodedPosDim: 2, encodedDirDim: 2, hiddenDim: 8}", "encodedPosDim: 2 + encodedDirDim 2 = 4, but the input is [8, 8, 3]"},
 		{"- waveNetBlock: {residualCh: 3, skipCh: 2, nLayers: 2}", "expected tokens"},
+		{"- unetUp: {ic: 6, oc: 4, layers: [unetDown: {ic: 3, oc: 4}]}", "ic: 6, but the skip has 3 channels and the body's output 4; expected their sum 7"},
+		{"- unetUp: {ic: 6, oc: 4, layers: [relu]}", "layers: the body maps [8, 8, 3] to [8, 8, 3]; expected an image of exactly half the size"},
 	} {
 		text := "- input: {size: 8, channels: 3, classes: 5}\n" + c.text + "\n- globalavgpool\n- dense: {units: classes}\n"
 		_, err := Load("test.yaml", parse(t, text), Sizes{})
