@@ -173,7 +173,7 @@ const tokens = `
 // otherwise), and a training-mode forward pass runs.
 func TestSpecCountsMatchTheGraph(t *testing.T) {
 	covered := map[string]bool{}
-	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens, "mnist_cnn": mnistCNN} {
+	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens, "mnist_cnn": mnistCNN, "bestiary dense": bestiaryDense} {
 		net := load(t, text, Sizes{})
 		for _, r := range net.Rows() {
 			covered[r.Kind] = true
@@ -363,7 +363,7 @@ func TestDocsListEveryKind(t *testing.T) {
 // TestSpecGradientsReachEveryParameter: in a training-mode step of the specs that use every kind, the
 // loss's gradient is finite and non-zero for every trainable variable, so each kind's parameters train.
 func TestSpecGradientsReachEveryParameter(t *testing.T) {
-	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens} {
+	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens, "bestiary dense": bestiaryDense} {
 		net := load(t, text, Sizes{})
 		var names []string
 		exec, err := context.NewExec(testBackend(), context.New(), func(ctx *context.Context, x *Node) []*Node {
@@ -407,7 +407,7 @@ func TestSpecGradientsReachEveryParameter(t *testing.T) {
 
 // TestSpecInBFloat16: under bfloat16 compute the specs build and give float32 logits of the right shape.
 func TestSpecInBFloat16(t *testing.T) {
-	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens} {
+	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens, "bestiary dense": bestiaryDense} {
 		net := load(t, text, Sizes{})
 		got := logits(t, net.Build, graphs.Options{Precision: "bfloat16", Seed: 1}, testImages(2, net.Input[0], net.Input[2]))
 		if len(got) != 2*net.Classes {

@@ -1,0 +1,85 @@
+package netspec
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
+)
+
+// bestiaryDense uses every kind of the bestiary's dense group (graphs/netspec/bestiary_dense.go); the
+// shared spec tests (counts against the graph, gradients reaching every parameter, bfloat16) run it.
+const bestiaryDense = `
+- input: {size: 8, channels: 3, classes: 5}
+- unetUp:
+    ic: 7
+    oc: 4
+    layers:
+      - unetDown: {ic: 3, oc: 4}
+- asppModule: {ic: 4, oc: 4}
+- mobileVitBlock: {ic: 4, dim: 8, heads: 2, mlpDim: 16, nTxBlocks: 2}
+- positionalEncoding: {inputDim: 4, numFrequencies: 2}
+- patch_embed: {patch: 2, dim: 6, class_token: false}
+- waveNetBlock: {residualCh: 6, skipCh: 5, nLayers: 3}
+- nerfMLP: {encodedPosDim: 3, encodedDirDim: 2, hiddenDim: 8}
+- token_pool: {mode: mean}
+- dense: {units: classes}
+`
+
+// TestBestiaryDenseSpec: the group's kinds infer the shapes of their graphs functions, put their
+// norms in the no-decay group, and refuse a signature width that is not the input's.
+func TestBestiaryDenseSpec(t *testing.T) {
+	net := load(t, bestiaryDense, Sizes{})
+	want := map[string]string{
+		"unetdown": "[4, 4, 4]", "unetup": "[8, 8, 4]", "asppmodule": "[8, 8, 4]", "mobilevitblock": "[8, 8, 4]",
+		"positionalencoding": "[8, 8, 20]", "wavenetblock": "[16, 5]", "nerfmlp": "[16, 4]",
+	}
+	for _, r := range net.Rows() {
+		if w, ok := want[r.Kind]; ok && shapeString(r.Out) != w {
+			t.Errorf("%s: inferred %s, want %s", r.Kind, shapeString(r.Out), w)
+		}
+	}
+
+	ctx := context.New()
+	g := NewGraph(testBackend(), "names")
+	net.Build(ctx.In(graphs.ModelScope), Parameter(g, "x", testImages(1, 8, 3).Shape()), true, graphs.Options{})
+	g.Finalize()
+	noDecay := map[string]bool{}
+	ctx.EnumerateVariables(func(v *context.Variable) {
+		if key, ok := graphs.DefaultTorchName(v.Scope(), v.Name()); ok && v.Trainable {
+			noDecay[key] = net.NoWeightDecay(v.Scope(), v.Name())
+		}
+	})
+	for key, nd := range map[string]bool{
+		"unetup1.unetdown0.maxpool_conv.1.double_conv.0.weight": false, "unetup1.unetdown0.maxpool_conv.1.double_conv.4.weight": true,
+		"unetup1.conv.double_conv.3.weight": false, "unetup1.conv.double_conv.1.bias": true,
+		"asppmodule2.convs.2.0.weight": false, "asppmodule2.convs.4.2.weight": true, "asppmodule2.project.1.bias": true,
+		"mobilevitblock3.transformer.1.attn.qkv.weight": false, "mobilevitblock3.norm.weight": true,
+		"mobilevitblock3.conv_fusion.bn.weight": true, "wavenetblock6.layers.2.gate.weight": false,
+		"nerfmlp7.pts_linears.5.weight": false, "nerfmlp7.rgb_linear.bias": true,
+	} {
+		got, ok := noDecay[key]
+		if !ok || got != nd {
+			t.Errorf("%s: present %v, no-decay %v; want present, no-decay %v", key, ok, got, nd)
+		}
+	}
+
+	for _, c := range []struct{ text, msg string }{
+		{"- unetDown: {ic: 4, oc: 4}", "layer 1 (unetdown): ic: 4, but the input is [8, 8, 3]"},
+		{"- asppModule: {ic: 2, oc: 4}", "layer 1 (asppmodule): ic: 2"},
+		{"- mobileVitBlock: {ic: 3, dim: 8, heads: 3, mlpDim: 16, nTxBlocks: 1}", "heads: 3 does not divide dim 8"},
+		{"- nerfMLP: {encodedPosDim: 2, encodedDirDim: 2, hiddenDim: 8}", "encodedPosDim: 2 + encodedDirDim 2 = 4, but the input is [8, 8, 3]"},
+		{"- waveNetBlock: {residualCh: 3, skipCh: 2, nLayers: 2}", "expected tokens"},
+		{"- unetUp: {ic: 6, oc: 4, layers: [unetDown: {ic: 3, oc: 4}]}", "ic: 6, but the skip has 3 channels and the body's output 4; expected their sum 7"},
+		{"- unetUp: {ic: 6, oc: 4, layers: [relu]}", "layers: the body maps [8, 8, 3] to [8, 8, 3]; expected an image of exactly half the size"},
+	} {
+		text := "- input: {size: 8, channels: 3, classes: 5}\n" + c.text + "\n- globalavgpool\n- dense: {units: classes}\n"
+		_, err := Load("test.yaml", parse(t, text), Sizes{})
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: error %v, want one containing %q", c.text, err, c.msg)
+		}
+	}
+}

@@ -1,0 +1,356 @@
+package reference
+
+import (
+	"fmt"
+	"math"
+)
+
+// The bestiary's dense-prediction and sequence blocks (issue 20), as plain loops over NHWC images and
+// [batch, time, channels] sequences. A BatchNorm is in training mode (batch statistics) unless its
+// ConvBN carries running statistics.
+
+// PositionalEncoding is NeRF's γ: for each row of x [..., d], [x, sin(π·x), cos(π·x), sin(2π·x),
+// cos(2π·x), ..., sin(2^(L−1)π·x), cos(2^(L−1)π·x)], each block d wide.
+func PositionalEncoding(x Tensor, frequencies int) Tensor {
+	rows, d := lastAxis(x.Dims)
+	width := d * (1 + 2*frequencies)
+	dims := append(append([]int(nil), x.Dims[:len(x.Dims)-1]...), width)
+	y := New(dims...)
+	for r := range rows {
+		for i := range d {
+			v := x.Data[r*d+i]
+			y.Data[r*width+i] = v
+			freq := math.Pi
+			for k := range frequencies {
+				y.Data[r*width+d*(1+2*k)+i] = math.Sin(freq * v)
+				y.Data[r*width+d*(2+2*k)+i] = math.Cos(freq * v)
+				freq *= 2
+			}
+		}
+	}
+	return y
+}
+
+// ConvBN is a bias-free convolution kernel [k, k, in, out] and its BatchNorm's scale and shift, and
+// the running mean and variance when the BatchNorm is in evaluation mode (nil: training mode).
+type ConvBN struct {
+	W           Tensor
+	Gamma, Beta []float64
+	Mean, Var   []float64
+}
+
+// convBNAct is a stride-1 convolution padded to keep the size at the dilation, then BatchNorm, then act.
+func convBNAct(x Tensor, p ConvBN, dilation int, eps float64, act func(float64) float64) Tensor {
+	pad := dilation * (p.W.Dims[0] - 1) / 2
+	y := Conv2D(x, p.W, nil, ConvParams{Dilation: dilation, Pads: [2][2]int{{pad, pad}, {pad, pad}}})
+	if p.Mean != nil {
+		y = BatchNormEval(y, p.Gamma, p.Beta, p.Mean, p.Var, eps)
+	} else {
+		y, _, _ = BatchNormTrain(y, p.Gamma, p.Beta, eps)
+	}
+	return Map(y, act)
+}
+
+// concatChannels joins NHWC (or any same-leading-dims) tensors on the last axis.
+func concatChannels(parts ...Tensor) Tensor {
+	rows, _ := lastAxis(parts[0].Dims)
+	width := 0
+	for _, p := range parts {
+		r, c := lastAxis(p.Dims)
+		if r != rows {
+			panic(fmt.Sprintf("reference.concatChannels: dims %v and %v", parts[0].Dims, p.Dims))
+		}
+		width += c
+	}
+	dims := append(append([]int(nil), parts[0].Dims[:len(parts[0].Dims)-1]...), width)
+	y := New(dims...)
+	for r := range rows {
+		off := 0
+		for _, p := range parts {
+			_, c := lastAxis(p.Dims)
+			copy(y.Data[r*width+off:r*width+off+c], p.Data[r*c:(r+1)*c])
+			off += c
+		}
+	}
+	return y
+}
+
+// UNetDown is milesial's Down: 2x2/2 max-pool, then (3x3 conv, BN, ReLU) twice.
+func UNetDown(x Tensor, conv1, conv2 ConvBN, eps float64) Tensor {
+	y, _ := MaxPool2D(x, 2, 2, [2][2]int{})
+	y = convBNAct(y, conv1, 1, eps, ReLU)
+	return convBNAct(y, conv2, 1, eps, ReLU)
+}
+
+// UpsampleBilinear2x is F.interpolate(scale_factor=2, mode="bilinear", align_corners=True) of x
+// [N, H, W, C]: output cell (i, j) reads the input at (i·(H−1)/(2H−1), j·(W−1)/(2W−1)), bilinearly.
+func UpsampleBilinear2x(x Tensor) Tensor {
+	n, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
+	oh, ow := 2*h, 2*w
+	src := func(o, in, out int) (int, int, float64) {
+		if in == 1 {
+			return 0, 0, 0
+		}
+		s := float64(o) * float64(in-1) / float64(out-1)
+		lo := int(math.Floor(s))
+		hi := min(lo+1, in-1)
+		return lo, hi, s - float64(lo)
+	}
+	y := New(n, oh, ow, c)
+	for b := range n {
+		for i := range oh {
+			i0, i1, fi := src(i, h, oh)
+			for j := range ow {
+				j0, j1, fj := src(j, w, ow)
+				for k := range c {
+					v := (1-fi)*(1-fj)*x.At(b, i0, j0, k) + (1-fi)*fj*x.At(b, i0, j1, k) +
+						fi*(1-fj)*x.At(b, i1, j0, k) + fi*fj*x.At(b, i1, j1, k)
+					y.Set(v, b, i, j, k)
+				}
+			}
+		}
+	}
+	return y
+}
+
+// UNetUp is milesial's Up (bilinear): x upsampled ×2, concatenated after skip, then (3x3 conv, BN,
+// ReLU) twice.
+func UNetUp(x, skip Tensor, conv1, conv2 ConvBN, eps float64) Tensor {
+	y := concatChannels(skip, UpsampleBilinear2x(x))
+	y = convBNAct(y, conv1, 1, eps, ReLU)
+	return convBNAct(y, conv2, 1, eps, ReLU)
+}
+
+// ASPP is DeepLab v3's atrous spatial pyramid pooling: branches[0] a 1x1 conv, branches[1..] 3x3
+// convs at rates[i−1], pool a 1x1 conv of the per-image channel means, each with BN and ReLU; the
+// pooled branch is the same at every cell. The concatenation goes through project (1x1, BN, ReLU).
+func ASPP(x Tensor, branches []ConvBN, rates []int, pool, project ConvBN, eps float64) Tensor {
+	n, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
+	outs := []Tensor{convBNAct(x, branches[0], 1, eps, ReLU)}
+	for i, r := range rates {
+		outs = append(outs, convBNAct(x, branches[i+1], r, eps, ReLU))
+	}
+	mean := New(n, 1, 1, c)
+	for b := range n {
+		for i := range h {
+			for j := range w {
+				for k := range c {
+					mean.Data[b*c+k] += x.At(b, i, j, k) / float64(h*w)
+				}
+			}
+		}
+	}
+	pooled := convBNAct(mean, pool, 1, eps, ReLU)
+	oc := pooled.Dims[3]
+	spread := New(n, h, w, oc)
+	for b := range n {
+		for i := range h {
+			for j := range w {
+				for k := range oc {
+					spread.Set(pooled.Data[b*oc+k], b, i, j, k)
+				}
+			}
+		}
+	}
+	outs = append(outs, spread)
+	return convBNAct(concatChannels(outs...), project, 1, eps, ReLU)
+}
+
+// UpsampleNearest is F.interpolate(size=(oh, ow), mode="nearest"): output (i, j) copies input
+// (⌊i·H/oh⌋, ⌊j·W/ow⌋).
+func UpsampleNearest(x Tensor, oh, ow int) Tensor {
+	n, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
+	y := New(n, oh, ow, c)
+	for b := range n {
+		for i := range oh {
+			for j := range ow {
+				for k := range c {
+					y.Set(x.At(b, i*h/oh, j*w/ow, k), b, i, j, k)
+				}
+			}
+		}
+	}
+	return y
+}
+
+// Conv is a convolution kernel with its bias.
+type Conv struct {
+	W Tensor
+	B []float64
+}
+
+// FPN is the feature pyramid of levels (finest first): merged_top = lateral_top(x_top); going down,
+// merged_i = lateral_i(x_i) + nearest-upsample(merged_{i+1}); each output is smooth_i(merged_i), a 3x3
+// conv padded by 1.
+func FPN(levels []Tensor, lateral, smooth []Conv) []Tensor {
+	n := len(levels)
+	out := make([]Tensor, n)
+	var merged Tensor
+	for i := n - 1; i >= 0; i-- {
+		m := Conv2D(levels[i], lateral[i].W, lateral[i].B, ConvParams{})
+		if i < n-1 {
+			m = Add(m, UpsampleNearest(merged, m.Dims[1], m.Dims[2]))
+		}
+		merged = m
+		out[i] = Conv2D(m, smooth[i].W, smooth[i].B, ConvParams{Pads: [2][2]int{{1, 1}, {1, 1}}})
+	}
+	return out
+}
+
+// Linear is a dense layer's weight [in, out] and bias.
+type Linear struct {
+	W Tensor
+	B []float64
+}
+
+// NeRFMLP is NeRF's MLP over rows [γ(pos) (posDim) | γ(dir)]: h = pos; for l = 0..7, h = ReLU(pts_l·h),
+// and after l = 4, h = [pos, h]; σ = alpha·h (raw); f = feature·h; h = ReLU(views·[f, dir]);
+// rgb = sigmoid(rgb·h). Output rows [r, g, b, σ].
+func NeRFMLP(x Tensor, posDim int, pts []Linear, alpha, feature, views, rgb Linear) Tensor {
+	rows, width := lastAxis(x.Dims)
+	dims := append(append([]int(nil), x.Dims[:len(x.Dims)-1]...), 4)
+	y := New(dims...)
+	dense := func(l Linear, v []float64) []float64 { return Dense(FromData(v, 1, len(v)), l.W, l.B).Data }
+	relu := func(v []float64) []float64 {
+		for i := range v {
+			v[i] = ReLU(v[i])
+		}
+		return v
+	}
+	for r := range rows {
+		pos := x.Data[r*width : r*width+posDim]
+		dir := x.Data[r*width+posDim : (r+1)*width]
+		h := append([]float64(nil), pos...)
+		for l, p := range pts {
+			h = relu(dense(p, h))
+			if l == 4 {
+				h = append(append([]float64(nil), pos...), h...)
+			}
+		}
+		sigma := dense(alpha, h)[0]
+		f := dense(feature, h)
+		h = relu(dense(views, append(f, dir...)))
+		c := dense(rgb, h)
+		for k := range 3 {
+			y.Data[r*4+k] = Sigmoid(c[k])
+		}
+		y.Data[r*4+3] = sigma
+	}
+	return y
+}
+
+// WaveNetLayer is one gated residual layer: filter and gate kernels [2, R, R] (taps t−d, t) with
+// biases, the 1x1 skip [R, S] and residual [R, R] (the last layer's residual is unused, W empty).
+type WaveNetLayer struct {
+	Filter, Gate, Skip, Residual Conv
+}
+
+// causal2 is y[n,t,o] = b[o] + Σ_i w[0,i,o]·x[n,t−d,i] + w[1,i,o]·x[n,t,i], x before 0 being 0.
+func causal2(x Tensor, c Conv, d int) Tensor {
+	n, t, in := x.Dims[0], x.Dims[1], x.Dims[2]
+	out := c.W.Dims[2]
+	y := New(n, t, out)
+	for b := range n {
+		for s := range t {
+			for o := range out {
+				v := c.B[o]
+				for i := range in {
+					if s-d >= 0 {
+						v += c.W.At(0, i, o) * x.At(b, s-d, i)
+					}
+					v += c.W.At(1, i, o) * x.At(b, s, i)
+				}
+				y.Set(v, b, s, o)
+			}
+		}
+	}
+	return y
+}
+
+// WaveNet is the gated stack over x [N, T, R]: layer l at dilation 2^l computes
+// z = tanh(filter(x))·sigmoid(gate(x)), adds skip(z) to the output and residual(z) to x.
+func WaveNet(x Tensor, layers []WaveNetLayer) Tensor {
+	var skips Tensor
+	for l, p := range layers {
+		d := 1 << l
+		f, g := causal2(x, p.Filter, d), causal2(x, p.Gate, d)
+		z := New(f.Dims...)
+		for i := range z.Data {
+			z.Data[i] = math.Tanh(f.Data[i]) * Sigmoid(g.Data[i])
+		}
+		s := Dense(z, p.Skip.W, p.Skip.B)
+		if l == 0 {
+			skips = s
+		} else {
+			skips = Add(skips, s)
+		}
+		if l < len(layers)-1 {
+			x = Add(x, Dense(z, p.Residual.W, p.Residual.B))
+		}
+	}
+	return skips
+}
+
+// TransformerLayer is one pre-norm encoder layer: norm1, attention (qkv, proj), norm2, mlp (fc1, fc2).
+type TransformerLayer struct {
+	Norm1Gamma, Norm1Beta []float64
+	QKV, Proj             Linear
+	Norm2Gamma, Norm2Beta []float64
+	FC1, FC2              Linear
+}
+
+// MobileViTParams are the block's weights.
+type MobileViTParams struct {
+	ConvKxK    ConvBN
+	Conv1x1    Tensor // [1, 1, ic, dim], no bias
+	Layers     []TransformerLayer
+	NormGamma  []float64
+	NormBeta   []float64
+	ConvProj   ConvBN
+	ConvFusion ConvBN
+}
+
+// MobileViT is the MobileViT block over x [N, H, W, C]: local 3x3 conv-BN-SiLU and 1x1 to dim; the
+// pixels at offset (a, b) of every 2x2 patch form one sequence (patches in row-major order), through
+// pre-norm transformer layers (SiLU MLP) and a final LayerNorm; folded back, 1x1 conv-BN-SiLU to C,
+// and a 3x3 conv-BN-SiLU fuses [x, that].
+func MobileViT(x Tensor, p MobileViTParams, heads int, lnEps, bnEps float64) Tensor {
+	n, h, w := x.Dims[0], x.Dims[1], x.Dims[2]
+	y := convBNAct(x, p.ConvKxK, 1, bnEps, Swish)
+	y = Conv2D(y, p.Conv1x1, nil, ConvParams{})
+	dim := y.Dims[3]
+	nh, nw := h/2, w/2
+	seq := New(n*4, nh*nw, dim)
+	for b := range n {
+		for i := range h {
+			for j := range w {
+				s := b*4 + (i%2)*2 + j%2
+				tok := (i/2)*nw + j/2
+				for k := range dim {
+					seq.Set(y.At(b, i, j, k), s, tok, k)
+				}
+			}
+		}
+	}
+	for _, l := range p.Layers {
+		a := MultiHeadAttention(LayerNorm(seq, l.Norm1Gamma, l.Norm1Beta, lnEps), heads, l.QKV.W, l.QKV.B, l.Proj.W, l.Proj.B)
+		seq = Add(seq, a)
+		m := Map(Dense(LayerNorm(seq, l.Norm2Gamma, l.Norm2Beta, lnEps), l.FC1.W, l.FC1.B), Swish)
+		seq = Add(seq, Dense(m, l.FC2.W, l.FC2.B))
+	}
+	seq = LayerNorm(seq, p.NormGamma, p.NormBeta, lnEps)
+	folded := New(n, h, w, dim)
+	for b := range n {
+		for i := range h {
+			for j := range w {
+				s := b*4 + (i%2)*2 + j%2
+				tok := (i/2)*nw + j/2
+				for k := range dim {
+					folded.Set(seq.At(s, tok, k), b, i, j, k)
+				}
+			}
+		}
+	}
+	y = convBNAct(folded, p.ConvProj, 1, bnEps, Swish)
+	return convBNAct(concatChannels(x, y), p.ConvFusion, 1, bnEps, Swish)
+}
