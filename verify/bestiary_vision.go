@@ -23,7 +23,7 @@ func init() {
 		func() opCase { return shuffleV2Case("shufflev2_block_keep", 6, 6, 1) },
 		swinStageCase,
 		func() opCase { return shuffleV1Case("shuffle_block_strided", 8, 16, 2, 2) },
-		func() opCase { return shuffleV1Case("shuffle_block_keep", 16, 16, 4, 1) },
+		func() opCase { return shuffleV1Case("shuffle_block_keep", 16, 16, 2, 1) },
 		darknetBlockCase, cspBlockCase,
 	)
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,26 +21,67 @@ var fixtureKeys = map[string]bool{"input": true, "output_eval": true, "output_tr
 
 // TestVisionBlocksMatchTorchvision imports torchvision 0.14's modules' float64 weights
 // (scripts/torch_bestiary_vision.py) into the graphs blocks by their state_dict keys and compares the
-// outputs in eval mode (running statistics) and in training mode (batch statistics).
+// outputs in eval mode (running statistics) and in training mode (batch statistics); the plain-loop
+// reference of the op checks, fed the same weights, must give torchvision's training-mode output too.
 func TestVisionBlocksMatchTorchvision(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		build func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node
+		ref   func(x reference.Tensor, sd torchWeights) reference.Tensor
 	}{
 		{"dense_block", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.DenseBlock(ctx, x, train, opts, 4, 4, 3)
+		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
+			var layers []reference.DenseLayer
+			for _, l := range []string{"denselayer1.", "denselayer2.", "denselayer3."} {
+				layers = append(layers, reference.DenseLayer{Norm1: sd.bn(l+"norm1", torchEps), Conv1: sd.conv(l + "conv1"),
+					Norm2: sd.bn(l+"norm2", torchEps), Conv2: sd.conv(l + "conv2")})
+			}
+			return reference.DenseBlock(x, layers)
 		}},
 		{"transition_layer", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.TransitionLayer(ctx, x, train, opts, 4)
+		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
+			return reference.Transition(x, sd.bn("norm", torchEps), sd.conv("conv"))
 		}},
 		{"inception_module", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.InceptionModule(ctx, x, train, opts, 4, 3, 5, 2, 3, 2)
+		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
+			basic := func(p string) reference.ConvBN { return sd.convBN(p+".conv", p+".bn", googLeNetEps) }
+			return reference.Inception(x, basic("branch1"), [2]reference.ConvBN{basic("branch2.0"), basic("branch2.1")},
+				[2]reference.ConvBN{basic("branch3.0"), basic("branch3.1")}, basic("branch4.1"))
 		}},
 		{"shufflev2_block", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.ShuffleV2Units(ctx, x, train, opts, 16, 3)
+		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
+			for u, p := range []string{"0.", "1.", "2."} {
+				seq := func(branch string, i int) reference.ConvBN {
+					return sd.convBN(p+branch+"."+strconv.Itoa(i), p+branch+"."+strconv.Itoa(i+1), torchEps)
+				}
+				var b1 [2]reference.ConvBN
+				if u == 0 {
+					b1 = [2]reference.ConvBN{seq("branch1", 0), seq("branch1", 2)}
+				}
+				x = reference.ShuffleV2Unit(x, u == 0, b1, [3]reference.ConvBN{seq("branch2", 0), seq("branch2", 3), seq("branch2", 5)})
+			}
+			return x
 		}},
 		{"swin_stage", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.SwinStage(ctx, x, train, opts, 2, 3, 4, []float64{0, 0})
+		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
+			for i, p := range []string{"0.", "1."} {
+				x = reference.SwinBlock(x, reference.SwinBlockParams{
+					Norm1G: sd.get(p + "norm1.weight").Data, Norm1B: sd.get(p + "norm1.bias").Data,
+					QKVW: sd.linear(p + "attn.qkv"), QKVB: sd.get(p + "attn.qkv.bias").Data,
+					ProjW: sd.linear(p + "attn.proj"), ProjB: sd.get(p + "attn.proj.bias").Data,
+					Table:  sd.get(p + "attn.relative_position_bias_table"),
+					Norm2G: sd.get(p + "norm2.weight").Data, Norm2B: sd.get(p + "norm2.bias").Data,
+					FC1W: sd.linear(p + "mlp.0"), FC1B: sd.get(p + "mlp.0.bias").Data,
+					FC2W: sd.linear(p + "mlp.3"), FC2B: sd.get(p + "mlp.3.bias").Data,
+					Eps: 1e-5, Heads: 2, Window: 3, Shift: i, GELU: reference.GELUErf,
+				})
+			}
+			return x
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,6 +130,13 @@ func TestVisionBlocksMatchTorchvision(t *testing.T) {
 					t.Errorf("train %v: max relative error %.2e against torchvision, want ≤ 1e-10", train, rel)
 				}
 			}
+			want := fixtureTensor(t, f, "output_train")
+			got := c.ref(input, torchWeights{t, f})
+			abs, rel := reference.Errors(got.Data, want.Data)
+			t.Logf("reference: max abs err %.2e, rel %.2e", abs, rel)
+			if dimsString(got.Dims) != dimsString(want.Dims) || rel > 1e-10 {
+				t.Errorf("the reference gives %v with max relative error %.2e against torchvision's %v, want ≤ 1e-10", got.Dims, rel, want.Dims)
+			}
 		})
 	}
 }
@@ -103,6 +152,51 @@ func fixtureTensor(t *testing.T, f *weights.File, key string) reference.Tensor {
 		t.Fatal(err)
 	}
 	return reference.FromData(v, st.Shape...)
+}
+
+// torchWeights reads a fixture's state_dict in the reference's layouts.
+type torchWeights struct {
+	t *testing.T
+	f *weights.File
+}
+
+func (w torchWeights) get(key string) reference.Tensor { return fixtureTensor(w.t, w.f, key) }
+
+// conv reads key.weight [O, I, kh, kw] as HWIO [kh, kw, I, O].
+func (w torchWeights) conv(key string) reference.Tensor {
+	oihw := w.get(key + ".weight")
+	o, i, kh, kw := oihw.Dims[0], oihw.Dims[1], oihw.Dims[2], oihw.Dims[3]
+	hwio := reference.New(kh, kw, i, o)
+	for a := range o {
+		for b := range i {
+			for y := range kh {
+				for x := range kw {
+					hwio.Set(oihw.At(a, b, y, x), y, x, b, a)
+				}
+			}
+		}
+	}
+	return hwio
+}
+
+// linear reads key.weight [out, in] as [in, out].
+func (w torchWeights) linear(key string) reference.Tensor {
+	oi := w.get(key + ".weight")
+	io := reference.New(oi.Dims[1], oi.Dims[0])
+	for a := range oi.Dims[0] {
+		for b := range oi.Dims[1] {
+			io.Set(oi.At(a, b), b, a)
+		}
+	}
+	return io
+}
+
+func (w torchWeights) bn(key string, eps float64) reference.BN {
+	return reference.BN{Gamma: w.get(key + ".weight").Data, Beta: w.get(key + ".bias").Data, Eps: eps}
+}
+
+func (w torchWeights) convBN(conv, bn string, eps float64) reference.ConvBN {
+	return reference.ConvBN{W: w.conv(conv), BN: w.bn(bn, eps)}
 }
 
 // swinIndexBuffers is torchvision's relative_position_index beside each bias table (3×3 windows): the
