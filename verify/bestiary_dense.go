@@ -31,9 +31,9 @@ func convBNOperands(conv, bn string, k, in, out int) []operand {
 	}
 }
 
-// convBNAt reads the ConvBN whose three operands start at p[i].
-func convBNAt(p []reference.Tensor, i int) reference.ConvBN {
-	return reference.ConvBN{W: p[i], Gamma: p[i+1].Data, Beta: p[i+2].Data}
+// convBNAt reads the ConvBNStats whose three operands start at p[i].
+func convBNAt(p []reference.Tensor, i int) reference.ConvBNStats {
+	return reference.ConvBNStats{W: p[i], Gamma: p[i+1].Data, Beta: p[i+2].Data}
 }
 
 func positionalEncodingCase() opCase {
@@ -122,7 +122,7 @@ func asppCase() opCase {
 			return graphs.ASPPModule(ctx.In("aspp"), in[0], true, opts, oc, graphs.ASPPRates)
 		},
 		ref: func(in, p []reference.Tensor) reference.Tensor {
-			var branches []reference.ConvBN
+			var branches []reference.ConvBNStats
 			for i := range 4 {
 				branches = append(branches, convBNAt(p, 3*i))
 			}
@@ -278,8 +278,8 @@ func evalConvBNOperands(conv, bn string, k, in, out int) []operand {
 		state(bn, "running_mean", normal(0.3), out), state(bn, "running_var", uniform(0.5, 1.5), out))
 }
 
-// evalConvBNAt reads the ConvBN with running statistics whose five operands start at p[i].
-func evalConvBNAt(p []reference.Tensor, i int) reference.ConvBN {
+// evalConvBNAt reads the ConvBNStats with running statistics whose five operands start at p[i].
+func evalConvBNAt(p []reference.Tensor, i int) reference.ConvBNStats {
 	c := convBNAt(p, i)
 	c.Mean, c.Var = p[i+3].Data, p[i+4].Data
 	return c

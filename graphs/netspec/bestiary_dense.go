@@ -17,7 +17,7 @@ import (
 
 func init() {
 	Register(Kind{
-		Name: "positionalencoding", Doc: "NeRF's γ over the last axis: [x, sin(2^k·π·x), cos(2^k·π·x) for k < numFrequencies], x included; no parameters",
+		Name: "positional_encoding", Doc: "NeRF's γ over the last axis: [x, sin(2^k·π·x), cos(2^k·π·x) for k < numFrequencies], x included; no parameters",
 		Args: []Arg{
 			widthArg("inputDim", "width of the last axis it encodes; must equal the input's"),
 			{Name: "numFrequencies", Type: TypeInt, Required: true, Min: 0, Max: 64, Doc: "frequency bands L; the width becomes inputDim·(1+2L)"},
@@ -35,7 +35,7 @@ func init() {
 		},
 	})
 	Register(Kind{
-		Name: "unetdown", Doc: "U-Net's down step (milesial's Down): 2×2/2 max-pool, then (3×3 conv without bias, BN, ReLU) twice to oc",
+		Name: "unet_down", Doc: "U-Net's down step (milesial's Down): 2×2/2 max-pool, then (3×3 conv without bias, BN, ReLU) twice to oc",
 		Args:  []Arg{widthArg("ic", "input channels; must equal the input's"), widthArg("oc", "output channels")},
 		Norms: []string{"maxpool_conv/1/double_conv/1", "maxpool_conv/1/double_conv/4"},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
@@ -58,7 +58,7 @@ func init() {
 		},
 	})
 	Register(Kind{
-		Name: "unetup", Doc: "U-Net's up step (milesial's Up, bilinear) with its level as a body: the body (starting with a down step) maps the input to half its size; its output is upsampled ×2 (bilinear, align_corners), concatenated after the input (the skip) and double-convolved to oc (mid ic/2)",
+		Name: "unet_up", Doc: "U-Net's up step (milesial's Up, bilinear) with its level as a body: the body (starting with a down step) maps the input to half its size; its output is upsampled ×2 (bilinear, align_corners), concatenated after the input (the skip) and double-convolved to oc (mid ic/2)",
 		Args: []Arg{
 			widthArg("ic", "channels of the concatenation: the input's plus the body's"),
 			widthArg("oc", "output channels"),
@@ -98,7 +98,7 @@ func init() {
 		asppNorms = append(asppNorms, fmt.Sprintf("convs/%d/1", i))
 	}
 	Register(Kind{
-		Name: "asppmodule", Doc: "DeepLab v3+ ASPP (torchvision's deeplabv3.ASPP): 1×1, 3×3 atrous at rates 6/12/18 and image-pool branches of oc, each conv-BN-ReLU, concatenated, 1×1 projection + BN + ReLU + dropout 0.5 in training",
+		Name: "aspp_module", Doc: "DeepLab v3+ ASPP (torchvision's deeplabv3.ASPP): 1×1, 3×3 atrous at rates 6/12/18 and image-pool branches of oc, each conv-BN-ReLU, concatenated, 1×1 projection + BN + ReLU + dropout 0.5 in training",
 		Args:  []Arg{widthArg("ic", "input channels; must equal the input's"), widthArg("oc", "channels of each branch and of the output")},
 		Norms: append(asppNorms, "convs/4/2", "project/1"),
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
@@ -122,7 +122,7 @@ func init() {
 		},
 	})
 	Register(Kind{
-		Name: "nerfmlp", Doc: "NeRF's MLP (nerf-pytorch) over [γ(position) | γ(direction)] on the last axis: 8 ReLU layers with the skip at layer 5, raw σ, feature + direction, hidden/2 ReLU, sigmoid RGB; out [r, g, b, σ]",
+		Name: "nerf_mlp", Doc: "NeRF's MLP (nerf-pytorch) over [γ(position) | γ(direction)] on the last axis: 8 ReLU layers with the skip at layer 5, raw σ, feature + direction, hidden/2 ReLU, sigmoid RGB; out [r, g, b, σ]",
 		Args: []Arg{
 			widthArg("encodedPosDim", "width of γ(position), the first part of the last axis"),
 			widthArg("encodedDirDim", "width of γ(direction), the rest of it"),
@@ -150,7 +150,7 @@ func init() {
 		},
 	})
 	Register(Kind{
-		Name: "wavenetblock", Doc: "WaveNet's gated stack over tokens [T, residualCh] as time steps: layer i a kernel-2 causal conv at dilation 2^i for tanh(filter)⊙sigmoid(gate), a 1×1 skip and a 1×1 residual (none on the last); out the sum of the skips [T, skipCh]",
+		Name: "wavenet_block", Doc: "WaveNet's gated stack over tokens [T, residualCh] as time steps: layer i a kernel-2 causal conv at dilation 2^i for tanh(filter)⊙sigmoid(gate), a 1×1 skip and a 1×1 residual (none on the last); out the sum of the skips [T, skipCh]",
 		Args: []Arg{
 			widthArg("residualCh", "channels of the residual stream; must equal the input's"),
 			widthArg("skipCh", "channels of the skips and of the output"),
@@ -174,7 +174,7 @@ func init() {
 		},
 	})
 	Register(Kind{
-		Name: "mobilevitblock", Doc: "MobileViT block (timm's MobileVitBlock, 2×2 patches): 3×3 conv-BN-SiLU, 1×1 to dim, unfold, nTxBlocks pre-norm transformer layers (SiLU MLP), LayerNorm, fold, 1×1 conv-BN-SiLU to ic, concat with the input, 3×3 conv-BN-SiLU fusion",
+		Name: "mobilevit_block", Doc: "MobileViT block (timm's MobileVitBlock, 2×2 patches): 3×3 conv-BN-SiLU, 1×1 to dim, unfold, nTxBlocks pre-norm transformer layers (SiLU MLP), LayerNorm, fold, 1×1 conv-BN-SiLU to ic, concat with the input, 3×3 conv-BN-SiLU fusion",
 		Args: []Arg{
 			widthArg("ic", "input and output channels; must equal the input's"),
 			widthArg("dim", "transformer width"),

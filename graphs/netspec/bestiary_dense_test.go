@@ -34,8 +34,8 @@ const bestiaryDense = `
 func TestBestiaryDenseSpec(t *testing.T) {
 	net := load(t, bestiaryDense, Sizes{})
 	want := map[string]string{
-		"unetdown": "[4, 4, 4]", "unetup": "[8, 8, 4]", "asppmodule": "[8, 8, 4]", "mobilevitblock": "[8, 8, 4]",
-		"positionalencoding": "[8, 8, 20]", "wavenetblock": "[16, 5]", "nerfmlp": "[16, 4]",
+		"unet_down": "[4, 4, 4]", "unet_up": "[8, 8, 4]", "aspp_module": "[8, 8, 4]", "mobilevit_block": "[8, 8, 4]",
+		"positional_encoding": "[8, 8, 20]", "wavenet_block": "[16, 5]", "nerf_mlp": "[16, 4]",
 	}
 	for _, r := range net.Rows() {
 		if w, ok := want[r.Kind]; ok && shapeString(r.Out) != w {
@@ -54,12 +54,12 @@ func TestBestiaryDenseSpec(t *testing.T) {
 		}
 	})
 	for key, nd := range map[string]bool{
-		"unetup1.unetdown0.maxpool_conv.1.double_conv.0.weight": false, "unetup1.unetdown0.maxpool_conv.1.double_conv.4.weight": true,
-		"unetup1.conv.double_conv.3.weight": false, "unetup1.conv.double_conv.1.bias": true,
-		"asppmodule2.convs.2.0.weight": false, "asppmodule2.convs.4.2.weight": true, "asppmodule2.project.1.bias": true,
-		"mobilevitblock3.transformer.1.attn.qkv.weight": false, "mobilevitblock3.norm.weight": true,
-		"mobilevitblock3.conv_fusion.bn.weight": true, "wavenetblock6.layers.2.gate.weight": false,
-		"nerfmlp7.pts_linears.5.weight": false, "nerfmlp7.rgb_linear.bias": true,
+		"unet_up1.unet_down0.maxpool_conv.1.double_conv.0.weight": false, "unet_up1.unet_down0.maxpool_conv.1.double_conv.4.weight": true,
+		"unet_up1.conv.double_conv.3.weight": false, "unet_up1.conv.double_conv.1.bias": true,
+		"aspp_module2.convs.2.0.weight": false, "aspp_module2.convs.4.2.weight": true, "aspp_module2.project.1.bias": true,
+		"mobilevit_block3.transformer.1.attn.qkv.weight": false, "mobilevit_block3.norm.weight": true,
+		"mobilevit_block3.conv_fusion.bn.weight": true, "wavenet_block6.layers.2.gate.weight": false,
+		"nerf_mlp7.pts_linears.5.weight": false, "nerf_mlp7.rgb_linear.bias": true,
 	} {
 		got, ok := noDecay[key]
 		if !ok || got != nd {
@@ -68,8 +68,8 @@ func TestBestiaryDenseSpec(t *testing.T) {
 	}
 
 	for _, c := range []struct{ text, msg string }{
-		{"- unetDown: {ic: 4, oc: 4}", "layer 1 (unetdown): ic: 4, but the input is [8, 8, 3]"},
-		{"- asppModule: {ic: 2, oc: 4}", "layer 1 (asppmodule): ic: 2"},
+		{"- unetDown: {ic: 4, oc: 4}", "layer 1 (unet_down): ic: 4, but the input is [8, 8, 3]"},
+		{"- asppModule: {ic: 2, oc: 4}", "layer 1 (aspp_module): ic: 2"},
 		{"- mobileVitBlock: {ic: 3, dim: 8, heads: 3, mlpDim: 16, nTxBlocks: 1}", "heads: 3 does not divide dim 8"},
 		{"- nerfMLP: {encodedPosDim: 2, encodedDirDim: 2, hiddenDim: 8}", "encodedPosDim: 2 + encodedDirDim 2 = 4, but the input is [8, 8, 3]"},
 		{"- waveNetBlock: {residualCh: 3, skipCh: 2, nLayers: 2}", "expected tokens"},

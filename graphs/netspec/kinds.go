@@ -103,29 +103,46 @@ func (k *Kind) argList() string {
 	return strings.Join(names, ", ")
 }
 
+// kinds holds the layer kinds by their folded names (foldName).
 var kinds = map[string]*Kind{}
 
-// Register adds a layer kind; a duplicate is a programming error.
-func Register(k Kind) {
-	if _, dup := kinds[k.Name]; dup {
-		panic("netspec: layer kind " + k.Name + " registered twice")
-	}
-	kinds[k.Name] = &k
+// foldName is the spelling-free form of a kind's or an argument's name: lower case without
+// underscores, so the book's signatures (`denseBlock: {growthRate: 32}`), snake case
+// (`dense_block: {growth_rate: 32}`) and the registered spelling all name the same thing.
+func foldName(name string) string {
+	return strings.ToLower(strings.ReplaceAll(name, "_", ""))
 }
 
-// KindNames lists the layer kinds, sorted.
+// Register adds a layer kind; a duplicate (also one that differs only in case or underscores, or an
+// argument so spelled twice) is a programming error.
+func Register(k Kind) {
+	key := foldName(k.Name)
+	if _, dup := kinds[key]; dup {
+		panic("netspec: layer kind " + k.Name + " registered twice")
+	}
+	seen := map[string]bool{"name": true}
+	for _, a := range k.Args {
+		if seen[foldName(a.Name)] {
+			panic("netspec: layer kind " + k.Name + " has argument " + a.Name + " twice (or as name)")
+		}
+		seen[foldName(a.Name)] = true
+	}
+	kinds[key] = &k
+}
+
+// KindNames lists the layer kinds as registered, sorted.
 func KindNames() []string {
 	names := make([]string, 0, len(kinds))
-	for n := range kinds {
-		names = append(names, n)
+	for _, k := range kinds {
+		names = append(names, k.Name)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// Lookup returns a layer kind by name.
+// Lookup returns a layer kind by name, in any of the spellings foldName equates.
 func Lookup(name string) (*Kind, bool) {
-	k, ok := kinds[name]
+	k, ok := kinds[foldName(name)]
 	return k, ok
 }
 
@@ -245,7 +262,7 @@ func KindTable() string {
 	var b strings.Builder
 	b.WriteString("| layer | what it is | arguments |\n|---|---|---|\n")
 	for _, name := range KindNames() {
-		k := kinds[name]
+		k, _ := Lookup(name)
 		args := make([]string, len(k.Args))
 		for i, a := range k.Args {
 			args[i] = a.Describe()

@@ -2,6 +2,7 @@ package netspec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -168,12 +169,15 @@ const tokens = `
 - dense: {units: classes}
 `
 
+// countSpecs are the specs TestSpecCountsMatchTheGraph builds; the bestiary's test files add theirs.
+var countSpecs = map[string]string{"every kind": everyKind, "tokens": tokens, "mnist_cnn": mnistCNN, "bestiary dense": bestiaryDense}
+
 // TestSpecCountsMatchTheGraph: for specs covering every layer kind, the parameters and MACs inferred
 // at load equal those of the built graph, the built shapes equal the inferred ones (Build panics
 // otherwise), and a training-mode forward pass runs.
 func TestSpecCountsMatchTheGraph(t *testing.T) {
 	covered := map[string]bool{}
-	for name, text := range map[string]string{"every kind": everyKind, "tokens": tokens, "mnist_cnn": mnistCNN, "bestiary dense": bestiaryDense} {
+	for name, text := range countSpecs {
 		net := load(t, text, Sizes{})
 		for _, r := range net.Rows() {
 			covered[r.Kind] = true
@@ -254,7 +258,7 @@ func TestSpecErrors(t *testing.T) {
 		name, text, path, field string
 		want                    []string
 	}{
-		{"unknown kind", in + "- convolution: {filters: 4}", "1", "", []string{`unknown layer kind "convolution"`, "conv, dense"}},
+		{"unknown kind", in + "- convolution: {filters: 4}", "1", "", []string{`unknown layer kind "convolution"`, "expected one of: ", " conv, ", " dense, "}},
 		{"unknown argument", in + "- conv: {filters: 4, kernel: 3, size: 2}", "1", "size", []string{"unknown argument", "conv takes: name, filters, kernel"}},
 		{"missing argument", in + "- conv: {kernel: 3}", "1", "filters", []string{"missing; expected an integer in [1, 65536]"}},
 		{"wrong type", in + "- conv: {filters: four, kernel: 3}", "1", "filters", []string{`got "four", expected an integer`}},
@@ -418,5 +422,32 @@ func TestSpecInBFloat16(t *testing.T) {
 				t.Errorf("%s: logit %v", name, v)
 			}
 		}
+	}
+}
+
+// TestSpellingsNameTheSameKind: a kind and its arguments may be written as the book's signatures spell
+// them (camel case), in snake case or as registered; all give the same layer, scope and counts, and an
+// argument given in two spellings is one error naming it.
+func TestSpellingsNameTheSameKind(t *testing.T) {
+	in := "- input: {size: 8, channels: 4, classes: 4}\n"
+	var first []Row
+	for _, line := range []string{
+		"- denseBlock: {ic: 4, growthRate: 2, nLayers: 2}",
+		"- dense_block: {ic: 4, growth_rate: 2, n_layers: 2}",
+		"- DenseBlock: {ic: 4, GrowthRate: 2, n_Layers: 2}",
+	} {
+		rows := load(t, in+line+"\n- globalavgpool\n- dense: {units: classes}", Sizes{}).Rows()
+		if rows[1].Kind != "dense_block" || rows[1].Scope != "dense_block1" || rows[1].Params == 0 {
+			t.Errorf("%s: row %+v, want kind dense_block, scope dense_block1 and parameters", line, rows[1])
+		}
+		if first == nil {
+			first = rows
+		} else if fmt.Sprint(rows) != fmt.Sprint(first) {
+			t.Errorf("%s: rows %+v, want those of the book's spelling %+v", line, rows, first)
+		}
+	}
+	_, err := Load("test.yaml", parse(t, in+"- dense_block: {ic: 4, growth_rate: 2, growthRate: 2, n_layers: 1}"), Sizes{})
+	if err == nil || !strings.Contains(err.Error(), "given twice") || !strings.Contains(err.Error(), "growth") {
+		t.Errorf("growth_rate and growthRate together: %v, want one error saying the argument is given twice", err)
 	}
 }

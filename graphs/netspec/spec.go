@@ -270,7 +270,7 @@ func (p *Checker) entry(raw any, path, scope string, depth int) (*Layer, error) 
 	default:
 		return nil, p.fail(path, "", fmt.Errorf("expected a layer (`- relu` or `- conv: {filters: 32, kernel: 3}`), got %T %s", raw, echo.Value(raw)))
 	}
-	kind, ok := kinds[strings.ToLower(kindName)]
+	kind, ok := Lookup(kindName)
 	if !ok {
 		return nil, p.fail(path, "", fmt.Errorf("unknown layer kind %s; expected one of: %s", echo.Quote(kindName), strings.Join(KindNames(), ", ")))
 	}
@@ -288,11 +288,23 @@ func (p *Checker) entry(raw any, path, scope string, depth int) (*Layer, error) 
 	if scope != "" {
 		l.Scope = scope + "/" + name
 	}
-	for k := range args {
-		if k != "name" && !slices.ContainsFunc(kind.Args, func(a Arg) bool { return a.Name == k }) {
+	// Arguments in any spelling foldName equates take the registered one (args is the caller's map).
+	given := map[string]string{}
+	spelled := make(map[string]any, len(args))
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		canonical := k
+		if i := slices.IndexFunc(kind.Args, func(a Arg) bool { return foldName(a.Name) == foldName(k) }); i >= 0 {
+			canonical = kind.Args[i].Name
+		} else if k != "name" {
 			return nil, p.fail(path, kind.Name, ArgError(k, "unknown argument; %s takes: %s", kind.Name, kind.argList()))
 		}
+		if first, twice := given[canonical]; twice {
+			return nil, p.fail(path, kind.Name, ArgError(k, "given twice (also as %s)", first))
+		}
+		given[canonical] = k
+		spelled[canonical] = args[k]
 	}
+	args = spelled
 	for _, a := range kind.Args {
 		v, err := p.arg(a, args, l)
 		if err != nil {

@@ -1,13 +1,12 @@
 package reference
 
 import (
-	"fmt"
 	"math"
 )
 
 // The bestiary's dense-prediction and sequence blocks (issue 20), as plain loops over NHWC images and
 // [batch, time, channels] sequences. A BatchNorm is in training mode (batch statistics) unless its
-// ConvBN carries running statistics.
+// ConvBNStats carries running statistics.
 
 // PositionalEncoding is NeRF's γ: for each row of x [..., d], [x, sin(π·x), cos(π·x), sin(2π·x),
 // cos(2π·x), ..., sin(2^(L−1)π·x), cos(2^(L−1)π·x)], each block d wide.
@@ -31,16 +30,16 @@ func PositionalEncoding(x Tensor, frequencies int) Tensor {
 	return y
 }
 
-// ConvBN is a bias-free convolution kernel [k, k, in, out] and its BatchNorm's scale and shift, and
+// ConvBNStats is a bias-free convolution kernel [k, k, in, out] and its BatchNorm's scale and shift, and
 // the running mean and variance when the BatchNorm is in evaluation mode (nil: training mode).
-type ConvBN struct {
+type ConvBNStats struct {
 	W           Tensor
 	Gamma, Beta []float64
 	Mean, Var   []float64
 }
 
 // convBNAct is a stride-1 convolution padded to keep the size at the dilation, then BatchNorm, then act.
-func convBNAct(x Tensor, p ConvBN, dilation int, eps float64, act func(float64) float64) Tensor {
+func convBNAct(x Tensor, p ConvBNStats, dilation int, eps float64, act func(float64) float64) Tensor {
 	pad := dilation * (p.W.Dims[0] - 1) / 2
 	y := Conv2D(x, p.W, nil, ConvParams{Dilation: dilation, Pads: [2][2]int{{pad, pad}, {pad, pad}}})
 	if p.Mean != nil {
@@ -51,32 +50,8 @@ func convBNAct(x Tensor, p ConvBN, dilation int, eps float64, act func(float64) 
 	return Map(y, act)
 }
 
-// concatChannels joins NHWC (or any same-leading-dims) tensors on the last axis.
-func concatChannels(parts ...Tensor) Tensor {
-	rows, _ := lastAxis(parts[0].Dims)
-	width := 0
-	for _, p := range parts {
-		r, c := lastAxis(p.Dims)
-		if r != rows {
-			panic(fmt.Sprintf("reference.concatChannels: dims %v and %v", parts[0].Dims, p.Dims))
-		}
-		width += c
-	}
-	dims := append(append([]int(nil), parts[0].Dims[:len(parts[0].Dims)-1]...), width)
-	y := New(dims...)
-	for r := range rows {
-		off := 0
-		for _, p := range parts {
-			_, c := lastAxis(p.Dims)
-			copy(y.Data[r*width+off:r*width+off+c], p.Data[r*c:(r+1)*c])
-			off += c
-		}
-	}
-	return y
-}
-
 // UNetDown is milesial's Down: 2x2/2 max-pool, then (3x3 conv, BN, ReLU) twice.
-func UNetDown(x Tensor, conv1, conv2 ConvBN, eps float64) Tensor {
+func UNetDown(x Tensor, conv1, conv2 ConvBNStats, eps float64) Tensor {
 	y, _ := MaxPool2D(x, 2, 2, [2][2]int{})
 	y = convBNAct(y, conv1, 1, eps, ReLU)
 	return convBNAct(y, conv2, 1, eps, ReLU)
@@ -115,8 +90,8 @@ func UpsampleBilinear2x(x Tensor) Tensor {
 
 // UNetUp is milesial's Up (bilinear): x upsampled ×2, concatenated after skip, then (3x3 conv, BN,
 // ReLU) twice.
-func UNetUp(x, skip Tensor, conv1, conv2 ConvBN, eps float64) Tensor {
-	y := concatChannels(skip, UpsampleBilinear2x(x))
+func UNetUp(x, skip Tensor, conv1, conv2 ConvBNStats, eps float64) Tensor {
+	y := ConcatChannels(skip, UpsampleBilinear2x(x))
 	y = convBNAct(y, conv1, 1, eps, ReLU)
 	return convBNAct(y, conv2, 1, eps, ReLU)
 }
@@ -124,7 +99,7 @@ func UNetUp(x, skip Tensor, conv1, conv2 ConvBN, eps float64) Tensor {
 // ASPP is DeepLab v3's atrous spatial pyramid pooling: branches[0] a 1x1 conv, branches[1..] 3x3
 // convs at rates[i−1], pool a 1x1 conv of the per-image channel means, each with BN and ReLU; the
 // pooled branch is the same at every cell. The concatenation goes through project (1x1, BN, ReLU).
-func ASPP(x Tensor, branches []ConvBN, rates []int, pool, project ConvBN, eps float64) Tensor {
+func ASPP(x Tensor, branches []ConvBNStats, rates []int, pool, project ConvBNStats, eps float64) Tensor {
 	n, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
 	outs := []Tensor{convBNAct(x, branches[0], 1, eps, ReLU)}
 	for i, r := range rates {
@@ -153,7 +128,7 @@ func ASPP(x Tensor, branches []ConvBN, rates []int, pool, project ConvBN, eps fl
 		}
 	}
 	outs = append(outs, spread)
-	return convBNAct(concatChannels(outs...), project, 1, eps, ReLU)
+	return convBNAct(ConcatChannels(outs...), project, 1, eps, ReLU)
 }
 
 // UpsampleNearest is F.interpolate(size=(oh, ow), mode="nearest"): output (i, j) copies input
@@ -301,13 +276,13 @@ type TransformerLayer struct {
 
 // MobileViTParams are the block's weights.
 type MobileViTParams struct {
-	ConvKxK    ConvBN
+	ConvKxK    ConvBNStats
 	Conv1x1    Tensor // [1, 1, ic, dim], no bias
 	Layers     []TransformerLayer
 	NormGamma  []float64
 	NormBeta   []float64
-	ConvProj   ConvBN
-	ConvFusion ConvBN
+	ConvProj   ConvBNStats
+	ConvFusion ConvBNStats
 }
 
 // MobileViT is the MobileViT block over x [N, H, W, C]: local 3x3 conv-BN-SiLU and 1x1 to dim; the
@@ -352,5 +327,5 @@ func MobileViT(x Tensor, p MobileViTParams, heads int, lnEps, bnEps float64) Ten
 		}
 	}
 	y = convBNAct(folded, p.ConvProj, 1, bnEps, Swish)
-	return convBNAct(concatChannels(x, y), p.ConvFusion, 1, bnEps, Swish)
+	return convBNAct(ConcatChannels(x, y), p.ConvFusion, 1, bnEps, Swish)
 }
