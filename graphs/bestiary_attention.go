@@ -92,9 +92,17 @@ func DETRHeads(ctx *context.Context, x *Node, nClasses int, opts Options) (logit
 // RMSNorm is x / √(mean(x²) + eps) · weight over the last axis (Mamba's RMSNorm; weight starts at 1).
 func RMSNorm(ctx *context.Context, x *Node, eps float64, opts Options) *Node {
 	ch := x.Shape().Dimensions[x.Rank()-1]
-	w := asDType(Param(ctx, x.Graph(), opts, "weight", InitConst(1), 0, 0, ch), x)
-	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
-	return Mul(Mul(x, Rsqrt(AddScalar(ms, eps))), asChannels(w, x.Rank()))
+	w := Param(ctx, x.Graph(), opts, "weight", InitConst(1), 0, 0, ch)
+	xf := x
+	if halfPrecision(x) { // the statistic in float32, as LayerNorm
+		xf = ConvertDType(x, w.DType())
+	}
+	ms := ReduceAndKeep(Square(xf), ReduceMean, -1)
+	y := Mul(Mul(xf, Rsqrt(AddScalar(ms, eps))), asChannels(w, x.Rank()))
+	if y.DType() != x.DType() {
+		y = ConvertDType(y, x.DType())
+	}
+	return y
 }
 
 // MambaConfig holds the sizes of Mamba's mixer (mamba_simple.Mamba's defaults: d_conv 4, dt_rank
