@@ -208,3 +208,20 @@ func constParam(ctx *context.Context, g *Graph, opts Options, name string, value
 	}
 	return ctx.WithInitializer(init).VariableWithShape(name, shapes.Make(opts.ParamDType(), dims...)).ValueGraph(g)
 }
+
+// PairTile is the bestiary's pairTile (seqLen inDim outDim pairIn), AlphaFold 1's tiling of
+// per-residue features into pair features: s [batch, seqLen, inDim] gives, at pair (i, j), the
+// concatenation [s_i, s_j, pair_ij] (the row tile, the column tile, and pairIn channels of pair
+// [batch, seqLen, seqLen, pairIn]; pair is nil when pairIn is 0), then a 1×1 projection "proj" (Linear
+// with bias, PyTorch's default init) to outDim: [batch, seqLen, seqLen, outDim].
+func PairTile(ctx *context.Context, s, pair *Node, outDim int, opts Options) *Node {
+	dims := s.Shape().Dimensions
+	b, l, c := dims[0], dims[1], dims[2]
+	rows := BroadcastToDims(InsertAxes(s, 2), b, l, l, c) // [b, i, j, c] = s_i
+	cols := BroadcastToDims(InsertAxes(s, 1), b, l, l, c) // [b, i, j, c] = s_j
+	parts := []*Node{rows, cols}
+	if pair != nil {
+		parts = append(parts, pair)
+	}
+	return Linear(ctx.In("proj"), Concatenate(parts, -1), LinearConfig{Units: outDim}, opts)
+}

@@ -13,7 +13,9 @@ import (
 // The bestiary's attention and structure blocks (docs/bestiary.md) against verify/reference.
 
 func init() {
-	extraCases = append(extraCases, transformerDecoderCase, detrHeadsCase, mambaBlockCase)
+	extraCases = append(extraCases, transformerDecoderCase, detrHeadsCase, mambaBlockCase,
+		func() opCase { return pairTileCase("bestiary_pair_tile", 3) },
+		func() opCase { return pairTileCase("bestiary_pair_tile_no_pair", 0) })
 }
 
 // mhaOperands are one nn.MultiheadAttention's weights in scope (see reference.TorchMHA).
@@ -141,6 +143,34 @@ func mambaBlockCase() opCase {
 				})
 			}
 			return reference.MambaBlocks(in[0], ps)
+		},
+	}
+}
+
+// pairTileCase: 4 residues of 3 features, pairIn pair channels, projected to 5.
+func pairTileCase(name string, pairIn int) opCase {
+	const b, l, c, out = 2, 4, 3, 5
+	inputs := []operand{input("s", normal(1), b, l, c)}
+	if pairIn > 0 {
+		inputs = append(inputs, input("pair", normal(1), b, l, l, pairIn))
+	}
+	return opCase{
+		name:   name,
+		inputs: inputs,
+		params: []operand{param("tile/proj", "weight", normal(0.5), 2*c+pairIn, out), param("tile/proj", "bias", normal(0.3), out)},
+		build: func(ctx *context.Context, in []*Node, opts graphs.Options) *Node {
+			var pair *Node
+			if pairIn > 0 {
+				pair = in[1]
+			}
+			return graphs.PairTile(ctx.In("tile"), in[0], pair, out, opts)
+		},
+		ref: func(in, p []reference.Tensor) reference.Tensor {
+			pair := reference.New(b, l, l, 0)
+			if pairIn > 0 {
+				pair = in[1]
+			}
+			return reference.PairTile(in[0], pair, p[0], p[1].Data)
 		},
 	}
 }

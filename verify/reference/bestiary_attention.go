@@ -191,3 +191,29 @@ func MambaBlocks(x Tensor, blocks []MambaParams) Tensor {
 	}
 	return x
 }
+
+// PairTile builds y[n, i, j] = w·[s_i, s_j, pair_ij] + b for s [B, L, C] and pair [B, L, L, P] (P may be
+// 0, pair then unused), w [2C+P, O].
+func PairTile(s, pair, w Tensor, b []float64) Tensor {
+	nb, l, c := s.Dims[0], s.Dims[1], s.Dims[2]
+	in, out := w.Dims[0], w.Dims[1]
+	p := in - 2*c
+	y := New(nb, l, l, out)
+	for n := range nb {
+		for i := range l {
+			for j := range l {
+				for o := range out {
+					v := b[o]
+					for k := range c {
+						v += s.At(n, i, k)*w.At(k, o) + s.At(n, j, k)*w.At(c+k, o)
+					}
+					for k := range p {
+						v += pair.At(n, i, j, k) * w.At(2*c+k, o)
+					}
+					y.Set(v, n, i, j, o)
+				}
+			}
+		}
+	}
+	return y
+}
