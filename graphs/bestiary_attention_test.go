@@ -84,3 +84,47 @@ func TestTransformerDecoderMatchesTorch(t *testing.T) {
 		t.Errorf("largest difference from nn.TransformerDecoder: %g", worst)
 	}
 }
+
+// TestMambaBlocksAreCausal: changing the input at time step 3 leaves the outputs before it unchanged
+// (causal conv, forward scan) and changes those from it on, and the state carries it to the last step.
+func TestMambaBlocksAreCausal(t *testing.T) {
+	const b, l, d, changed = 2, 6, 8, 3
+	x := make([]float64, b*l*d)
+	for i := range x {
+		x[i] = math.Sin(0.7*float64(i) + 0.2)
+	}
+	y := append([]float64(nil), x...)
+	for n := range b {
+		for c := range d {
+			y[(n*l+changed)*d+c] += 0.5
+		}
+	}
+	exec, err := context.NewExec(testBackend(), context.New(), func(ctx *context.Context, a, c *Node) []*Node {
+		opts := Options{Precision: "float64", Seed: 4}
+		return []*Node{MambaBlocks(ctx, a, 4, 2, 2, opts), MambaBlocks(ctx.Reuse(), c, 4, 2, 2, opts)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Finalize()
+	out, err := exec.Exec(tensors.FromFlatDataAndDimensions(x, b, l, d), tensors.FromFlatDataAndDimensions(y, b, l, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, q := tensors.MustCopyFlatData[float64](out[0]), tensors.MustCopyFlatData[float64](out[1])
+	for n := range b {
+		for step := range l {
+			diff := 0.0
+			for c := range d {
+				i := (n*l+step)*d + c
+				diff = max(diff, math.Abs(p[i]-q[i]))
+			}
+			if step < changed && diff != 0 {
+				t.Errorf("example %d: step %d changed by %g after a change at step %d", n, step, diff, changed)
+			}
+			if step >= changed && diff < 1e-9 {
+				t.Errorf("example %d: step %d unchanged (%g) after a change at step %d", n, step, diff, changed)
+			}
+		}
+	}
+}

@@ -101,7 +101,11 @@ func StructureModule(ctx *context.Context, s, z *Node, nBlocks int, c StructureC
 	eye := ConvertDType(Const(s.Graph(), tensors.FromFlatDataAndDimensions([]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, 1, 1, 3, 3)), s.DType())
 	rot = BroadcastToDims(eye, b, r, 3, 3)
 	trans = Zeros(s.Graph(), shapes.Make(s.DType(), b, r, 3))
-	for range nBlocks {
+	shared := ctx
+	for i := range nBlocks {
+		if i == 1 { // the next iterations read the first one's variables
+			ctx = shared.Reuse()
+		}
 		s = Add(s, InvariantPointAttention(ctx.In("ipa"), s, z, rot, trans, c, opts))
 		s = afNorm(ctx, "layer_norm_ipa", s, opts)
 		t := ReLU(afLinear(ctx.In("transition"), "linear_1", s, cs, true, initLeCunNormal, opts))
