@@ -165,6 +165,8 @@ const tokens = `
 - layernorm: {eps: 1e-6}
 - gelu
 - residual: {layers: [dense: {units: 8}]}
+- mamba_block: {dim: 8, stateSize: 4, expand: 2, nBlocks: 2}
+- transformer_decoder: {dim: 8, heads: 2, mlpDim: 12, nBlocks: 2, nQueries: 3}
 - token_pool
 - dense: {units: classes}
 `
