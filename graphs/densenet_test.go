@@ -38,7 +38,7 @@ func TestDenseNet121NoWeightDecayGroup(t *testing.T) {
 func TestDenseNet121Initialisation(t *testing.T) {
 	// torchvision's DenseNet: kaiming_normal_ (fan_in, ReLU gain) for every conv, BatchNorm ones and zeros,
 	// the Linear's weight at PyTorch's default U(±1/√fan_in) and its bias zero.
-	checkInitialisation(t, "densenet121", []initWant{
+	checkInitialisation(t, "densenet121", 64, []initWant{
 		{scope: "features/conv0", name: "weight", std: math.Sqrt(2.0 / (49 * 3))},
 		{scope: "features/denseblock3/denselayer5/conv1", name: "weight", std: math.Sqrt(2.0 / 384)},
 		{scope: "features/denseblock3/denselayer5/conv2", name: "weight", std: math.Sqrt(2.0 / (9 * 128))},

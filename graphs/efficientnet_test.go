@@ -219,12 +219,7 @@ func TestMobileFamilyInitialisation(t *testing.T) {
 	// torchvision: kaiming_normal_(fan_out) with PyTorch's fan_out = out·k² even for depthwise kernels;
 	// MobileNetV2's classifier N(0, 0.01), EfficientNet's U(±1/√out); zero biases; BatchNorm ones/zeros.
 	// timm (MobileNetV4): N(0, 2/fan_out) with fan_out = k²·out/groups, classifier U(±1/√out).
-	type want struct {
-		scope, name string
-		std, bound  float64 // std of a normal, or bound of a uniform (std 0); both 0: the constant value
-		constant    float64
-	}
-	cases := map[string][]want{
+	cases := map[string][]initWant{
 		"mobilenet_v2": {
 			{"features/0/0", "weight", math.Sqrt(2.0 / (9 * 32)), 0, 0},
 			{"features/17/conv/1/0", "weight", math.Sqrt(2.0 / (9 * 960)), 0, 0}, // depthwise [3, 3, 1, 960]
@@ -253,41 +248,7 @@ func TestMobileFamilyInitialisation(t *testing.T) {
 		},
 	}
 	for _, name := range mobileNets {
-		ctx := mobileGraphOnly(t, name, Options{Seed: 1}, 32)
-		if err := ctx.InitializeVariables(testBackend(), nil); err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range cases[name] {
-			v := ctx.GetVariableByScopeAndName("/"+ModelScope+"/"+w.scope, w.name)
-			if v == nil {
-				t.Fatalf("%s: no variable %s/%s", name, w.scope, w.name)
-			}
-			values := tensors.MustCopyFlatData[float32](v.MustValue())
-			var mean, sq, maxAbs float64
-			for _, x := range values {
-				mean += float64(x)
-				sq += float64(x) * float64(x)
-				maxAbs = max(maxAbs, math.Abs(float64(x)))
-			}
-			n := float64(len(values))
-			mean /= n
-			std := math.Sqrt(sq/n - mean*mean)
-			switch {
-			case w.std > 0:
-				// At least 864 values: the sample std's standard error is under 2.5%, so 8% is over 3 of them.
-				if math.Abs(std/w.std-1) > 0.08 || math.Abs(mean) > 4*w.std/math.Sqrt(n) {
-					t.Errorf("%s %s/%s: mean %.4g std %.4g over %d values, want N(0, %.4g²)", name, w.scope, w.name, mean, std, len(values), w.std)
-				}
-			case w.bound > 0:
-				if maxAbs > w.bound || math.Abs(std*math.Sqrt(3)/w.bound-1) > 0.05 {
-					t.Errorf("%s %s/%s: max |w| %.4g, std %.4g, want U(±%.4g)", name, w.scope, w.name, maxAbs, std, w.bound)
-				}
-			default:
-				if std != 0 || mean != w.constant {
-					t.Errorf("%s %s/%s: mean %g std %g, want all %g", name, w.scope, w.name, mean, std, w.constant)
-				}
-			}
-		}
+		checkInitialisation(t, name, 32, cases[name])
 	}
 }
 

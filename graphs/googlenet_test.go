@@ -39,7 +39,7 @@ func TestGoogLeNetNoWeightDecayGroup(t *testing.T) {
 func TestGoogLeNetInitialisation(t *testing.T) {
 	// torchvision's GoogLeNet (init_weights): trunc_normal_(std 0.01, a=-2, b=2) for every conv and Linear
 	// weight, BatchNorm ones and zeros; the Linear's bias keeps PyTorch's default U(±1/√fan_in).
-	checkInitialisation(t, "googlenet", []initWant{
+	checkInitialisation(t, "googlenet", 64, []initWant{
 		{scope: "conv1/conv", name: "weight", std: 0.01},
 		{scope: "inception4d/branch3/1/conv", name: "weight", std: 0.01},
 		{scope: "inception5b/branch4/1/bn", name: "weight", constant: 1},

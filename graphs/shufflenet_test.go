@@ -75,7 +75,7 @@ func TestShuffleNetV2TrainsAtReducedWidth(t *testing.T) {
 func TestShuffleNetV2Initialisation(t *testing.T) {
 	// torchvision's ShuffleNetV2 keeps PyTorch's defaults: U(±1/√fan_in) for every conv (fan_in = k²·in/groups)
 	// and for the Linear's weight and bias; BatchNorm ones and zeros.
-	checkInitialisation(t, "shufflenet_v2_x1_0", []initWant{
+	checkInitialisation(t, "shufflenet_v2_x1_0", 64, []initWant{
 		{scope: "conv1/0", name: "weight", bound: 1 / math.Sqrt(27)},
 		{scope: "stage3/0/branch1/0", name: "weight", bound: 1 / 3.0}, // depthwise 3x3 over 116
 		{scope: "stage3/3/branch2/5", name: "weight", bound: 1 / math.Sqrt(116)},

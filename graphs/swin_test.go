@@ -64,7 +64,7 @@ func TestSwinTInitialisation(t *testing.T) {
 	// torchvision's SwinTransformer: every Linear trunc_normal_(std 0.02) with zero bias (the MLP's
 	// xavier init is overwritten by that final loop), the tables trunc_normal_(0.02), LayerNorms ones and
 	// zeros, the patch conv PyTorch's default U(±1/√fan_in) for weight and bias.
-	checkInitialisation(t, "swin_t", []initWant{
+	checkInitialisation(t, "swin_t", 64, []initWant{
 		{scope: "features/0/0", name: "weight", bound: 1 / math.Sqrt(48)},
 		{scope: "features/5/2/attn/qkv", name: "weight", std: 0.02},
 		{scope: "features/5/2/attn/qkv", name: "bias", constant: 0},
