@@ -22,7 +22,7 @@
 #   2. a run to accuracy: configs/mnist_cnn.yaml for its 2 epochs, float32 then bf16, from the idx
 #      files carried in .devdata/mnist; top-1 against the CPU figure 99.06% (pass within 0.2 points);
 #   3. ViT-Tiny, ConvNeXt-T, MobileNetV2, MobileNetV4-Conv-M, ResNet-34: resident step, ours, JAX's,
-#      PyTorch's;
+#      PyTorch's; then ShuffleNet-V2, DenseNet-121, GoogLeNet, Swin-T: ours and PyTorch's;
 #   4. parity with timm itself: timm's mobilenetv4_conv_medium and vit_tiny_patch16_224 with random
 #      weights, imported by trainer predict, top-5 probabilities compared (scripts/timm_parity.py);
 #   5. multi-device XLA: a CPU PJRT plugin among jaxlib's and jax_plugins' shared objects (one that
@@ -254,6 +254,10 @@ if want 3; then
 	for net in vit_tiny convnext_tiny mobilenet_v2 mobilenetv4_conv_medium resnet34; do
 		ours $net
 		jax $net
+		torch_peer $net
+	done
+	for net in shufflenet_v2_x1_0 densenet121 googlenet swin_t; do # jax_peer.py has no Flax versions of these
+		ours $net
 		torch_peer $net
 	done
 fi
