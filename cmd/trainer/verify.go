@@ -90,7 +90,7 @@ func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *strin
 			if !r.Pass {
 				pass = "FAIL"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.2e\t%.2e\t%.0e\t%s\t%s\n", r.Name, r.Shapes, r.MaxAbsErr, r.MaxRelErr, r.Tolerance, pass, r.Note)
+			fmt.Fprintf(tw, "%s\t%s\t%.2e\t%.2e\t%.0e\t%s\t%s\n", r.Name, shortShapes(r.Shapes, verifyShapesWidth), r.MaxAbsErr, r.MaxRelErr, r.Tolerance, pass, r.Note)
 		}
 		// Rows appear as checks finish; a flush realigns the columns of what is printed so far.
 		_ = tw.Flush()
@@ -123,4 +123,30 @@ func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *strin
 		return fmt.Errorf("verify: %d of %d checks failed", report.Failures, report.Checks)
 	}
 	return nil
+}
+
+// verifyShapesWidth bounds the table's SHAPES column: a layer with dozens of parameters (the bestiary's
+// Swin stage, Evoformer) would otherwise widen every row. --json keeps the whole description.
+const verifyShapesWidth = 100
+
+// shortShapes cuts an operand list ("x 2x8x8x3, weight 3x3x3x4 -> 2x4x4x4") to about width characters
+// at an operand boundary, saying how many operands it left out and keeping the output shape.
+func shortShapes(s string, width int) string {
+	if len(s) <= width {
+		return s
+	}
+	in, out, hasOut := strings.Cut(s, " -> ")
+	operands := strings.Split(in, ", ")
+	kept := operands[0]
+	n := 1
+	for ; n < len(operands) && len(kept)+2+len(operands[n]) <= width-30; n++ {
+		kept += ", " + operands[n]
+	}
+	if n < len(operands) {
+		kept += fmt.Sprintf(", … (+%d more)", len(operands)-n)
+	}
+	if hasOut {
+		kept += " -> " + out
+	}
+	return kept
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,27 @@ func TestVerifyRefusesBadArguments(t *testing.T) {
 		if _, err := runVerify(t, args...); err == nil {
 			t.Errorf("%v: want an error", args)
 		}
+	}
+}
+
+// TestShortShapes: a long operand list is cut at an operand boundary with the count of those left out
+// and the output shape kept; a short one is unchanged.
+func TestShortShapes(t *testing.T) {
+	short := "x 2x8x8x3, weight 3x3x3x4 -> 2x4x4x4"
+	if got := shortShapes(short, 100); got != short {
+		t.Errorf("short list changed: %q", got)
+	}
+	var ops []string
+	for i := range 40 {
+		ops = append(ops, fmt.Sprintf("weight%d 4x12", i))
+	}
+	long := "x 2x3x3x4, " + strings.Join(ops, ", ") + " -> 2x3x3x4"
+	got := shortShapes(long, 100)
+	if len(got) > 100 || !strings.HasPrefix(got, "x 2x3x3x4, weight0 4x12, ") || !strings.HasSuffix(got, " -> 2x3x3x4") {
+		t.Fatalf("shortShapes = %q (%d chars), want at most 100 starting with the first operands and ending with the output", got, len(got))
+	}
+	kept := strings.Count(got, " 4x12")
+	if want := fmt.Sprintf("… (+%d more)", 40-kept); !strings.Contains(got, want) {
+		t.Errorf("shortShapes = %q, want it to say %q", got, want)
 	}
 }
