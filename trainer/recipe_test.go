@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/internal/testnets"
+	"github.com/trainer/trainer/graphs/testnets"
 )
 
 // TestRecipeRunResumesExactly: AdamW + EMA + dropout + BatchNorm + accumulation + clipping + BCE,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
-	_ "github.com/trainer/trainer/internal/testnets" // the test nets
+	_ "github.com/trainer/trainer/graphs/testnets" // the test nets
 	"github.com/trainer/trainer/pjrt"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/internal/testnets"
+	"github.com/trainer/trainer/graphs/testnets"
 	"github.com/trainer/trainer/pjrt"
 )
 

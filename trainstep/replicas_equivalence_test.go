@@ -17,7 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/internal/testnets"
+	"github.com/trainer/trainer/graphs/testnets"
 	"github.com/trainer/trainer/pjrt"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
-	"github.com/trainer/trainer/internal/testnets"
+	"github.com/trainer/trainer/graphs/testnets"
 	"github.com/trainer/trainer/pjrt"
 )
 
