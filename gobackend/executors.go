@@ -25,6 +25,7 @@ var (
 
 	fusionInstalled    bool // execFused is in simplego's table (set once by enableFastOps).
 	fusedConvInstalled bool // execFusedConv is in simplego's table (set once by enableFastOps).
+	poolGradInstalled  bool // execSelectAndScatter is in simplego's table (set once by enableFastOps).
 )
 
 // fastExecutors lists the executors the fast ops put in simplego's table (each falls back to the
@@ -58,6 +59,11 @@ func enableFastOps(sg *simplego.Backend) {
 		if nodeFieldsOK && sgNodeExecutors[fusedConvOpType] == nil {
 			sgNodeExecutors[fusedConvOpType] = execFusedConv
 			fusedConvInstalled = true
+		}
+		if fuseFieldsOK && sgNodeExecutors[selectAndScatterMaxOpType] == nil && sgNodeExecutors[selectAndScatterMinOpType] == nil {
+			sgNodeExecutors[selectAndScatterMaxOpType] = execSelectAndScatter
+			sgNodeExecutors[selectAndScatterMinOpType] = execSelectAndScatter
+			poolGradInstalled = true
 		}
 		sgDotGeneral = sgExecutors[backends.OpTypeDotGeneral]
 		sgSlice = sgExecutors[backends.OpTypeSlice]

@@ -242,6 +242,9 @@ func (b *goBuilder) SelectAndScatterMin(operand, source backends.Op, windowDimen
 // of windows); ArgMinMax over K picks the cell (first one on ties); a constant table maps it to the offset
 // within the window, Iota gives each window's origin, and ScatterSum adds the source into a zero tensor
 // shaped like the padded operand, which is finally cropped back.
+//
+// With the fast ops on, float32, float64, int32 and int64 run instead as one node looping over the
+// windows directly (pool_grad.go), with the same result bit for bit.
 func (b *goBuilder) selectAndScatter(operand, source backends.Op, windowDims, strides []int, paddings [][2]int, isMin bool) (backends.Op, error) {
 	name := "SelectAndScatterMax"
 	if isMin {
@@ -289,6 +292,11 @@ func (b *goBuilder) selectAndScatter(operand, source backends.Op, windowDims, st
 	if !srcShape.Equal(shapes.Make(xShape.DType, numWindows...)) {
 		return nil, errors.Errorf("%s: source shape %s doesn't match the %v windows of operand %s (window %v, strides %v, paddings %v)",
 			name, srcShape, numWindows, xShape, windowDims, strides, paddings)
+	}
+	if b.nativePoolGrad {
+		if out, ok, err := b.nativeSelectAndScatter(operand, source, xShape.DType, windowDims, strides, paddings, isMin); ok || err != nil {
+			return out, err
+		}
 	}
 	numS := prod(numWindows)
 	numK := prod(windowDims)

@@ -161,6 +161,8 @@ func opStatsName(op backends.OpType) string {
 		return "Fused element-wise"
 	case fusedConvOpType:
 		return "Fused convolution"
+	case selectAndScatterMaxOpType, selectAndScatterMinOpType:
+		return op.String() + " (native)"
 	}
 	return op.String()
 }

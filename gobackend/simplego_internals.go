@@ -18,7 +18,8 @@ import (
 //     read and written through offsets looked up once by reflection, their types checked (reflection
 //     by name costs about a microsecond per call, and a ResNet step runs ~17,000 ops);
 //   - two op types simplego never builds nor executes, reused as the backend's own fused nodes, and the
-//     AllReduce op type, which simplego doesn't build, for the backend's collective nodes (spmd.go);
+//     AllReduce and SelectAndScatterMax/Min op types, which simplego doesn't build, for the backend's
+//     collective nodes (spmd.go) and max-pool gradient nodes (pool_grad.go);
 //   - the unexported parameter structs simplego keeps in Node.data (DotGeneral's, Slice's, Gather's),
 //     read by field name, and the plain values it keeps there for other ops (Transpose's permutation,
 //     the reduced or broadcast axes, Concatenate's axis).
@@ -48,6 +49,14 @@ const fusedConvOpType = backends.OpTypeReverse
 // allReduceOpType carries AllReduce nodes (spmd.go): simplego refuses to build AllReduce, and its
 // executor slot is empty.
 const allReduceOpType = backends.OpTypeAllReduce
+
+// selectAndScatterMaxOpType and selectAndScatterMinOpType carry the backend's SelectAndScatter nodes
+// (pool_grad.go): simplego doesn't build these ops (the backend composes them where the slots are taken),
+// and their executor slots are empty.
+const (
+	selectAndScatterMaxOpType = backends.OpTypeSelectAndScatterMax
+	selectAndScatterMinOpType = backends.OpTypeSelectAndScatterMin
+)
 
 // Offsets of simplego.Node's shape, data and opType fields; nodeFieldsOK is false if any is missing
 // or of another type, and every fast executor that needs them defers to simplego's own.

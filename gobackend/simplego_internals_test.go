@@ -49,6 +49,10 @@ func TestSimplegoInternals(t *testing.T) {
 	if !fusedConvInstalled {
 		broke("simplego's executor slot for %s is taken: pick another op type for fused convolutions", fusedConvOpType)
 	}
+	if !poolGradInstalled {
+		broke("simplego's executor slots for %s and %s are taken: simplego may run them itself now (drop pool_grad.go's "+
+			"node, keeping its bit-for-bit test against the composition), or pick other op types", selectAndScatterMaxOpType, selectAndScatterMinOpType)
+	}
 	if !collectivesInstalled {
 		broke("simplego's executor slot for %s is taken: simplego may run collectives itself now (drop spmd.go's), "+
 			"or pick another op type", allReduceOpType)
