@@ -224,14 +224,7 @@ func TestSelectAndScatterForward(t *testing.T) {
 		{[]int{2, 7, 5, 1}, []int{1, 2, 2, 1}, []int{1, 2, 2, 1}, [][2]int{{0, 0}, {0, 0}, {1, 0}, {0, 0}}}, // Uncovered last row.
 	} {
 		x := distinctTT(rng, tc.dims...)
-		paddings := tc.paddings
-		if paddings == nil {
-			paddings = make([][2]int, len(tc.dims))
-		}
-		srcDims := make([]int, len(tc.dims))
-		for a := range srcDims {
-			srcDims[a] = (tc.dims[a]+paddings[a][0]+paddings[a][1]-tc.window[a])/tc.strides[a] + 1
-		}
+		paddings, srcDims := poolWindows(tc.dims, tc.window, tc.strides, tc.paddings)
 		src := randTT(rng, srcDims...)
 		for _, isMin := range []bool{false, true} {
 			got := runOps(t, b, func(bb backends.Builder, p []backends.Op) ([]backends.Op, error) {

@@ -42,14 +42,7 @@ func TestSelectAndScatterNativeMatchesComposition(t *testing.T) {
 		{"rank 2 all axes windowed", []int{9, 10}, []int{3, 2}, []int{2, 1}, [][2]int{{1, 1}, {0, 1}}},
 		{"rank 1 windows of padding only", []int{3}, []int{2}, []int{1}, [][2]int{{3, 1}}},
 	} {
-		paddings := tc.paddings
-		if paddings == nil {
-			paddings = make([][2]int, len(tc.dims))
-		}
-		srcDims := make([]int, len(tc.dims))
-		for a := range srcDims {
-			srcDims[a] = (tc.dims[a]+paddings[a][0]+paddings[a][1]-tc.window[a])/tc.strides[a] + 1
-		}
+		_, srcDims := poolWindows(tc.dims, tc.window, tc.strides, tc.paddings)
 		for _, dtype := range []dtypes.DType{dtypes.Float32, dtypes.Float64, dtypes.Int32, dtypes.Int64} {
 			x, src := newTT(tc.dims...), newTT(srcDims...)
 			for i := range x.data {

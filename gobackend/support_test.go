@@ -338,3 +338,16 @@ func checkGradient(t *testing.T, backend backends.Backend, f func(in []*Node) *N
 }
 
 func mustShapeF64(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float64, dims...) }
+
+// poolWindows is a pooling's paddings (nil: none) and the number of windows along each axis, the shape
+// of SelectAndScatter's source.
+func poolWindows(dims, window, strides []int, paddings [][2]int) ([][2]int, []int) {
+	if paddings == nil {
+		paddings = make([][2]int, len(dims))
+	}
+	counts := make([]int, len(dims))
+	for a := range counts {
+		counts[a] = (dims[a]+paddings[a][0]+paddings[a][1]-window[a])/strides[a] + 1
+	}
+	return paddings, counts
+}
