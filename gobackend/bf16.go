@@ -36,13 +36,10 @@ func fromFloat32(dst []bfloat16.BFloat16, src []float32) {
 
 // fastDotBF16 is fastDot for bfloat16 operands: float32 GEMM between two conversions.
 func fastDotBF16(backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []bfloat16.BFloat16, lhsDims, rhsDims []int) (*simplego.Buffer, bool, error) {
-	lhs := newGemmOperand(toFloat32(lhsFlat), lhsDims, p.lhsContracting, p.lhsBatch)
-	rhs := newGemmOperand(toFloat32(rhsFlat), rhsDims, p.rhsContracting, p.rhsBatch)
-	if len(lhs.crossOff) != p.lhsCross || len(rhs.crossOff) != p.rhsCross || len(lhs.kOff) != p.contracting ||
-		len(rhs.kOff) != p.contracting || len(lhs.batchOff) != p.batch || len(rhs.batchOff) != p.batch {
+	prob, ok := dotProblem(p, toFloat32(lhsFlat), toFloat32(rhsFlat), lhsDims, rhsDims)
+	if !ok {
 		return nil, false, nil
 	}
-	prob := &gemmProblem{lhs: lhs, rhs: rhs, batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting}
 	out32 := make([]float32, p.batch*p.lhsCross*p.rhsCross)
 	prob.run(out32)
 	output := backend.NewBuffer(shapes.Make(dtypes.BFloat16, p.batch, p.lhsCross, p.rhsCross))

@@ -48,16 +48,25 @@ func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs [
 	return output, nil
 }
 
-// fastDot runs the DotGeneral as a packed GEMM; ok is false if the offset tables disagree with
-// simplego's sizes.
-func fastDot[T gemmFloat](backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int, dt dtypes.DType) (*simplego.Buffer, bool, error) {
+// dotProblem is the DotGeneral p of these operands as a GEMM problem; ok is false if the offset tables
+// disagree with simplego's sizes.
+func dotProblem[T gemmFloat](p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int) (*gemmProblemOf[T], bool) {
 	lhs := newGemmOperand(lhsFlat, lhsDims, p.lhsContracting, p.lhsBatch)
 	rhs := newGemmOperand(rhsFlat, rhsDims, p.rhsContracting, p.rhsBatch)
 	if len(lhs.crossOff) != p.lhsCross || len(rhs.crossOff) != p.rhsCross || len(lhs.kOff) != p.contracting ||
 		len(rhs.kOff) != p.contracting || len(lhs.batchOff) != p.batch || len(rhs.batchOff) != p.batch {
+		return nil, false
+	}
+	return &gemmProblemOf[T]{lhs: lhs, rhs: rhs, batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting}, true
+}
+
+// fastDot runs the DotGeneral as a packed GEMM; ok is false if the offset tables disagree with
+// simplego's sizes.
+func fastDot[T gemmFloat](backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int, dt dtypes.DType) (*simplego.Buffer, bool, error) {
+	prob, ok := dotProblem(p, lhsFlat, rhsFlat, lhsDims, rhsDims)
+	if !ok {
 		return nil, false, nil
 	}
-	prob := &gemmProblemOf[T]{lhs: lhs, rhs: rhs, batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting}
 	output := backend.NewBuffer(shapes.Make(dt, p.batch, p.lhsCross, p.rhsCross))
 	outFlat, err := backend.BufferData(output)
 	if err != nil {

@@ -303,7 +303,7 @@ func (p *gemmProblemOf[T]) run(out []T) {
 		s := getScratch[T]()
 		packB := getPackB[T]()
 		for b := range p.batch {
-			p.serial(s, packB, kern, b, 0, p.m, 0, p.k, batchOut(b), rowOff)
+			p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff)
 		}
 		putPackB(packB)
 		putScratch(s)
@@ -314,7 +314,7 @@ func (p *gemmProblemOf[T]) run(out []T) {
 			s := getScratch[T]()
 			packB := getPackB[T]()
 			for b := b0; b < b1; b++ {
-				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, batchOut(b), rowOff)
+				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff)
 			}
 			putPackB(packB)
 			putScratch(s)
@@ -344,7 +344,7 @@ func (p *gemmProblemOf[T]) run(out []T) {
 				}
 				s := getScratch[T]()
 				packB := getPackB[T]()
-				p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], dst, rows)
+				p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], 0, p.n, dst, rows)
 				putPackB(packB)
 				putScratch(s)
 			})
@@ -379,32 +379,13 @@ func (p *gemmProblemOf[T]) run(out []T) {
 				s := getScratch[T]()
 				packB := getPackB[T]()
 				if split == splitRows {
-					p.serial(s, packB, kern, b, lo, hi, 0, p.k, c, rowOff)
+					p.serial(s, packB, kern, b, lo, hi, 0, p.k, 0, p.n, c, rowOff)
 				} else {
-					p.serialCols(s, packB, kern, b, lo, hi, c, rowOff)
+					p.serial(s, packB, kern, b, 0, p.m, 0, p.k, lo, hi, c, rowOff)
 				}
 				putPackB(packB)
 				putScratch(s)
 			})
-		}
-	}
-}
-
-// serialCols adds columns [n0, n1) of batch b's product (all rows, all of K) into c.
-func (p *gemmProblemOf[T]) serialCols(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, n0, n1 int, c []T, rowOff []int) {
-	mc, nr := kern.mc(), kern.nr
-	kb := kBlocks(0, p.k)
-	for blk := range len(kb) - 1 {
-		pc, pcEnd := kb[blk], kb[blk+1]
-		kl := pcEnd - pc
-		for jc := n0; jc < n1; jc += gemmNC {
-			nl := min(gemmNC, n1-jc)
-			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
-			for ic := 0; ic < p.m; ic += mc {
-				ml := min(mc, p.m-ic)
-				p.packA(s, kern, b, ic, ml, pc, pcEnd)
-				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
-			}
 		}
 	}
 }
@@ -430,15 +411,16 @@ func kBlocks(k0, k1 int) []int {
 	return bounds
 }
 
-// serial adds rows [m0, m1) of batch b's product, over contracting indices [k0, k1), into c.
-func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1 int, c []T, rowOff []int) {
+// serial adds rows [m0, m1) and columns [n0, n1) of batch b's product, over contracting indices
+// [k0, k1), into c.
+func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1, n0, n1 int, c []T, rowOff []int) {
 	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
 	kb := kBlocks(k0, k1)
 	for blk := range len(kb) - 1 {
 		pc, pcEnd := kb[blk], kb[blk+1]
 		kl := pcEnd - pc
-		for jc := 0; jc < p.n; jc += nc {
-			nl := min(nc, p.n-jc)
+		for jc := n0; jc < n1; jc += nc {
+			nl := min(nc, n1-jc)
 			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)

@@ -1,7 +1,6 @@
 package gobackend
 
 import (
-	"runtime"
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
@@ -139,9 +138,6 @@ func newPoolGradGeometry(dims, numWindows []int, spec *poolGradSpec) poolGradGeo
 	return g
 }
 
-// poolGradParallelMin is the operand size below which one goroutine does all the windows.
-const poolGradParallelMin = 1 << 15
-
 // runSelectAndScatter fills out (shaped like x) from the windows' source values src. Each output cell
 // gets its values from one goroutine, in row-major window order: goroutines split axis 0 only where no
 // window crosses it.
@@ -225,10 +221,9 @@ func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g
 		}
 	}
 	first := g.numWindows[0]
-	workers := runtime.GOMAXPROCS(0)
-	if !g.splitFirst || workers == 1 || first == 1 || len(x) < poolGradParallelMin {
+	if !g.splitFirst {
 		run(0, first)
 		return
 	}
-	parallelChunks(splitRange(first, min(first, 4*workers), 1), min(workers, first), run)
+	forChunks(first, len(x)/first, run) // axis 0 is then whole in x: len(x)/first values per index
 }
