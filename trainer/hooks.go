@@ -13,6 +13,7 @@ import (
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // The loop's hooks (loop.go), in the order a run attaches them: the guard (guard.go), progress,
@@ -116,8 +117,9 @@ type checkpointHook struct {
 // header describes the state at optimizer step st.step.
 func (h *checkpointHook) header(st *loopState) checkpoint.Header {
 	cfg := h.s.cfg
-	return checkpoint.Header{TrainerVersion: Version, ConfigHash: cfg.Hash(), Net: cfg.Net.Label(), Step: st.step,
-		Epoch: st.step * st.k / st.batchesPerEpoch, Config: string(cfg.YAML()), LRScale: st.lrScale}
+	text := string(cfg.YAML()) // cfg.Hash is this text's checkpoint.ConfigHash: render it once
+	return checkpoint.Header{TrainerVersion: Version, ConfigHash: checkpoint.ConfigHash(text), Net: cfg.Net.Label(), Step: st.step,
+		Epoch: st.step * st.k / st.batchesPerEpoch, Config: text, LRScale: st.lrScale}
 }
 
 // complete refuses to write a checkpoint of step that would drop a tensor of the checkpoint the run
@@ -138,7 +140,7 @@ func (h *checkpointHook) complete(step int) error {
 	}
 	slices.Sort(dropped)
 	return fmt.Errorf("checkpoint of step %d not written: it would drop %d tensors of %s, which the run continues: %s",
-		step, len(dropped), h.from.Path, listSome(dropped, 10))
+		step, len(dropped), h.from.Path, echo.List(dropped, 10))
 }
 
 // save writes the checkpoint of st.step and records it as the last one.
@@ -161,7 +163,7 @@ func (h *checkpointHook) wantsState(st *loopState, step int) bool {
 }
 
 func (h *checkpointHook) afterStep(st *loopState) error {
-	if every := h.s.cfg.Checkpoint.EverySteps; every > 0 && st.step%every == 0 && st.step < st.total {
+	if h.wantsState(st, st.step) {
 		return h.save(st)
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -196,23 +197,15 @@ func (s *session) checkComplete(ckpt *checkpoint.Checkpoint, modelOnly bool) err
 	var problems []string
 	if len(missing) > 0 {
 		problems = append(problems, fmt.Sprintf("it lacks %d of the %d tensors this config keeps: %s", len(missing),
-			len(want), listSome(missing, 10)))
+			len(want), echo.List(missing, 10)))
 	}
 	if len(reshaped) > 0 {
-		problems = append(problems, listSome(reshaped, 10))
+		problems = append(problems, echo.List(reshaped, 10))
 	}
 	if len(problems) == 0 {
 		return nil
 	}
 	return fmt.Errorf("checkpoint %s is incomplete for this config: %s", ckpt.Path, strings.Join(problems, "; "))
-}
-
-// listSome joins the first n items and counts the rest.
-func listSome(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
 // ResumeConfig is the config a resumed run continues with: its run directory's config.yaml (the

@@ -11,6 +11,7 @@ import (
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/internal/runlock"
 )
 
@@ -70,7 +71,7 @@ func (s *session) openRunDir(opts RunOptions, out io.Writer, total int) (rd *run
 	}
 	if removed := removeTemporaries(dir, ckptDir); len(removed) > 0 {
 		fmt.Fprintf(out, "removed %d temporary file(s) of writes a killed process left: %s\n", len(removed),
-			listSome(removed, 3))
+			echo.List(removed, 3))
 	}
 	var accepted []config.Change // config changes on resume, all on the allow-list (config.Resumable)
 	switch {
@@ -101,7 +102,7 @@ func (s *session) openRunDir(opts RunOptions, out io.Writer, total int) (rd *run
 	default:
 		if held := checkpointFiles(ckptDir); len(held) > 0 {
 			return rd, fmt.Errorf("run directory %s already holds checkpoints (%s): pass --resume to continue it, "+
-				"or choose another run name (--set name=...), or delete the directory", dir, listSome(held, 3))
+				"or choose another run name (--set name=...), or delete the directory", dir, echo.List(held, 3))
 		}
 		if err := s.loadPretrained(out); err != nil { // net.pretrained: a fresh run starts from it
 			return rd, err

@@ -14,6 +14,8 @@ import (
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/types"
+
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // PyTorch's checkpoint formats, as torch.save(model.state_dict(), f) writes them:
@@ -434,14 +436,7 @@ func stateDictOf(obj any) (map[string]*torchTensor, error) {
 		}
 	}
 	return nil, fmt.Errorf("the pickle's dict holds entries that are not tensors: %s (a state_dict holds only tensors; "+
-		"a training checkpoint is read when its weights are under \"state_dict\" or \"model\")", listFew(others, 5))
-}
-
-func listFew(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+		"a training checkpoint is read when its weights are under \"state_dict\" or \"model\")", echo.List(others, 5))
 }
 
 // dictEntries lists the items of an OrderedDict or a dict in order.

@@ -5,6 +5,7 @@ package echo
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -48,4 +49,12 @@ func prefix(s string) string {
 		n--
 	}
 	return s[:n]
+}
+
+// List joins the first n items with ", " and counts the rest: "a, b and 3 more".
+func List(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
