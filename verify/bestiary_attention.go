@@ -90,22 +90,9 @@ func detrHeadsCase() opCase {
 		ref: func(in, p []reference.Tensor) reference.Tensor {
 			logits, boxes := reference.DETRHeads(in[0], p[0], p[1].Data,
 				[3]reference.Tensor{p[2], p[4], p[6]}, [3][]float64{p[3].Data, p[5].Data, p[7].Data})
-			return concatLast(logits, boxes)
+			return reference.ConcatChannels(logits, boxes)
 		},
 	}
-}
-
-// concatLast concatenates two tensors of equal leading dims along their last axis.
-func concatLast(a, b reference.Tensor) reference.Tensor {
-	ka, kb := a.Dims[len(a.Dims)-1], b.Dims[len(b.Dims)-1]
-	rows := a.Size() / ka
-	dims := append(append([]int(nil), a.Dims[:len(a.Dims)-1]...), ka+kb)
-	out := reference.New(dims...)
-	for r := range rows {
-		copy(out.Data[r*(ka+kb):], a.Data[r*ka:(r+1)*ka])
-		copy(out.Data[r*(ka+kb)+ka:], b.Data[r*kb:(r+1)*kb])
-	}
-	return out
 }
 
 // mambaBlockCase: 2 blocks over 5 time steps of width 4, expand 2 (8 channels), state 3, dt_rank 1.

@@ -25,7 +25,7 @@ func init() {
 			{Name: "n_layers", Type: TypeInt, Required: true, Min: 1, Max: 1024, Doc: "layers in the block"},
 		},
 		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needChannels(in, l.Int("ic")); err != nil {
+			if err := needChannels(in, "ic", l.Int("ic")); err != nil {
 				return nil, err
 			}
 			g, n, hw := l.Int("growth_rate"), l.Int("n_layers"), int64s(in[0], in[1])
@@ -57,7 +57,7 @@ func init() {
 		},
 		Norms: []string{"norm"},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needChannels(in, l.Int("ic")); err != nil {
+			if err := needChannels(in, "ic", l.Int("ic")); err != nil {
 				return nil, err
 			}
 			if in[0] < 2 || in[1] < 2 {
@@ -85,7 +85,7 @@ func init() {
 		},
 		Norms: []string{"branch1/bn", "branch2/0/bn", "branch2/1/bn", "branch3/0/bn", "branch3/1/bn", "branch4/1/bn"},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needChannels(in, l.Int("ic")); err != nil {
+			if err := needChannels(in, "ic", l.Int("ic")); err != nil {
 				return nil, err
 			}
 			c := in[2]
@@ -114,7 +114,7 @@ func init() {
 			{Name: "n_units", Type: TypeInt, Required: true, Min: 1, Max: 1024, Doc: "units in the block"},
 		},
 		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needChannels(in, l.Int("ic")); err != nil {
+			if err := needChannels(in, "ic", l.Int("ic")); err != nil {
 				return nil, err
 			}
 			ic, oc, n := in[2], l.Int("oc"), l.Int("n_units")
@@ -156,12 +156,9 @@ func init() {
 			{Name: "n_blocks", Type: TypeInt, Required: true, Min: 1, Max: 1024, Doc: "blocks; odd-numbered ones (from 0) shift their windows"},
 		},
 		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needImage(in); err != nil {
-				return nil, err
-			}
 			d, heads, m, win := l.Int("dim"), l.Int("heads"), l.Int("mlp_dim"), l.Int("window_size")
-			if d != in[2] {
-				return nil, ArgError("dim", "%d, but the input has %d channels; expected %d", d, in[2], in[2])
+			if err := needChannels(in, "dim", d); err != nil {
+				return nil, err
 			}
 			if d%heads != 0 {
 				return nil, ArgError("heads", "%d does not divide dim %d", heads, d)
@@ -197,7 +194,7 @@ func init() {
 			{Name: "n_units", Type: TypeInt, Required: true, Min: 1, Max: 1024, Doc: "units in the block"},
 		},
 		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needChannels(in, l.Int("ic")); err != nil {
+			if err := needChannels(in, "ic", l.Int("ic")); err != nil {
 				return nil, err
 			}
 			ic, oc, g := in[2], l.Int("oc"), l.Int("groups")
@@ -238,13 +235,10 @@ func init() {
 			{Name: "n_blocks", Type: TypeInt, Required: true, Min: 1, Max: 1024, Doc: "residual pairs"},
 		},
 		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needImage(in); err != nil {
+			if err := needChannels(in, "channels", l.Int("channels")); err != nil {
 				return nil, err
 			}
 			c := in[2]
-			if l.Int("channels") != c {
-				return nil, ArgError("channels", "%d, but the input has %d channels; expected %d", l.Int("channels"), c, c)
-			}
 			if c%2 != 0 {
 				return nil, ArgError("channels", "%d is odd; expected an even width (the 1×1 halves it)", c)
 			}
@@ -269,7 +263,7 @@ func init() {
 			{Name: "n_blocks", Type: TypeInt, Required: true, Min: 1, Max: 1024, Doc: "Darknet residual pairs on the cv1 path"},
 		},
 		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needChannels(in, l.Int("ic")); err != nil {
+			if err := needChannels(in, "ic", l.Int("ic")); err != nil {
 				return nil, err
 			}
 			ic, oc, n := in[2], l.Int("oc"), l.Int("n_blocks")
@@ -300,13 +294,13 @@ func darknetPairParams(c int) int64 {
 
 func darknetPairMACs(c int) int64 { return int64s(c/2, c) + int64s(c, 9, c/2) }
 
-// needChannels checks an image input whose channels the layer's ic argument states.
-func needChannels(in []int, ic int) error {
+// needChannels checks an image input whose channels the layer's argument field (ic, dim, channels) states.
+func needChannels(in []int, field string, v int) error {
 	if err := needImage(in); err != nil {
 		return err
 	}
-	if in[2] != ic {
-		return ArgError("ic", "%d, but the input has %d channels; expected %d", ic, in[2], in[2])
+	if in[2] != v {
+		return ArgError(field, "%d, but the input has %d channels; expected %d", v, in[2], in[2])
 	}
 	return nil
 }

@@ -339,25 +339,7 @@ func MaxPool2DBackward(xDims []int, argmax []int, dy Tensor) Tensor {
 
 // AvgPool2D averages x [N, H, W, C] over k×k windows at stride s, without padding.
 func AvgPool2D(x Tensor, k, s int) Tensor {
-	n, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
-	oh, ow := (h-k)/s+1, (w-k)/s+1
-	y := New(n, oh, ow, c)
-	for b := range n {
-		for i := range oh {
-			for j := range ow {
-				for ch := range c {
-					sum := 0.0
-					for a := range k {
-						for cc := range k {
-							sum += x.At(b, i*s+a, j*s+cc, ch)
-						}
-					}
-					y.Set(sum/float64(k*k), b, i, j, ch)
-				}
-			}
-		}
-	}
-	return y
+	return AvgPool2DPadded(x, k, s, 0)
 }
 
 // ScaledDotProductAttention is softmax(q·kᵀ/√d)·v for q, k, v [B, heads, T, d].
