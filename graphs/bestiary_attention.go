@@ -136,7 +136,7 @@ func MambaMixer(ctx *context.Context, x *Node, c MambaConfig, outScale float64, 
 	cw := asDType(Param(ctx.In("conv1d"), g, opts, "weight", InitTorchDefault, k, k, k, dI), x)
 	cb := asDType(Param(ctx.In("conv1d"), g, opts, "bias", InitTorchDefault, k, k, dI), x)
 	// GoMLX's Pad has no gradient: the causal zeros are concatenated instead.
-	padded := Concatenate([]*Node{Zeros(g, shapes.Make(xs.DType(), b, k-1, dI)), xs}, 1)
+	padded := zeroPad(xs, 1, k-1, 0)
 	conv := Reshape(cb, 1, 1, dI)
 	for j := range k {
 		tap := Slice(padded, AxisRange(), AxisRange(j, j+l), AxisRange())

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -217,15 +216,12 @@ func NeRFMLP(ctx *context.Context, x *Node, opts Options, posDim, dirDim, hidden
 // shift and two products rather than a dilated convolution: exact, and cheap on every backend.
 func causalConv1D(ctx *context.Context, x *Node, opts Options, out, dilation int) *Node {
 	dims := x.Shape().Dimensions
-	b, t, in := dims[0], dims[1], dims[2]
+	t, in := dims[1], dims[2]
 	w := asDType(Param(ctx, x.Graph(), opts, "weight", InitTorchDefault, 2*in, 2*out, 2, in, out), x)
 	bias := asDType(Param(ctx, x.Graph(), opts, "bias", InitTorchDefault, 2*in, 2*out, out), x)
 	shifted := ZerosLike(x)
 	if dilation < t {
-		shifted = Concatenate([]*Node{
-			Zeros(x.Graph(), shapes.Make(x.DType(), b, dilation, in)),
-			SliceAxis(x, 1, AxisRange(0, t-dilation)),
-		}, 1)
+		shifted = zeroPad(SliceAxis(x, 1, AxisRange(0, t-dilation)), 1, dilation, 0)
 	}
 	opts.Stats.add(int64(t) * int64(2*in) * int64(out))
 	w0 := Squeeze(SliceAxis(w, 0, AxisElem(0)), 0)

@@ -1,11 +1,9 @@
 package graphs
 
 import (
-	"slices"
 	"strconv"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -73,13 +71,7 @@ func shuffleV1Unit(ctx *context.Context, x *Node, train bool, opts Options, out,
 // zeroPadBoth pads the height and width of NHWC x by n zeros on each side (F.pad); concatenations, as
 // GoMLX v0.26's Pad has no gradient.
 func zeroPadBoth(x *Node, n int) *Node {
-	for _, axis := range []int{1, 2} {
-		dims := slices.Clone(x.Shape().Dimensions)
-		dims[axis] = n
-		z := Zeros(x.Graph(), shapes.Make(x.DType(), dims...))
-		x = Concatenate([]*Node{z, x, z}, axis)
-	}
-	return x
+	return zeroPad(zeroPad(x, 1, n, n), 2, n, n)
 }
 
 // darknetConv is Darknet's convolutional layer: a bias-free conv (scope name), BatchNorm (name_bn,

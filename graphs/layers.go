@@ -2,10 +2,12 @@ package graphs
 
 import (
 	"fmt"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"math"
+	"slices"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
 
@@ -229,4 +231,25 @@ func classes(opts Options, def int) int {
 		return opts.NumClasses
 	}
 	return def
+}
+
+// zeroPad adds lo zeros before and hi after x along axis, by concatenation: GoMLX v0.26's Pad has no
+// gradient (Swin's window padding, Mamba's and WaveNet's causal shifts, the bestiary's borders use this).
+func zeroPad(x *Node, axis, lo, hi int) *Node {
+	zeros := func(n int) *Node {
+		dims := slices.Clone(x.Shape().Dimensions)
+		dims[axis] = n
+		return Zeros(x.Graph(), shapes.Make(x.DType(), dims...))
+	}
+	parts := []*Node{x}
+	if lo > 0 {
+		parts = append([]*Node{zeros(lo)}, parts...)
+	}
+	if hi > 0 {
+		parts = append(parts, zeros(hi))
+	}
+	if len(parts) == 1 {
+		return x
+	}
+	return Concatenate(parts, axis)
 }

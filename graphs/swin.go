@@ -2,12 +2,10 @@ package graphs
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -288,12 +286,7 @@ func swinShiftMask(padH, padW, window, shiftH, shiftW int) *tensors.Tensor {
 // zeroPadEnd appends n zeros along axis (F.pad at the end); a concatenation, as GoMLX v0.26's Pad has no
 // gradient.
 func zeroPadEnd(x *Node, axis, n int) *Node {
-	if n == 0 {
-		return x
-	}
-	dims := slices.Clone(x.Shape().Dimensions)
-	dims[axis] = n
-	return Concatenate([]*Node{x, Zeros(x.Graph(), shapes.Make(x.DType(), dims...))}, axis)
+	return zeroPad(x, axis, 0, n)
 }
 
 // roll is torch.roll(x, shift, axis): element i moves to (i+shift) mod size.
