@@ -115,21 +115,7 @@ func checkRowArgs(n int, a []float32, sa int, b []float32, sb int) {
 // src[offs[r]+k]: eight rows of an operand into eight columns of a packed panel (whose column 0 is
 // panel[0]), with the AVX2 8×8 transpose for whole groups of 8 k and Go for the rest (float64: Go).
 func packColumns8[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
-	done := 0
-	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
-		for _, o := range offs {
-			_ = src[o : o+n8] // The kernel's reads.
-		}
-		_ = panel[(n8-1)*w+7]
-		transpose8(&asFloat32(src)[0], &offs[0], n8, &asFloat32(panel)[0], w)
-		done = n8
-	}
-	for k := done; k < n; k++ {
-		row := panel[k*w : k*w+8]
-		for r, o := range offs {
-			row[r] = src[o+k]
-		}
-	}
+	packColumnsPartial(panel, src, offs, n, 8, w)
 }
 
 // sumRows adds rows of x (rows·stride apart, len(o) values each) into o: o[j] += x[j], then
