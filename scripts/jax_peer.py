@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""JAX/Flax peer of `trainer bench` for the GPU check (issues 9 and 19).
+"""JAX/Flax peer of `trainer bench` for the GPU check.
 
 What it measures: the wall time of one full training step of one of the seed ImageNet nets, in the layout of
 the reference our Go net follows (torchvision's resnet34, resnet50, mobilenet_v2, efficientnet_b0 and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Parity with timm itself (issue 19, GPU check stage 4): timm's own model, random weights, our import.
+"""Parity with timm itself (GPU check stage 4): timm's own model, random weights, our import.
 
     python3 scripts/timm_parity.py --net mobilenetv4_conv_medium --trainer .devbin/trainer --out DIR [--backend go] [--json]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peer of `trainer bench` for the GPU check (issue 19): the reference model itself, compiled.
+"""PyTorch peer of `trainer bench` for the GPU check: the reference model itself, compiled.
 
 What it measures: the wall time of one full training step of a seed ImageNet net, built by its reference
 (torchvision's resnet34, resnet50, mobilenet_v2, efficientnet_b0, convnext_tiny, shufflenet_v2_x1_0,
