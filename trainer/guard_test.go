@@ -88,7 +88,7 @@ func TestGuardStopNamesStepTensorAndCheckpoint(t *testing.T) {
 		t.Fatal("a NaN batch at step 7 did not stop the run")
 	}
 	msg := err.Error()
-	for _, want := range []string{"step 7:", "loss NaN", "first non-finite gradient: /model/",
+	for _, want := range []string{"non-finite guard: ", "step 7:", "loss NaN", "first non-finite gradient: /model/",
 		filepath.Join(cfg.Dir(), "checkpoints", checkpoint.FileName(5)), "guard.nonfinite: stop"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)

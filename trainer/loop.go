@@ -398,16 +398,40 @@ func (l *loop) replay(st *loopState, d dispatched, res trainstep.Result) error {
 	return fire(l.hooks, func(h stepHook) error { return h.afterStep(st) })
 }
 
-// fire calls every hook that handles the event H, in order, up to the first error.
+// fire calls every hook that handles the event H, in order, up to the first error, which it prefixes
+// with the hook's name so that a failed run says which part of the loop stopped it.
 func fire[H any](hooks []any, call func(H) error) error {
 	for _, h := range hooks {
-		if h, ok := h.(H); ok {
-			if err := call(h); err != nil {
-				return err
+		if hh, ok := h.(H); ok {
+			if err := call(hh); err != nil {
+				return fmt.Errorf("%s: %w", hookName(h), err)
 			}
 		}
 	}
 	return nil
+}
+
+// hookName is what an error of hook h is prefixed with.
+func hookName(h any) string {
+	switch h.(type) {
+	case *guardHook:
+		return "non-finite guard"
+	case *progressHook:
+		return "progress"
+	case *logHook:
+		return "metrics log"
+	case *boardHook:
+		return "tensorboard"
+	case *checkpointHook:
+		return "checkpoint"
+	case finalCheckpoint:
+		return "final checkpoint"
+	case signalHook:
+		return "signal"
+	case *evalHook:
+		return "eval"
+	}
+	return fmt.Sprintf("hook %T", h)
 }
 
 // train runs the loop of the session's config with step over feed: it sets up or resumes the run
