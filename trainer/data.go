@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/recipe"
 )
 
 // openLoader opens split ("train" or "test") of the configured source and builds its loader: images
@@ -34,11 +35,11 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 	if !train && d.EvalImageSize > 0 {
 		want[0], want[1] = d.EvalImageSize, d.EvalImageSize
 	}
-	mean, std := d.Normalisation()
+	mean, std := recipe.Normalisation(d)
 	opts := data.LoaderOptions{BatchSize: batch, Shuffle: train, DropLast: train, Seed: uint64(s.cfg.Seed),
-		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch, Uint8: s.cfg.NormalizeOnDevice(train),
+		Mean: mean, Std: std, Workers: d.Workers, Prefetch: d.Prefetch, Uint8: recipe.NormalizeOnDevice(s.cfg, train),
 		Replica: replica, Replicas: replicas}
-	d.BadInput(&opts) // data.on_bad_record, data.max_image_pixels
+	recipe.BadInput(d, &opts) // data.on_bad_record, data.max_image_pixels
 	var src data.Source
 	switch d.Source {
 	case "mnist", "fashion-mnist":
@@ -58,7 +59,7 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 		}
 		var err error
 		if src, err = data.OpenSource(d.Source, path, split, data.SourceOptions{NumClasses: s.numClasses(),
-			Dataset: d.DatasetName(), Dir: d.Dir}); err != nil {
+			Dataset: recipe.DatasetName(d), Dir: d.Dir}); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 	}
