@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/trainer/trainer/config"
@@ -67,22 +66,9 @@ func DatasetName(d config.DataConfig) string {
 	return ""
 }
 
-// TrainExamples counts the examples of the training split as the run's loader opens it (the idx
-// files, or data.train / data.dir's split of an image source), reading indexes and headers only and
-// opening no compute backend.
+// TrainExamples counts the examples of the training split as the run's loader opens it (OpenSplit),
+// reading indexes and headers only and opening no compute backend.
 func TrainExamples(c config.Config) (int, error) {
-	d := c.Data
-	if idx(d) {
-		ds, err := data.Open(d.Source, d.Dir, "train")
-		if err != nil {
-			return 0, err
-		}
-		return data.NewDatasetSource(ds).Len(), nil
-	}
-	path, _ := d.DataPaths()
-	if path == "" {
-		return 0, fmt.Errorf("data.train: data.source %s needs the split's path: set data.train or data.dir", d.Source)
-	}
 	classes := c.Net.NumClasses
 	if classes == 0 {
 		spec, err := Net(c.Net)
@@ -91,9 +77,9 @@ func TrainExamples(c config.Config) (int, error) {
 		}
 		classes = spec.NumClasses
 	}
-	src, err := data.OpenSource(d.Source, path, "train", data.SourceOptions{NumClasses: classes, Dataset: DatasetName(d), Dir: d.Dir})
+	src, err := OpenSplit(c, "train", classes)
 	if err != nil {
-		return 0, fmt.Errorf("data.train: %w", err)
+		return 0, err
 	}
 	if closer, ok := src.(io.Closer); ok {
 		defer closer.Close()
