@@ -1,11 +1,5 @@
 package config
 
-import (
-	"slices"
-
-	"github.com/trainer/trainer/data"
-)
-
 // The schema: one struct per section, one field per key, named by its yaml tag. What each key means
 // is in keyMeanings (keys.go) and its default in Defaults; docs/configs.md and docs/recipe-engine.md
 // are generated from both. Comments here say only what a Go reader of the fields needs.
@@ -46,8 +40,8 @@ const (
 	DataParallelAuto = "auto"
 )
 
-// NetConfig picks a registered net, its size and the options every net takes (Options resolves them
-// for graphs). Zero or −1 values keep the net's own choice.
+// NetConfig picks a registered net, its size and the options every net takes (recipe.NetOptions
+// resolves them for graphs). Zero or −1 values keep the net's own choice.
 type NetConfig struct {
 	Name string `yaml:"name"`
 	// Spec is a NetSpec, a list of layers (graphs/netspec), inline or read from SpecFile when the
@@ -69,8 +63,8 @@ type NetConfig struct {
 	PretrainedSHA256 string `yaml:"pretrained_sha256"`
 }
 
-// DataConfig names the dataset, how it is batched and, for image sources, augmented. DataPaths,
-// Normalisation and Config.NormalizeOnDevice resolve its empty and auto values.
+// DataConfig names the dataset, how it is batched and, for image sources, augmented. DataPaths and
+// recipe's Normalisation and NormalizeOnDevice resolve its empty and auto values.
 type DataConfig struct {
 	Source          string        `yaml:"source"`
 	Dataset         string        `yaml:"dataset"`
@@ -90,6 +84,10 @@ type DataConfig struct {
 	OnBadRecord     string        `yaml:"on_bad_record"`
 	MaxImagePixels  int           `yaml:"max_image_pixels"`
 }
+
+// DefaultMaxImagePixels is data.max_image_pixels' default, Pillow's MAX_IMAGE_PIXELS (data's own
+// default, which a recipe test holds equal).
+const DefaultMaxImagePixels = 89_478_485
 
 // data.on_bad_record values: what a record that fails its checksum, does not decode or is above
 // data.max_image_pixels does to the run.
@@ -204,7 +202,8 @@ const (
 )
 
 // The names each choice key accepts, in the order its error message lists them; validation and the
-// messages both read these lists. Net names come from the graphs registry, data sources from data's.
+// messages both read these lists. Net names come from the graphs registry, data sources from data's
+// (recipe checks both).
 var (
 	Optimizers    = []string{"sgd", "adamw", "lamb", "rmsprop_tf"}
 	Schedules     = []string{"constant", "cosine", "step", "multistep", "exponential"}
@@ -224,10 +223,6 @@ var (
 	BadRecordPolicies = []string{BadRecordStop, BadRecordSkip}
 )
 
-// DataSources are the names data.source accepts: the idx sources data.Open reads, then the image
-// sources data.OpenSource reads.
-func DataSources() []string { return slices.Concat(data.Sources, data.SourceKinds) }
-
 // Defaults is the one place where every key's default lives (Keys and the generated docs read it).
 func Defaults() Config {
 	return Config{
@@ -241,7 +236,7 @@ func Defaults() Config {
 		Net: NetConfig{Name: "mnist_cnn", Width: 1, NumClasses: 0, Precision: "float32",
 			Dropout: -1, DropPath: -1},
 		Data: DataConfig{Source: "mnist", Dir: "", BatchSize: 128, EvalBatchSize: 1000, EvalCropPct: 0.875, DeviceNormalize: "auto",
-			OnBadRecord: BadRecordStop, MaxImagePixels: data.DefaultMaxImagePixels,
+			OnBadRecord: BadRecordStop, MaxImagePixels: DefaultMaxImagePixels,
 			Augment: AugmentConfig{RandomResizedCropRatio: []float64{3.0 / 4, 4.0 / 3}, Interpolation: "bilinear",
 				MixupProb: 1, MixupSwitchProb: 0.5, RandomErasingMode: "pixel"}},
 		Optimizer: OptimizerConfig{Name: "sgd", LR: 0.1, Momentum: -1, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,

@@ -13,10 +13,10 @@ import (
 	"github.com/trainer/trainer/internal/echo"
 )
 
-// Load reads the YAML recipe at path with its base chain (compose.go), applies "key=value" overrides,
-// and returns the validated config; every problem is reported with the file (or --set) that set the
-// key, the key and what was expected.
-func Load(path string, overrides []string) (Config, error) {
+// LoadChecked reads the YAML recipe at path with its base chain (compose.go), applies "key=value"
+// overrides, and returns the config validated by Validate and by world (nil: config's own rules only);
+// every problem is reported with the file (or --set) that set the key, the key and what was expected.
+func LoadChecked(path string, overrides []string, world Checker) (Config, error) {
 	l := newLayered()
 	if err := l.readFile(path, nil); err != nil {
 		return Config{}, err
@@ -46,13 +46,13 @@ func Load(path string, overrides []string) (Config, error) {
 	if err := cfg.Data.expandPaths(source); err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Net.resolveSpec(l, path, source); err != nil {
+	if err := cfg.Net.resolveSpec(l, path, source, world); err != nil {
 		return Config{}, err
 	}
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateIn(world, 0); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, l.attribute(path, err))
 	}
 	return cfg, nil

@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/graphs/netspec"
 )
 
 // A net is a registered one (net.name) or a NetSpec (net.spec, or net.spec_file read into it): the
-// rules that tie the keys together, reading the spec file, and the graphs.Spec either one gives.
+// rules that tie the keys together and reading the spec file (recipe.Net builds the net either one
+// gives).
 
 // SpecNetLabel names a spec net where a net's name is shown or recorded (checkpoint headers, logs).
 const SpecNetLabel = "netspec"
@@ -32,30 +30,9 @@ func (n NetConfig) Label() string {
 	return n.Name
 }
 
-// Net returns the net the config trains: the registered net.name, or the spec loaded at the
-// config's image size and class count.
-func (n NetConfig) Net() (graphs.Spec, error) {
-	if !n.HasSpec() {
-		return graphs.Get(n.Name)
-	}
-	net, err := n.loadSpec("net.spec")
-	if err != nil {
-		return graphs.Spec{}, err
-	}
-	return net.Spec(SpecNetLabel), nil
-}
-
-// loadSpec checks the inline spec at the config's sizes; source names it in errors.
-func (n NetConfig) loadSpec(source string) (*netspec.Net, error) {
-	if n.SpecFile != "" {
-		return nil, fmt.Errorf("net.spec_file %s was not read: load the recipe with config.Load", n.SpecFile)
-	}
-	return netspec.Load(source, n.Spec, netspec.Sizes{ImageSize: n.ImageSize, NumClasses: n.NumClasses})
-}
-
 // resolveSpec applies the rules between net.name, net.spec and net.spec_file when a recipe loads, and
-// reads the spec file into net.spec (checking it there, so that its errors name the file).
-func (n *NetConfig) resolveSpec(l *layered, top string, source func(string) string) error {
+// reads the spec file into net.spec (world checks it there, so that its errors name the file).
+func (n *NetConfig) resolveSpec(l *layered, top string, source func(string) string, world Checker) error {
 	if !n.HasSpec() {
 		return nil
 	}
@@ -89,7 +66,10 @@ func (n *NetConfig) resolveSpec(l *layered, top string, source func(string) stri
 		return fmt.Errorf("%s: %w", source("net.spec_file"), err)
 	}
 	n.Spec, n.SpecFile = list, ""
-	if _, err := n.loadSpec(path); err != nil {
+	if world == nil {
+		return nil
+	}
+	if err := world.CheckSpec(path, *n); err != nil {
 		return fmt.Errorf("%s: %w", source("net.spec_file"), err)
 	}
 	return nil

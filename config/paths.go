@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/internal/echo"
 )
 
@@ -80,16 +79,4 @@ func ExpandPath(p string) (string, error) {
 // isNameByte says whether c may continue a shell variable's name.
 func isNameByte(c byte) bool {
 	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
-
-// DatasetName is the known dataset (data.KnownDatasets) the data section reads: data.dataset, or the
-// source itself for the sources that are one dataset (mnist, fashion-mnist, cifar10); empty when unknown.
-func (d DataConfig) DatasetName() string {
-	if d.Dataset != "" {
-		return d.Dataset
-	}
-	if _, ok := data.LookupDataset(d.Source); ok {
-		return d.Source
-	}
-	return ""
 }

@@ -3,19 +3,14 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/trainer/trainer/data"
-	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 )
 
 // What a resolved config implies: values derived from several keys, or a key's meaning under auto and
-// empty settings, computed here once for every reader.
+// empty settings, computed here once for every reader (recipe resolves what needs the world).
 
 // YAML renders the resolved config, as written to runs/<name>/config.yaml.
 func (c Config) YAML() []byte {
@@ -34,31 +29,6 @@ func (c Config) Hash() string {
 
 // Dir is the run directory, runs/<name>.
 func (c Config) Dir() string { return filepath.Join(c.RunDir, c.Name) }
-
-// Options resolves the net options for graphs.
-func (n NetConfig) Options(seed int) (graphs.Options, error) {
-	padding, err := graphs.ParsePadding(n.Padding)
-	if err != nil {
-		return graphs.Options{}, fmt.Errorf("net.padding: %w", err)
-	}
-	gelu, err := graphs.ParseGELU(n.GELU)
-	if err != nil {
-		return graphs.Options{}, fmt.Errorf("net.gelu: %w", err)
-	}
-	opts := graphs.Options{
-		NumClasses: n.NumClasses, Width: n.Width, ImageSize: n.ImageSize, Precision: n.Precision,
-		Padding: padding, GELU: gelu, BNEpsilon: n.BNEpsilon, BNDecay: n.BNDecay, Seed: uint64(seed),
-	}
-	if n.Dropout >= 0 {
-		rate := n.Dropout
-		opts.DropoutRate = &rate
-	}
-	if n.DropPath >= 0 {
-		rate := n.DropPath
-		opts.DropPathRate = &rate
-	}
-	return opts, nil
-}
 
 // Mixing reports whether batches are mixed (mixup or cutmix), which makes the targets soft.
 func (a AugmentConfig) Mixing() bool { return a.MixupAlpha > 0 || a.CutmixAlpha > 0 }
@@ -132,12 +102,6 @@ func (g GuardConfig) SkipsNonFinite() bool {
 	return g.NonFinite == GuardSkip || g.NonFinite == GuardReduceLR
 }
 
-// BadInput sets the loader's policy for bad records from data.on_bad_record and data.max_image_pixels.
-func (d DataConfig) BadInput(opts *data.LoaderOptions) {
-	opts.SkipBadRecords = d.OnBadRecord == BadRecordSkip
-	opts.MaxImagePixels = int64(d.MaxImagePixels)
-}
-
 // DataPaths returns the paths of the train and eval splits of an image source: data.train and
 // data.eval when set, else under data.dir: DIR/train and DIR/val (imagefolder, shards), DIR for both
 // (cifar10), DIR/train.bin and DIR/val.bin (imagenette-bin).
@@ -160,44 +124,4 @@ func (d DataConfig) DataPaths() (train, eval string) {
 		def(&eval, "val")
 	}
 	return train, eval
-}
-
-// Normalisation returns data.mean and data.std, or the source's statistics when they are empty.
-func (d DataConfig) Normalisation() (mean, std []float32) {
-	m, s := d.Mean, d.Std
-	if len(m) == 0 {
-		switch d.Source {
-		case "mnist", "fashion-mnist":
-			m, s = []float64{0.1307}, []float64{0.3081}
-		case "cifar10":
-			m, s = []float64{0.4914, 0.4822, 0.4465}, []float64{0.2470, 0.2435, 0.2616}
-		default:
-			m, s = data.ImageNetMean, data.ImageNetStd
-		}
-	}
-	for i := range m {
-		mean, std = append(mean, float32(m[i])), append(std, float32(s[i]))
-	}
-	return mean, std
-}
-
-// NormalizeOnDevice resolves data.device_normalize for the training or the eval batches: whether they
-// cross to the device as uint8 pixels that the graph normalises (trainstep.NormalizePixels). auto is
-// true on the xla backends, where it cuts the bytes sent per step by four, and false on the pure-Go
-// backend, where host and device share the memory and the graph's lookup costs more than the host's
-// (docs/data.md has the measurements); under auto, training batches with random erasing or
-// mixup/cutmix, which need the normalised floats on the host, stay float32 (eval still gets uint8).
-func (c Config) NormalizeOnDevice(train bool) bool {
-	a := c.Data.Augment
-	switch c.Data.DeviceNormalize {
-	case "true":
-		return true // Validate refuses it with erasing or mixing
-	case "false":
-		return false
-	}
-	if train && (a.RandomErasing > 0 || a.Mixing()) {
-		return false
-	}
-	spec, err := pjrt.ParseConfig(c.Backend)
-	return err == nil && spec.Backend == "xla"
 }

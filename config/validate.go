@@ -8,16 +8,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/trainer/trainer/data"
-	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/graphs/netspec"
 	"github.com/trainer/trainer/internal/echo"
-	"github.com/trainer/trainer/pjrt"
-	"github.com/trainer/trainer/weights"
 )
 
-// Every rule a recipe must pass, in one place. Each error reads "key: what was wrong, what was
-// expected"; Load prefixes the file.
+// The rules a recipe must pass that config judges by itself: ranges, enums and how keys relate. Each
+// error reads "key: what was wrong, what was expected"; Load prefixes the file. The rules that need
+// the registered nets, the data sources, weights URLs or backend names are recipe.Check's.
 
 // keyError is one broken rule: the key it is about and what was wrong (Load names the file that set
 // the key).
@@ -51,13 +47,12 @@ func orList(names []string) string {
 // maxName bounds the run name, a directory name (NAME_MAX).
 const maxName = 255
 
-// Validate checks ranges, names and how keys relate. A PJRT backend's devices are checked when it
-// opens (pjrt.CheckDevices).
+// Validate checks ranges, names and how keys relate (recipe.Validate adds the rules that need the
+// world). A PJRT backend's devices are checked when it opens (pjrt.CheckDevices).
 func (c Config) Validate() error { return c.ValidateWithDevices(0) }
 
 // ValidateWithDevices is Validate for a backend known to have devices devices, which bounds replicas;
-// 0 takes the count from the backend's name (the pure-Go backend's devices=R when given, else as
-// many as replicas; unknown for the others).
+// 0: unknown (recipe.Check reads the pure-Go backend's devices=R from its name).
 func (c Config) ValidateWithDevices(devices int) error {
 	var cs checks
 	cs.check(c.Name != "" && len(c.Name) <= maxName && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
@@ -69,13 +64,6 @@ func (c Config) ValidateWithDevices(devices int) error {
 	cs.check(c.Epochs > 0 || c.Steps > 0, "epochs", "epochs and steps are both 0: nothing to train")
 	cs.check(c.RunDir != "", "run_dir", "expected a directory")
 	c.Net.validate(&cs)
-	cs.oneOf(c.Data.Source, "data.source", DataSources())
-	if ds := c.Data.Dataset; ds != "" {
-		cs.oneOf(ds, "data.dataset", data.DatasetNames())
-		fixed := slices.Contains(data.Sources, c.Data.Source) || c.Data.Source == "cifar10" // the source is the dataset
-		cs.check(!fixed || ds == c.Data.Source, "data.dataset", "got %s with data.source %s, which holds %s: leave it empty or set %s",
-			echo.Quote(ds), c.Data.Source, c.Data.Source, c.Data.Source)
-	}
 	cs.check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
 	cs.check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
 	c.Data.validate(&cs)
@@ -99,8 +87,6 @@ func (c Config) ValidateWithDevices(devices int) error {
 func (n NetConfig) validate(cs *checks) {
 	if n.HasSpec() {
 		n.validateSpec(cs)
-	} else if _, err := graphs.Get(n.Name); err != nil {
-		cs.check(false, "net.name", "unknown net %s; registered nets: %s", echo.Quote(n.Name), strings.Join(graphs.Names(), ", "))
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
 	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
@@ -108,10 +94,6 @@ func (n NetConfig) validate(cs *checks) {
 	cs.oneOf(n.Precision, "net.precision", Precisions)
 	cs.check(n.Dropout == -1 || (n.Dropout >= 0 && n.Dropout < 1), "net.dropout", "got %g, expected in [0, 1) or -1 (the net's default)", n.Dropout)
 	cs.check(n.DropPath == -1 || (n.DropPath >= 0 && n.DropPath < 1), "net.drop_path", "got %g, expected in [0, 1) or -1 (the net's default)", n.DropPath)
-	_, padErr := graphs.ParsePadding(n.Padding)
-	cs.check(padErr == nil && n.Padding != "valid", "net.padding", "got %s, expected symmetric or same (empty: the net's default)", echo.Quote(n.Padding))
-	_, geluErr := graphs.ParseGELU(n.GELU)
-	cs.check(geluErr == nil, "net.gelu", "got %s, expected erf or tanh (empty: the net's default)", echo.Quote(n.GELU))
 	cs.check(n.BNEpsilon >= 0 && n.BNEpsilon < 1, "net.bn_eps", "got %g, expected in [0, 1) (0: the net's default)", n.BNEpsilon)
 	cs.check(n.BNDecay >= 0 && n.BNDecay < 1, "net.bn_decay", "got %g, expected in [0, 1) (0: the net's default)", n.BNDecay)
 	n.validatePretrained(cs)
@@ -121,33 +103,20 @@ func (n NetConfig) validate(cs *checks) {
 // dropout rates and paddings per layer).
 func (n NetConfig) validateSpec(cs *checks) {
 	cs.check(n.Name == "", "net.name", "got %s with net.spec: expected one of them (a registered net, or a spec)", echo.Quote(n.Name))
-	if _, err := netspec.Load("", n.Spec, netspec.Sizes{ImageSize: n.ImageSize, NumClasses: n.NumClasses}); err != nil && n.SpecFile == "" {
-		cs.check(false, "net.spec", "%v", err)
-	}
 	cs.check(n.Width == 1, "net.width", "got %g with net.spec: a spec's widths are as written; expected 1", n.Width)
 	cs.check(n.Dropout == -1, "net.dropout", "got %g with net.spec: a spec sets its dropout layers' rates; expected -1", n.Dropout)
 	cs.check(n.DropPath == -1, "net.drop_path", "got %g with net.spec: a spec has no drop path; expected -1", n.DropPath)
 	cs.check(n.Padding == "", "net.padding", "got %s with net.spec: a spec's convolutions name their padding; expected it unset", echo.Quote(n.Padding))
 }
 
-// validatePretrained checks net.pretrained and its digest; whether the file exists and fits the net
-// is checked when a run starts from it.
+// validatePretrained checks net.pretrained's digest (recipe.Check its URL); whether the file exists
+// and fits the net is checked when a run starts from it.
 func (n NetConfig) validatePretrained(cs *checks) {
 	if n.PretrainedSHA256 != "" {
 		cs.check(len(n.PretrainedSHA256) == 64 && strings.Trim(n.PretrainedSHA256, "0123456789abcdef") == "",
 			"net.pretrained_sha256", "got %s, expected 64 lower-case hex digits", echo.Quote(n.PretrainedSHA256))
 		cs.check(n.Pretrained != "", "net.pretrained_sha256", "set without net.pretrained")
 	}
-	if !weights.IsURL(n.Pretrained) {
-		return
-	}
-	u, err := weights.CheckURL(n.Pretrained)
-	if err != nil {
-		cs.check(false, "net.pretrained", "%v", err)
-		return
-	}
-	cs.check(n.PretrainedSHA256 != "" || weights.HashPrefix(path.Base(u.Path)) != "", "net.pretrained",
-		"%s: its file name carries no hash prefix (as torchvision's resnet50-0676ba61.pth does): set net.pretrained_sha256", echo.Cut(n.Pretrained))
 }
 
 // validateRecipe checks the optimizer, schedule, EMA and loss sections.
@@ -249,8 +218,6 @@ func (d DataConfig) validate(cs *checks) {
 	r := a.RandomResizedCropRatio
 	cs.check(len(r) == 2 && r[0] > 0 && r[0] <= r[1], "data.augment.random_resized_crop_ratio",
 		"got %s, expected [min, max] with 0 < min <= max", echo.Value(r))
-	_, err := data.ParseInterp(a.Interpolation)
-	cs.check(err == nil, "data.augment.interpolation", "got %s, expected bilinear or bicubic", echo.Quote(a.Interpolation))
 	cs.check(a.HFlip >= 0 && a.HFlip <= 1, "data.augment.hflip", "got %g, expected a probability in [0, 1]", a.HFlip)
 	cs.check(a.MixupAlpha >= 0, "data.augment.mixup_alpha", "got %g, expected >= 0 (0: off; timm recipes 0.1-0.8)", a.MixupAlpha)
 	cs.check(a.CutmixAlpha >= 0, "data.augment.cutmix_alpha", "got %g, expected >= 0 (0: off; timm recipes 1.0)", a.CutmixAlpha)
@@ -259,13 +226,7 @@ func (d DataConfig) validate(cs *checks) {
 	cs.check(a.RandomErasing >= 0 && a.RandomErasing <= 1, "data.augment.random_erasing", "got %g, expected a probability in [0, 1] (0: off)", a.RandomErasing)
 	cs.check(slices.Contains(ErasingModes, a.RandomErasingMode),
 		"data.augment.random_erasing_mode", "got %s, expected %s", echo.Quote(a.RandomErasingMode), orList(ErasingModes))
-	if a.RandAugment != "" {
-		_, err := data.ParseRandAugment(a.RandAugment)
-		cs.check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
-	}
 	if a.AutoAugment != "" {
-		_, err := data.ParseAutoAugment(a.AutoAugment)
-		cs.check(err == nil, "data.augment.auto_augment", "%v (empty: off)", err)
 		cs.check(a.RandAugment == "", "data.augment.auto_augment", "got %s with rand_augment %s: the two are exclusive, set one", echo.Quote(a.AutoAugment), echo.Quote(a.RandAugment))
 	}
 	cs.check(a.AutoAugmentInterpolation == "" || slices.Contains(AutoAugmentInterpolations, a.AutoAugmentInterpolation),
@@ -283,21 +244,13 @@ func (d DataConfig) validate(cs *checks) {
 	cs.check(slices.Contains(BadRecordPolicies, d.OnBadRecord), "data.on_bad_record", "got %s, expected %s",
 		echo.Quote(d.OnBadRecord), orList(BadRecordPolicies))
 	cs.check(d.MaxImagePixels >= 1, "data.max_image_pixels", "got %d, expected >= 1 (default %d, Pillow's limit)",
-		d.MaxImagePixels, data.DefaultMaxImagePixels)
+		d.MaxImagePixels, DefaultMaxImagePixels)
 	cs.check(a.RepeatedAug >= 0 && a.RepeatedAug <= 64, "data.augment.repeated_aug", "got %d, expected 0 to 64 (0 or 1: off; DeiT uses 3)", a.RepeatedAug)
-	// Mixup and cutmix work on decoded batches, so every source takes them; the per-example
-	// augmentations need the image sources' transform.
-	augmented := len(sc) > 0 || a.HFlip > 0 || a.RandomErasing > 0 || a.RandAugment != "" || a.AutoAugment != ""
-	cs.check(!augmented || !d.idx(), "data.augment", "per-example augmentation (crop, flip, erasing, rand_augment, auto_augment) applies to the image sources, not %s", d.Source)
 }
 
-// idx reports whether the source is one of the idx sources (MNIST's files), stored at one size with
-// no per-example transform.
-func (d DataConfig) idx() bool { return slices.Contains(data.Sources, d.Source) }
-
 // validateReplicas checks the replicas key and the data_parallel section against the batch and the
-// backend (see ValidateWithDevices). The pure-Go backend opens with as many devices as replicas unless
-// its config names fewer (pjrt.ForReplicas); it has no automatic partitioner.
+// backend's device count when known (see ValidateWithDevices; recipe.Check reads the pure-Go
+// backend's from its name).
 func (c Config) validateReplicas(cs *checks, devices int) {
 	r, dp := c.Replicas, c.DataParallel
 	cs.check(r >= 1 && r <= 4096, "replicas", "got %d, expected in [1, 4096] (1: one device)", r)
@@ -310,15 +263,6 @@ func (c Config) validateReplicas(cs *checks, devices int) {
 	cs.check(c.Data.BatchSize%r == 0, "data.batch_size",
 		"got %d with replicas %d: the batch of one step is split evenly over the replicas, expected a multiple of %d", c.Data.BatchSize, r, r)
 	cs.check(devices == 0 || devices >= r, "replicas", "got %d, but the backend has %d device(s)", r, devices)
-	spec, err := pjrt.ParseConfig(c.Backend)
-	if err != nil || spec.Backend != "go" {
-		return
-	}
-	cs.check(!spec.DevicesGiven || spec.Devices >= r, "replicas",
-		"got %d, but backend %s has %d device(s): use backend go (opened with as many devices as replicas) or go:devices=%d",
-		r, echo.Quote(c.Backend), spec.Devices, r)
-	cs.check(dp.Mode != DataParallelAuto, "data_parallel.mode",
-		"auto needs XLA's automatic partitioner, which backend %q (pure Go) lacks: use spmd", c.Backend)
 }
 
 // validateRecipeTraps refuses recipes that load and run but do not do what they say, the traps the book
@@ -363,12 +307,6 @@ func (c Config) validateRecipeTraps(cs *checks) {
 		"got %s with random_erasing 0: it has no effect", echo.Quote(a.RandomErasingMode))
 	if size := c.Data.EvalImageSize; size != 0 {
 		cs.check(size >= 8 && size <= 4096, "data.eval_image_size", "got %d, expected in [8, 4096] (0: the training size)", size)
-		cs.check(!c.Data.idx(), "data.eval_image_size",
-			"got %d with data.source %s: the idx sources are stored at one size", size, c.Data.Source)
-		if spec, err := c.Net.Net(); err == nil {
-			cs.check(!spec.FixedInputSize, "data.eval_image_size",
-				"got %d, but net %s only takes the resolution it is built for (net.image_size)", size, c.Net.Label())
-		}
 	}
 }
 

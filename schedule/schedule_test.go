@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 func TestScheduleBoundaries(t *testing.T) {
@@ -41,7 +42,7 @@ func TestScheduleBoundaries(t *testing.T) {
 	for _, c := range cases {
 		cfg := base
 		cfg.Schedule = c.schedule
-		if err := cfg.Validate(); err != nil {
+		if err := recipe.Validate(cfg); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		for _, p := range c.points {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 // noTimedDrains makes the loop drain only where its rules say (log intervals, checkpoints, epoch
@@ -41,7 +42,7 @@ func TestAsyncLoopIsBitIdenticalToSync(t *testing.T) {
 		cfg.Guard.NonFinite = config.GuardReduceLR
 		cfg.Checkpoint = config.CheckpointConfig{EverySteps: 2, Keep: 10}
 		cfg.Log.EverySteps = 3
-		if err := cfg.Validate(); err != nil {
+		if err := recipe.Validate(cfg); err != nil {
 			t.Fatal(err)
 		}
 		res, err := runPoisoned(t, cfg, RunOptions{Out: io.Discard, SyncEveryStep: sync}, 4, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/tensorboard"
 )
 
@@ -27,7 +28,7 @@ func boardRun(t *testing.T, shards, name string) config.Config {
 	c.Epochs, c.Log.EverySteps = 3, 2
 	c.Optimizer.LR = 0.01
 	c.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 5}
-	if err := c.Validate(); err != nil {
+	if err := recipe.Validate(c); err != nil {
 		t.Fatal(err)
 	}
 	return c

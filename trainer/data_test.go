@@ -14,6 +14,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/recipe"
 )
 
 // imagenetteTree writes an Imagenette-shaped tree: root/{train,val}/<wnid>/<n>.png, 40x48 images whose
@@ -82,7 +83,7 @@ func TestRunFromShardsResumesExactly(t *testing.T) {
 		c.Optimizer.LR = 0.002
 		c.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 3}
 		c.Eval.EveryEpochs = 0
-		if err := c.Validate(); err != nil {
+		if err := recipe.Validate(c); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -115,7 +116,7 @@ func TestMissingDataPathSaysHowToPack(t *testing.T) {
 	}
 	c.Data.Augment.HFlip = 0.5
 	c.Data.Source = "mnist"
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "data.augment") {
+	if err := recipe.Validate(c); err == nil || !strings.Contains(err.Error(), "data.augment") {
 		t.Errorf("augmenting MNIST: %v", err)
 	}
 }
@@ -131,7 +132,7 @@ func TestEvalAtAnotherResolution(t *testing.T) {
 	c.Data.Source, c.Data.Dir = "imagefolder", tree
 	c.Data.BatchSize, c.Data.EvalBatchSize, c.Data.EvalImageSize = 4, 4, 48
 	c.Steps, c.Eval.EveryEpochs = 2, 0
-	if err := c.Validate(); err != nil {
+	if err := recipe.Validate(c); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Run(c, RunOptions{Out: io.Discard})
@@ -159,7 +160,7 @@ func TestEvalAtAnotherResolution(t *testing.T) {
 func TestFlagshipWithoutDataStopsAtOnce(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "imagenet")
 	runDir := t.TempDir()
-	cfg, err := config.Load(filepath.Join("..", "configs", "effnet_b0_rmsprop.yaml"), []string{"data.dir=" + missing, "run_dir=" + runDir})
+	cfg, err := recipe.Load(filepath.Join("..", "configs", "effnet_b0_rmsprop.yaml"), []string{"data.dir=" + missing, "run_dir=" + runDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,20 +178,20 @@ func TestFlagshipWithoutDataStopsAtOnce(t *testing.T) {
 // TestRecipeWithoutDataSaysHowToGetIt: each dataset's recipe, without its data, says how to get that
 // dataset: the fetch command for Imagenette, ImageNet's archives and the pack command, CIFAR-10's URL.
 func TestRecipeWithoutDataSaysHowToGetIt(t *testing.T) {
-	for recipe, want := range map[string][]string{
+	for file, want := range map[string][]string{
 		"resnet50_sgd_imagenette.yaml": {"trainer data fetch imagenette DIRECTORY"},
 		"resnet50_sgd.yaml":            {"ILSVRC2012_img_train.tar", "trainer data pack FOLDER DIRECTORY"},
 		"cifar8_sgd.yaml":              {"cifar-10-binary.tar.gz", "-C DIRECTORY"},
 	} {
 		missing := filepath.Join(t.TempDir(), "DIRECTORY")
-		cfg, err := config.Load(filepath.Join("..", "configs", recipe), []string{"data.dir=" + missing, "run_dir=" + t.TempDir()})
+		cfg, err := recipe.Load(filepath.Join("..", "configs", file), []string{"data.dir=" + missing, "run_dir=" + t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = Run(cfg, RunOptions{Out: io.Discard})
 		for _, w := range append(want, "not found") {
 			if err == nil || !strings.Contains(err.Error(), strings.ReplaceAll(w, "DIRECTORY", missing)) {
-				t.Errorf("%s: got %v, want an error containing %q", recipe, err, strings.ReplaceAll(w, "DIRECTORY", missing))
+				t.Errorf("%s: got %v, want an error containing %q", file, err, strings.ReplaceAll(w, "DIRECTORY", missing))
 			}
 		}
 	}
@@ -233,7 +234,7 @@ func TestDamagedShardRecord(t *testing.T) {
 		c.Data.Source, c.Data.Dir, c.Data.OnBadRecord = "shards", shards, policy
 		c.Data.BatchSize, c.Data.EvalBatchSize, c.Data.Workers = 2, 4, 1
 		c.Epochs, c.Log.EverySteps = 1, 1
-		if err := c.Validate(); err != nil {
+		if err := recipe.Validate(c); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -266,7 +267,7 @@ func TestHeadWiderThanTheDataIsRefused(t *testing.T) {
 	if err := WriteSmokeData(dataDir); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := config.LoadSmoke("../configs/mnist_linear.yaml", []string{"run_dir=" + t.TempDir()}, dataDir)
+	cfg, _, err := recipe.LoadSmoke("../configs/mnist_linear.yaml", []string{"run_dir=" + t.TempDir()}, dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}

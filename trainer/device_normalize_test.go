@@ -15,6 +15,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -38,7 +39,7 @@ func deviceNormConfig(t *testing.T, name, runDir, root string, dn config.Switch)
 	c.Checkpoint = config.CheckpointConfig{EverySteps: 2, Keep: 3}
 	c.Eval.EveryEpochs = 1
 	c.Log.EverySteps = 1
-	if err := c.Validate(); err != nil {
+	if err := recipe.Validate(c); err != nil {
 		t.Fatal(err)
 	}
 	return c

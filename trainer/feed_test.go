@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 // feedTol bounds the relative difference between a run on R devices and the one-loader run on one:
@@ -40,7 +41,7 @@ func TestReplicaFeedIsTheGlobalBatch(t *testing.T) {
 		c.Data.BatchSize, c.Replicas = 8, replicas
 		c.Steps = 5 // step 5 is mid-epoch 1
 		c.Optimizer.LR = 0.01
-		if err := c.Validate(); err != nil {
+		if err := recipe.Validate(c); err != nil {
 			t.Fatal(err)
 		}
 		return c

@@ -23,6 +23,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/weights"
 )
 
@@ -105,7 +106,7 @@ func TestFineTuneLearnsFasterThanScratch(t *testing.T) {
 			edit(&c.Optimizer)
 		}
 		c.Steps, c.Eval.EveryEpochs, c.Seed = 12, 0, 3
-		if err := c.Validate(); err != nil {
+		if err := recipe.Validate(c); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
@@ -148,7 +149,7 @@ func TestFineTuneFrozenBackbone(t *testing.T) {
 	c.Optimizer.Freeze = []string{"conv1", "bn1", "layer[1-3]"}
 	c.Optimizer.LRMult = map[string]float64{"layer4": 0.5}
 	c.Steps, c.Eval.EveryEpochs, c.Seed = 12, 0, 3
-	if err := c.Validate(); err != nil {
+	if err := recipe.Validate(c); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Run(c, RunOptions{Out: io.Discard})
@@ -219,7 +220,7 @@ func TestPretrainedURLIsCachedAndChecked(t *testing.T) {
 	c.Net.Pretrained = srv.URL + "/weights/" + name
 	c.Data.Source, c.Data.Dir, c.Data.BatchSize, c.Data.EvalBatchSize = "imagefolder", tree, 4, 4
 	c.Steps = 1
-	if err := c.Validate(); err != nil {
+	if err := recipe.Validate(c); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Run(c, RunOptions{Out: io.Discard})

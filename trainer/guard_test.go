@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -125,7 +126,7 @@ func TestGuardSkipLeavesStateUnchanged(t *testing.T) {
 			cfg.Optimizer.AccumulateSteps = k
 			cfg.Data.BatchSize = 64 / k
 			cfg.Checkpoint = config.CheckpointConfig{EverySteps: 1, Keep: 20}
-			if err := cfg.Validate(); err != nil {
+			if err := recipe.Validate(cfg); err != nil {
 				t.Fatal(err)
 			}
 			var out strings.Builder

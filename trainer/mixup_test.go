@@ -6,6 +6,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 // A run with mixup and cutmix stopped at a checkpoint mid-epoch and resumed ends bit-identical to the
@@ -19,7 +20,7 @@ func TestMixupRunResumesExactly(t *testing.T) {
 		if mix {
 			cfg.Data.Augment.MixupAlpha, cfg.Data.Augment.CutmixAlpha = 0.8, 1
 		}
-		if err := cfg.Validate(); err != nil {
+		if err := recipe.Validate(cfg); err != nil {
 			t.Fatal(err)
 		}
 		return cfg

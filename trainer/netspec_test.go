@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 // TestMNISTSpecRecipeLearns: the NetSpec example recipe (configs/mnist_spec.yaml, its net a list of
@@ -18,7 +19,7 @@ import (
 // more than half and the final eval is far above chance; the run records the spec inline and its
 // checkpoint names the net and the spec's layers.
 func TestMNISTSpecRecipeLearns(t *testing.T) {
-	cfg, err := config.Load("../configs/mnist_spec.yaml", []string{
+	cfg, err := recipe.Load("../configs/mnist_spec.yaml", []string{
 		"run_dir=" + t.TempDir(), "steps=60", "data.batch_size=64", "log.every_steps=15",
 		// The recipe's one-cycle warmup is epochs long; this short run uses a constant lr.
 		"schedule.name=constant", "schedule.warmup_epochs=0", "schedule.warmup_start_lr=0", "optimizer.lr=0.05",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs/testnets"
+	"github.com/trainer/trainer/recipe"
 )
 
 // TestRecipeRunResumesExactly: AdamW + EMA + dropout + BatchNorm + accumulation + clipping + BCE,
@@ -29,7 +30,7 @@ func TestRecipeRunResumesExactly(t *testing.T) {
 		cfg.Loss = config.LossConfig{Name: "bce", LabelSmoothing: 0.1, BCEDivisor: "elements", BCETargetThreshold: 0.2}
 		cfg.Checkpoint = config.CheckpointConfig{EverySteps: 5, Keep: 5}
 		cfg.Log.EverySteps = 4
-		if err := cfg.Validate(); err != nil {
+		if err := recipe.Validate(cfg); err != nil {
 			t.Fatal(err)
 		}
 		return cfg

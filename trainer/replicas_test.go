@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/recipe"
 )
 
 // The replica loaders' shards, concatenated in device order, are exactly the global batch the
@@ -102,7 +103,7 @@ func TestDataParallelRunMatchesOneDevice(t *testing.T) {
 	}, 0.80}}
 	if !testing.Short() {
 		runs = append(runs, run{"mnist_cnn", func(replicas int) config.Config {
-			cfg, err := config.Load(filepath.Join("..", "configs", "mnist_cnn.yaml"), []string{
+			cfg, err := recipe.Load(filepath.Join("..", "configs", "mnist_cnn.yaml"), []string{
 				"name=" + fmt.Sprintf("mnist_cnn_r%d", replicas), "run_dir=" + t.TempDir(), "steps=60",
 				"schedule.warmup_epochs=0.01", fmt.Sprintf("replicas=%d", replicas)})
 			if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/internal/echo"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -210,24 +211,24 @@ func (s *session) checkComplete(ckpt *checkpoint.Checkpoint, modelOnly bool) err
 
 // ResumeConfig is the config a resumed run continues with: its run directory's config.yaml (the
 // resolved config the run was last started with) with only overrides, the user's explicit --set
-// keys, applied again. recipe, the recipe file at recipePath loaded with the same overrides, locates
+// keys, applied again. given, the recipe file at recipePath loaded with the same overrides, locates
 // the run (its name and run_dir are kept) and is otherwise only compared: where it now differs from
 // the run's config in a key a resume may change (epochs, say), the run keeps its own value and a note
 // says how to change it; where it differs in any other key the resume is refused, as the recipe no
 // longer describes the run. Without a config.yaml (--resume-from into a new run directory) the
-// recipe is the config, compared with the checkpoint's when the run opens.
-func ResumeConfig(recipePath string, recipe config.Config, overrides []string) (cfg config.Config, notes []string, err error) {
-	stored := filepath.Join(recipe.Dir(), "config.yaml")
+// given config is the config, compared with the checkpoint's when the run opens.
+func ResumeConfig(recipePath string, given config.Config, overrides []string) (cfg config.Config, notes []string, err error) {
+	stored := filepath.Join(given.Dir(), "config.yaml")
 	if _, err := os.Stat(stored); errors.Is(err, fs.ErrNotExist) {
-		return recipe, nil, nil
+		return given, nil, nil
 	}
-	cfg, err = config.Load(stored, overrides)
+	cfg, err = recipe.Load(stored, overrides)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("resuming with the run's own config: %w", err)
 	}
-	cfg.Name, cfg.RunDir = recipe.Name, recipe.RunDir
+	cfg.Name, cfg.RunDir = given.Name, given.RunDir
 	var refused []string
-	for _, c := range config.Changes(cfg, recipe) {
+	for _, c := range config.Changes(cfg, given) {
 		switch {
 		case config.Resumable(c.Key):
 			notes = append(notes, fmt.Sprintf("%s now says %s: %v; the run keeps its %v (--set %s=%v to change it)",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 // TestResumeRefusesRecipeChanges: a resumed run whose config differs in a key that changes training
@@ -346,25 +347,25 @@ func TestCheckpointWritesNeverDropState(t *testing.T) {
 // it; and a recipe since edited in a key a resume may not change is refused.
 func TestResumeContinuesWithTheRunsOwnConfig(t *testing.T) {
 	dir := t.TempDir()
-	recipe := filepath.Join(dir, "recipe.yaml")
+	recipePath := filepath.Join(dir, "recipe.yaml")
 	body := "name: own\nrun_dir: " + filepath.Join(dir, "runs") + "\nnet:\n  name: linear\nsteps: 20\n" +
 		"schedule:\n  name: constant\noptimizer:\n  lr: 0.05\ndata:\n  batch_size: 64\n  eval_batch_size: 2000\n" +
 		"checkpoint:\n  every_steps: 5\n"
-	if err := os.WriteFile(recipe, []byte(body), 0o644); err != nil {
+	if err := os.WriteFile(recipePath, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	started, err := config.Load(recipe, []string{"steps=10"})
+	started, err := recipe.Load(recipePath, []string{"steps=10"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Run(started, RunOptions{Out: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := config.Load(recipe, nil)
+	plain, err := recipe.Load(recipePath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, notes, err := ResumeConfig(recipe, plain, nil)
+	cfg, notes, err := ResumeConfig(recipePath, plain, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,24 +375,24 @@ func TestResumeContinuesWithTheRunsOwnConfig(t *testing.T) {
 	if res, err := Run(cfg, RunOptions{Out: io.Discard, Resume: true}); err != nil || !res.AlreadyFinished {
 		t.Errorf("resume of the finished 10-step run: %+v, %v", res, err)
 	}
-	extended, err := config.Load(recipe, []string{"steps=14"})
+	extended, err := recipe.Load(recipePath, []string{"steps=14"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, _, err = ResumeConfig(recipe, extended, []string{"steps=14"}); err != nil || cfg.Steps != 14 {
+	if cfg, _, err = ResumeConfig(recipePath, extended, []string{"steps=14"}); err != nil || cfg.Steps != 14 {
 		t.Fatalf("resume with --set steps=14: steps %d, %v", cfg.Steps, err)
 	}
 	if res, err := Run(cfg, RunOptions{Out: io.Discard, Resume: true}); err != nil || res.Step != 14 {
 		t.Errorf("extended resume: step %d, %v", res.Step, err)
 	}
-	if err := os.WriteFile(recipe, []byte(strings.Replace(body, "lr: 0.05", "lr: 0.1", 1)), 0o644); err != nil {
+	if err := os.WriteFile(recipePath, []byte(strings.Replace(body, "lr: 0.05", "lr: 0.1", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	edited, err := config.Load(recipe, nil)
+	edited, err := recipe.Load(recipePath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ResumeConfig(recipe, edited, nil); err == nil || !strings.Contains(err.Error(), "optimizer.lr: 0.05 in the run, 0.1 in the recipe") {
+	if _, _, err := ResumeConfig(recipePath, edited, nil); err == nil || !strings.Contains(err.Error(), "optimizer.lr: 0.05 in the run, 0.1 in the recipe") {
 		t.Errorf("resume after the recipe's lr was edited: %v", err)
 	}
 }

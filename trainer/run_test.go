@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 // smallRun is a few steps of softmax regression on real MNIST: enough to learn, cheap enough for CI.
@@ -28,7 +29,7 @@ func smallRun(t *testing.T, name string) config.Config {
 	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupEpochs: 0.002}
 	cfg.Checkpoint = config.CheckpointConfig{EverySteps: 10, Keep: 5}
 	cfg.Log.EverySteps = 5
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -142,7 +143,7 @@ func TestBestCheckpointKeepsTheBestEval(t *testing.T) {
 	}
 	bad := cfg
 	bad.Checkpoint.Best = "ema_top1"
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "ema.decay") {
+	if err := recipe.Validate(bad); err == nil || !strings.Contains(err.Error(), "ema.decay") {
 		t.Errorf("checkpoint.best=ema_top1 without EMA: %v", err)
 	}
 }

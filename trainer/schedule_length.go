@@ -7,6 +7,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/schedule"
 )
 
@@ -18,7 +19,7 @@ import (
 func ScheduleLength(cfg config.Config, trainExamples int) (total int, perEpoch float64, from string, err error) {
 	micro := 0
 	trainPath, _ := cfg.Data.DataPaths()
-	known, isKnown := data.LookupDataset(cfg.Data.DatasetName())
+	known, isKnown := data.LookupDataset(recipe.DatasetName(cfg.Data))
 	_, statErr := os.Stat(trainPath)
 	imageSource := !slices.Contains(data.Sources, cfg.Data.Source) // the idx sources ship or are installed
 	switch {
@@ -31,16 +32,13 @@ func ScheduleLength(cfg config.Config, trainExamples int) (total int, perEpoch f
 		return 0, 0, "", fmt.Errorf("the training split is not at %q and data.dataset names no known dataset (%v): "+
 			"give its size with --train-examples N, or set data.dataset", trainPath, data.DatasetNames())
 	default:
-		s, err := newSession(cfg)
+		// Counted from the split's index or files, as the loader (which drops the last partial batch)
+		// would: planning a schedule opens no compute backend.
+		n, err := recipe.TrainExamples(cfg)
 		if err != nil {
 			return 0, 0, "", err
 		}
-		defer s.backend.Finalize()
-		loader, err := s.loader("train", cfg.Data.BatchSize, true)
-		if err != nil {
-			return 0, 0, "", err
-		}
-		micro = loader.StepsPerEpoch()
+		micro = n / cfg.Data.BatchSize
 		from = "the training split, " + sourceName(cfg, trainPath)
 	}
 	if micro == 0 {

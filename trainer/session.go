@@ -40,7 +40,9 @@ type session struct {
 }
 
 func newSession(cfg config.Config) (*session, error) {
-	if _, err := cfg.Net.Net(); err != nil {
+	// The net is resolved once, before the backend opens, so that a recipe naming a bad net opens none.
+	net, err := trainstep.NetOf(cfg)
+	if err != nil {
 		return nil, err
 	}
 	config, err := pjrt.ForReplicas(cfg.Backend, cfg.Replicas)
@@ -51,11 +53,7 @@ func newSession(cfg config.Config) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", config, err)
 	}
-	s, err := sessionOn(cfg, backend)
-	if err != nil {
-		backend.Finalize()
-		return nil, err
-	}
+	s := sessionWith(cfg, net, backend)
 	s.backendConfig = config
 	return s, nil
 }
@@ -66,8 +64,13 @@ func sessionOn(cfg config.Config, backend backends.Backend) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sessionWith(cfg, net, backend), nil
+}
+
+// sessionWith is sessionOn with the net already resolved.
+func sessionWith(cfg config.Config, net trainstep.Net, backend backends.Backend) *session {
 	return &session{cfg: cfg, net: net, backend: backend, backendConfig: cfg.Backend, ctx: trainstep.NewContext(cfg),
-		emaFresh: true}, nil
+		emaFresh: true}
 }
 
 // printDevices says, for a data-parallel run, how its step is made and on which devices it runs

@@ -21,7 +21,7 @@ const (
 	smokeImageW = 48
 )
 
-// WriteSmokeData writes the smoke ImageFolder that config.SmokeOverrides runs a recipe on, at dir
+// WriteSmokeData writes the smoke ImageFolder that recipe.SmokeOverrides runs a recipe on, at dir
 // (dir/train/<class>/*.png and dir/val/...: config.SmokeClasses classes of config.SmokeTrainPerClass
 // and config.SmokeEvalPerClass seeded-noise PNGs), unless dir/train already exists. The pixels are a
 // pure function of the class and index.

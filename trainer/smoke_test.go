@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 )
 
 // configFiles lists the repository's recipes.
@@ -37,7 +38,7 @@ func TestEveryConfigRunsInSmokeMode(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
-			cfg, _, err := config.LoadSmoke(path, []string{"run_dir=" + runDir}, dataDir)
+			cfg, _, err := recipe.LoadSmoke(path, []string{"run_dir=" + runDir}, dataDir)
 			if err != nil {
 				t.Fatal(err)
 			}

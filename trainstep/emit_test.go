@@ -9,6 +9,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 )
 
 func emitConfig(t *testing.T, net, optimizer string, batch, replicas int) config.Config {
@@ -18,7 +19,7 @@ func emitConfig(t *testing.T, net, optimizer string, batch, replicas int) config
 	cfg.Net.Name = net
 	cfg.Data.BatchSize = batch
 	cfg.Optimizer.Name = optimizer
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -12,12 +12,13 @@ import (
 	"github.com/trainer/trainer/graphs"
 	_ "github.com/trainer/trainer/graphs/testnets" // the test nets
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 )
 
 // testStep validates cfg, opens its backend and builds its step over a fresh context.
 func testStep(t testing.TB, cfg config.Config) (*context.Context, *Step) {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
 	backend, err := pjrt.Open(cfg.Backend)
@@ -33,7 +34,7 @@ func testStep(t testing.TB, cfg config.Config) (*context.Context, *Step) {
 // images, so their values before the first step are known.
 func primedStep(t testing.TB, cfg config.Config, images *tensors.Tensor) (*context.Context, *Step) {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
 	backend, err := pjrt.Open(cfg.Backend)

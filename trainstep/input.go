@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/recipe"
 )
 
 // NormalizeInput is the net's input for a batch as the loader hands it over: float32 images are
@@ -18,7 +19,7 @@ func NormalizeInput(d config.DataConfig, images *Node) *Node {
 	if images.DType() != dtypes.Uint8 {
 		return images
 	}
-	mean, std := d.Normalisation()
+	mean, std := recipe.Normalisation(d)
 	table, err := data.NormalizeTable(mean, std, images.Shape().Dimensions[images.Rank()-1])
 	if err != nil {
 		panic(fmt.Errorf("data.mean, data.std: %w", err))
@@ -68,7 +69,7 @@ func BatchOf(cfg config.Config, net Net) Batch {
 	if b.Classes == 0 {
 		b.Classes = net.Spec.NumClasses
 	}
-	if cfg.NormalizeOnDevice(true) {
+	if recipe.NormalizeOnDevice(cfg, true) {
 		b.Pixels = dtypes.Uint8 // the batch crosses as uint8 and the step normalises it
 	}
 	return b

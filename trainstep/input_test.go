@@ -12,6 +12,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/gobackend"
+	"github.com/trainer/trainer/recipe"
 )
 
 // NormalizePixels is a lookup of the loader's own table: every byte value of every channel gives
@@ -114,7 +115,7 @@ func BenchmarkTrainStepInput(b *testing.B) {
 			cfg.Name = "bench"
 			cfg.Net.Name, cfg.Data.Source, cfg.Data.DeviceNormalize = "cifar_cnn", "cifar10", dn
 			_, step := testStep(b, cfg)
-			mean, std := cfg.Data.Normalisation()
+			mean, std := recipe.Normalisation(cfg.Data)
 			table, err := data.NormalizeTable(mean, std, 3)
 			if err != nil {
 				b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/recipe"
 )
 
 // Model is what the step trains: a forward pass over variables under the model scope, and which of
@@ -40,11 +41,11 @@ func (n Net) StateDictKey(scope, name string) (string, bool) { return n.Spec.Sta
 // compensated for gradient accumulation (graphs.Options.BNMicroBatches), and in a data-parallel
 // SPMD step its moments are the global batch's under data_parallel.sync_bn (graphs.Options.SyncBN).
 func NetOf(cfg config.Config) (Net, error) {
-	spec, err := cfg.Net.Net()
+	spec, err := recipe.Net(cfg.Net)
 	if err != nil {
 		return Net{}, err
 	}
-	opts, err := cfg.Net.Options(cfg.Seed)
+	opts, err := recipe.NetOptions(cfg.Net, cfg.Seed)
 	if err != nil {
 		return Net{}, err
 	}

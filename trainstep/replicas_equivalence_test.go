@@ -19,6 +19,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs/testnets"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 )
 
 // dpSize, dpClasses: the equivalence net's input side and classes; dpBatch is the global batch.
@@ -40,7 +41,7 @@ func dpConfig(t *testing.T, optimizer string, replicas int) config.Config {
 	cfg.Optimizer.Name, cfg.Optimizer.LR, cfg.Optimizer.WeightDecay = optimizer, 0.05, 0.01
 	cfg.Optimizer.AccumulateSteps, cfg.Optimizer.ClipGradNorm = 2, 0.5
 	cfg.EMA = config.EMAConfig{Decay: 0.9, Warmup: true}
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -416,7 +417,7 @@ func TestReplicasDrawTheGlobalMasks(t *testing.T) {
 		cfg.Net.Name, cfg.Net.Dropout = testnets.BNDropoutMLP, 0.5
 		cfg.Data.Source = "mnist"
 		cfg.Optimizer.AccumulateSteps = 1
-		if err := cfg.Validate(); err != nil {
+		if err := recipe.Validate(cfg); err != nil {
 			t.Fatal(err)
 		}
 		return cfg

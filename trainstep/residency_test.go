@@ -10,6 +10,7 @@ import (
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs/testnets"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 )
 
 // TestStepKeepsStateResident counts the bytes a real train step (BatchNorm, dropout, AdamW, EMA)
@@ -27,7 +28,7 @@ func TestStepKeepsStateResident(t *testing.T) {
 	cfg.Name, cfg.Net.Name = "residency", testnets.BNDropoutMLP
 	cfg.Optimizer.Name, cfg.Optimizer.LR, cfg.Optimizer.WeightDecay = "adamw", 1e-3, 0.05
 	cfg.EMA.Decay = 0.99
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
 	ctx := NewContext(cfg)

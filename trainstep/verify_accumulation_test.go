@@ -17,6 +17,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs/testnets"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/schedule"
 )
 
@@ -82,7 +83,7 @@ func regressionGrad(w, b []float64, x []float32, y []int32) (dw, db []float64) {
 func openRegression(t *testing.T, cfg config.Config) (*context.Context, *Step) {
 	t.Helper()
 	cfg.Net.Name = testnets.Regression
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Net.Precision = "float64" // verification dtype: not a recipe value, so set after validation

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
 	"github.com/trainer/trainer/verify/reference"
 )
@@ -125,7 +126,7 @@ func (c stepCase) run(backend backends.Backend) []Result {
 	}
 	cfg := config.Defaults()
 	cfg.Name, cfg.Optimizer = "verify_step", c.opt
-	if err := cfg.Validate(); err != nil {
+	if err := recipe.Validate(cfg); err != nil {
 		return []Result{failed(name, shapes, err)}
 	}
 	train, err := trainstep.New(backend, ctx, cfg, model)

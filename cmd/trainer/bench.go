@@ -22,6 +22,7 @@ import (
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/schedule"
 	"github.com/trainer/trainer/trainstep"
 )
@@ -137,7 +138,7 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		return fmt.Errorf("bench: --input %q: expected float32 or uint8", *input)
 	}
 	var cfg config.Config
-	var recipe string
+	var recipePath string
 	if len(positional) == 1 {
 		if given["net"] {
 			return errors.New("bench: give a CONFIG or --net NAME, not both")
@@ -154,8 +155,8 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 			overrides = append(overrides, fmt.Sprintf("data.device_normalize=%v", *input == "uint8"))
 		}
 		slices.Sort(overrides)
-		recipe = positional[0]
-		if cfg, err = config.Load(recipe, append(overrides, sets...)); err != nil {
+		recipePath = positional[0]
+		if cfg, err = recipe.Load(recipePath, append(overrides, sets...)); err != nil {
 			return err
 		}
 	} else {
@@ -171,13 +172,13 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		}
 	}
 	if *dataPlace == "shards" {
-		return benchShards(stdout, cfg, recipe, *steps, *asJSON)
+		return benchShards(stdout, cfg, recipePath, *steps, *asJSON)
 	}
 	rep, err := benchStep(cfg, *steps, *dataPlace == "host", *cpuProfile)
 	if err != nil {
 		return err
 	}
-	rep.Config = recipe
+	rep.Config = recipePath
 	if spec, err := pjrt.ParseConfig(cfg.Backend); err == nil && spec.Backend == "go" {
 		p := gobackend.MeasurePeak(benchPeakN, benchPeakReps)
 		rep.PeakGFLOPPerS, rep.PeakN, rep.PeakKernel = p.GFLOPS, p.N, p.Kernel

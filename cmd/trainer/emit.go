@@ -12,6 +12,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -106,7 +107,7 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 // emitConfig is the recipe at path, or the defaults for a net name, with the overrides.
 func emitConfig(netOrConfig string, sets []string) (config.Config, error) {
 	if strings.HasSuffix(netOrConfig, ".yaml") || strings.HasSuffix(netOrConfig, ".yml") {
-		return config.Load(netOrConfig, sets)
+		return recipe.Load(netOrConfig, sets)
 	}
 	f, err := os.CreateTemp("", "emit-*.yaml")
 	if err != nil {
@@ -120,7 +121,7 @@ func emitConfig(netOrConfig string, sets []string) (config.Config, error) {
 	if err != nil {
 		return config.Config{}, err
 	}
-	return config.Load(f.Name(), sets)
+	return recipe.Load(f.Name(), sets)
 }
 
 // humanBytes is n in binary units with the exact count: "12 KiB (12,620 bytes)".

@@ -20,6 +20,7 @@ import (
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/netspec"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainer"
 )
 
@@ -38,7 +39,7 @@ func loadConfig(path string, sets []string, backend string) (config.Config, erro
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	return config.Load(path, sets)
+	return recipe.Load(path, sets)
 }
 
 // newRunCommand declares `trainer run` and its flags.

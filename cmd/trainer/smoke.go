@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainer"
 )
 
@@ -17,18 +18,18 @@ func loadRunConfig(path string, sets []string, backend string, smoke bool, stdou
 	if !smoke {
 		return loadConfig(path, sets, backend)
 	}
-	recipe, err := loadConfig(path, sets, backend)
+	full, err := loadConfig(path, sets, backend)
 	if err != nil {
 		return config.Config{}, err
 	}
-	dataDir := filepath.Join(recipe.RunDir, "smoke-data")
+	dataDir := filepath.Join(full.RunDir, "smoke-data")
 	if err := trainer.WriteSmokeData(dataDir); err != nil {
 		return config.Config{}, err
 	}
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	cfg, applied, err := config.LoadSmoke(path, sets, dataDir)
+	cfg, applied, err := recipe.LoadSmoke(path, sets, dataDir)
 	if err != nil {
 		return config.Config{}, err
 	}

@@ -19,10 +19,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/trainer/trainer/checkpoint"
-	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainer"
 	"github.com/trainer/trainer/weights"
 )
@@ -58,14 +58,14 @@ func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string,
 		if _, statErr := os.Stat(arg); statErr != nil {
 			return spec, opts, "", fmt.Errorf("%q is neither a registered net nor a config file: %v", arg, err)
 		}
-		cfg, err := config.Load(arg, nil)
+		cfg, err := recipe.Load(arg, nil)
 		if err != nil {
 			return spec, opts, "", err
 		}
-		if opts, err = cfg.Net.Options(cfg.Seed); err != nil {
+		if opts, err = recipe.NetOptions(cfg.Net, cfg.Seed); err != nil {
 			return spec, opts, "", err
 		}
-		if spec, err = cfg.Net.Net(); err != nil {
+		if spec, err = recipe.Net(cfg.Net); err != nil {
 			return spec, opts, "", err
 		}
 		configHash = cfg.Hash()

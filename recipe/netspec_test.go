@@ -1,10 +1,12 @@
-package config
+package recipe
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainer/trainer/config"
 )
 
 const specLayers = `- input: {size: 8, channels: 1, classes: 3}
@@ -37,12 +39,12 @@ func TestNetSpecFileResolves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Net.Name != "" || cfg.Net.SpecFile != "" || len(cfg.Net.Spec) != 5 || cfg.Net.Label() != SpecNetLabel {
+	if cfg.Net.Name != "" || cfg.Net.SpecFile != "" || len(cfg.Net.Spec) != 5 || cfg.Net.Label() != config.SpecNetLabel {
 		t.Fatalf("resolved net: name %q spec_file %q, %d layers, label %q; want the 5 layers inline, no name or file, label %s",
-			cfg.Net.Name, cfg.Net.SpecFile, len(cfg.Net.Spec), cfg.Net.Label(), SpecNetLabel)
+			cfg.Net.Name, cfg.Net.SpecFile, len(cfg.Net.Spec), cfg.Net.Label(), config.SpecNetLabel)
 	}
-	spec, err := cfg.Net.Net()
-	if err != nil || spec.InputShape != [3]int{8, 8, 1} || spec.NumClasses != 3 || spec.Name != SpecNetLabel {
+	spec, err := Net(cfg.Net)
+	if err != nil || spec.InputShape != [3]int{8, 8, 1} || spec.NumClasses != 3 || spec.Name != config.SpecNetLabel {
 		t.Fatalf("Net(): %+v, %v", spec, err)
 	}
 	stored := write(t, filepath.Join(dir, "run", "config.yaml"), string(cfg.YAML()))
@@ -51,11 +53,11 @@ func TestNetSpecFileResolves(t *testing.T) {
 		t.Fatalf("the run's config.yaml does not load back: %v\n%s", err, cfg.YAML())
 	}
 	again.Name = cfg.Name
-	if again.Hash() != cfg.Hash() || len(Changes(cfg, again)) != 0 {
-		t.Errorf("config.yaml loads back changed: %v", Changes(cfg, again))
+	if again.Hash() != cfg.Hash() || len(config.Changes(cfg, again)) != 0 {
+		t.Errorf("config.yaml loads back changed: %v", config.Changes(cfg, again))
 	}
 
-	t.Setenv(DataEnv, filepath.Join(dir, "bases"))
+	t.Setenv(config.DataEnv, filepath.Join(dir, "bases"))
 	viaEnv := write(t, filepath.Join(dir, "env.yaml"), "net:\n  spec_file: ${TRAINER_DATA}/nets/small.yaml\n")
 	if cfg, err := Load(viaEnv, nil); err != nil || len(cfg.Net.Spec) != 5 {
 		t.Errorf("spec_file through ${TRAINER_DATA}: %v", err)

@@ -1,4 +1,4 @@
-package config
+package recipe
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/trainer/trainer/config"
 )
 
 // configFiles lists the repository's recipes.
@@ -22,7 +24,7 @@ func configFiles(t *testing.T) []string {
 }
 
 // flatConfig renders cfg as "section.key" -> value, to compare two configs key by key.
-func flatConfig(t *testing.T, cfg Config) map[string]string {
+func flatConfig(t *testing.T, cfg config.Config) map[string]string {
 	t.Helper()
 	var tree map[string]any
 	if err := yaml.Unmarshal(cfg.YAML(), &tree); err != nil {
@@ -51,7 +53,7 @@ func TestSmokeChangesOnlyTheDocumentedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range SmokeKeys {
+	for _, key := range config.SmokeKeys {
 		if !strings.Contains(string(doc), "`"+key+"`") {
 			t.Errorf("docs/recipes.md does not list the smoke key `%s`", key)
 		}
@@ -68,7 +70,7 @@ func TestSmokeChangesOnlyTheDocumentedKeys(t *testing.T) {
 		}
 		for _, s := range sets {
 			key, _, _ := strings.Cut(s, "=")
-			if !slices.Contains(SmokeKeys, key) {
+			if !slices.Contains(config.SmokeKeys, key) {
 				t.Errorf("%s: smoke sets %s, which is not in SmokeKeys", path, key)
 			}
 		}
@@ -76,7 +78,7 @@ func TestSmokeChangesOnlyTheDocumentedKeys(t *testing.T) {
 		for key, v := range a {
 			if b[key] != v {
 				changed[key] = true
-				if !slices.Contains(SmokeKeys, key) {
+				if !slices.Contains(config.SmokeKeys, key) {
 					t.Errorf("%s: smoke changed %s from %s to %s; it is not in SmokeKeys", path, key, v, b[key])
 				}
 			}

@@ -1,4 +1,4 @@
-package config
+package recipe
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 )
@@ -17,21 +18,21 @@ func TestDataMeanScalarOrPerChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, s := cfg.Data.Normalisation(); len(m) != 1 || m[0] != 0.5 || s[0] != 0.25 {
+	if m, s := Normalisation(cfg.Data); len(m) != 1 || m[0] != 0.5 || s[0] != 0.25 {
 		t.Errorf("scalar mean/std: %v %v", m, s)
 	}
 	cfg, err = Load(path, []string{"data.source=imagefolder", "data.mean=[0.4, 0.5, 0.6]", "data.std=[1, 2, 3]"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, s := cfg.Data.Normalisation(); len(m) != 3 || m[2] != 0.6 || s[1] != 2 {
+	if m, s := Normalisation(cfg.Data); len(m) != 3 || m[2] != 0.6 || s[1] != 2 {
 		t.Errorf("per-channel mean/std: %v %v", m, s)
 	}
 	if _, err := Load(path, []string{"data.mean=[0.4, 0.5]", "data.std=[1, 2]"}); err == nil || !strings.Contains(err.Error(), "data.mean") {
 		t.Errorf("two means: %v", err)
 	}
-	cfg = Defaults()
-	if m, s := cfg.Data.Normalisation(); len(m) != 1 || m[0] != float32(0.1307) || s[0] != float32(0.3081) {
+	cfg = config.Defaults()
+	if m, s := Normalisation(cfg.Data); len(m) != 1 || m[0] != float32(0.1307) || s[0] != float32(0.3081) {
 		t.Errorf("MNIST default: %v %v", m, s)
 	}
 }
@@ -41,7 +42,7 @@ func TestDataMeanScalarOrPerChannel(t *testing.T) {
 func TestDeviceNormalizeResolution(t *testing.T) {
 	for _, tc := range []struct {
 		backend      string
-		dn           Switch
+		dn           config.Switch
 		erasing, mix bool
 		train, eval  bool
 	}{
@@ -55,7 +56,7 @@ func TestDeviceNormalizeResolution(t *testing.T) {
 		{"go", "true", false, false, true, true},
 		{"go", "false", true, true, false, false},
 	} {
-		c := Defaults()
+		c := config.Defaults()
 		c.Backend, c.Data.DeviceNormalize = tc.backend, tc.dn
 		if tc.erasing {
 			c.Data.Augment.RandomErasing = 0.25
@@ -63,15 +64,15 @@ func TestDeviceNormalizeResolution(t *testing.T) {
 		if tc.mix {
 			c.Data.Augment.MixupAlpha = 0.2
 		}
-		if train, eval := c.NormalizeOnDevice(true), c.NormalizeOnDevice(false); train != tc.train || eval != tc.eval {
+		if train, eval := NormalizeOnDevice(c, true), NormalizeOnDevice(c, false); train != tc.train || eval != tc.eval {
 			t.Errorf("%+v: train %v eval %v", tc, train, eval)
 		}
 	}
 }
 
 func TestNetOptionsResolve(t *testing.T) {
-	n := Defaults().Net
-	opts, err := n.Options(7)
+	n := config.Defaults().Net
+	opts, err := NetOptions(n, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestNetOptionsResolve(t *testing.T) {
 		t.Errorf("defaults should leave the net's own choices: %+v", opts)
 	}
 	n.Dropout, n.DropPath, n.Padding, n.GELU = 0, 0.1, "same", "tanh"
-	opts, err = n.Options(7)
+	opts, err = NetOptions(n, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +91,14 @@ func TestNetOptionsResolve(t *testing.T) {
 
 // TestBadInputSetsTheLoaderPolicy: data.on_bad_record and data.max_image_pixels reach the loader.
 func TestBadInputSetsTheLoaderPolicy(t *testing.T) {
-	d := Defaults().Data
+	d := config.Defaults().Data
 	var opts data.LoaderOptions
-	d.BadInput(&opts)
+	BadInput(d, &opts)
 	if opts.SkipBadRecords || opts.MaxImagePixels != data.DefaultMaxImagePixels {
 		t.Errorf("defaults: skip %v, max pixels %d", opts.SkipBadRecords, opts.MaxImagePixels)
 	}
-	d.OnBadRecord, d.MaxImagePixels = BadRecordSkip, 1000
-	d.BadInput(&opts)
+	d.OnBadRecord, d.MaxImagePixels = config.BadRecordSkip, 1000
+	BadInput(d, &opts)
 	if !opts.SkipBadRecords || opts.MaxImagePixels != 1000 {
 		t.Errorf("skip, 1000: skip %v, max pixels %d", opts.SkipBadRecords, opts.MaxImagePixels)
 	}
