@@ -17,9 +17,11 @@ import (
 
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/gomlxfix"
 )
 
 var testBackend = sync.OnceValue(func() backends.Backend {
+	gomlxfix.Install()
 	backend, err := gobackend.New("")
 	if err != nil {
 		panic(err)

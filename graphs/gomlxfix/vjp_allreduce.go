@@ -1,4 +1,4 @@
-package graphs
+package gomlxfix
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // the step's gradient all-reduce sits after the backward pass and needs none.) Product, max and min
 // all-reduces have no gradient here.
 
-// allReduceVJP is AllReduce's gradient (registered in gomlx_internals.go).
+// allReduceVJP is AllReduce's gradient (registered by Install, gomlx_internals.go).
 func allReduceVJP(node *Node, v []*Node, _ shapes.Shape) []*Node {
 	reduction, groups, ok := allReduceParams(node)
 	if !ok {

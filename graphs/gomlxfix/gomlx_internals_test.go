@@ -1,4 +1,4 @@
-package graphs
+package gomlxfix
 
 import (
 	"fmt"
@@ -12,11 +12,45 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
+// TestInstall: Install registers every gradient, calling it again changes nothing, and the stock
+// gradients the replacements fall back to are GoMLX's own (not the replacements, which would recurse).
+func TestInstall(t *testing.T) {
+	Install()
+	if !Installed() {
+		t.Fatal("Installed() is false after Install")
+	}
+	kinds := []NodeType{NodeTypeRsqrt, NodeTypeAllReduce, NodeTypeDot, NodeTypeDotGeneral, NodeTypeConvGeneral}
+	before := map[NodeType]uintptr{}
+	for _, kind := range kinds {
+		before[kind] = reflect.ValueOf(VJPRegistration[kind]).Pointer()
+	}
+	Install()
+	for _, kind := range kinds {
+		if after := reflect.ValueOf(VJPRegistration[kind]).Pointer(); after != before[kind] {
+			t.Errorf("%s: a second Install changed the registered gradient", kind)
+		}
+	}
+	if !Installed() {
+		t.Error("Installed() is false after a second Install")
+	}
+	same := func(a, b VJP) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
+	for _, c := range []struct {
+		kind         NodeType
+		stock, fixed VJP
+	}{{NodeTypeDot, stockDotVJP, fixedDotVJP}, {NodeTypeDotGeneral, stockDotGeneralVJP, fixedDotGeneralVJP},
+		{NodeTypeConvGeneral, stockConvVJP, fixedConvVJP}} {
+		if c.stock == nil || same(c.stock, c.fixed) {
+			t.Errorf("%s: the stock gradient is missing or is the replacement (stock found: %v)", c.kind, c.stock != nil)
+		}
+	}
+}
+
 // TestGoMLXInternals is the guard on gomlx_internals.go: the gradients are registered in GoMLX's
 // VJPRegistration, and the op parameters the readers take out of *graph.Node by reflection are where
 // they expect. (The replacements fall back to GoMLX's stock gradients when the readers fail, so the
 // gradient tests alone would not notice.)
 func TestGoMLXInternals(t *testing.T) {
+	Install()
 	same := func(a, b VJP) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
 	if VJPRegistration[NodeTypeRsqrt] == nil {
 		t.Error("no gradient registered for Rsqrt")

@@ -1,7 +1,8 @@
-package graphs
+package gomlxfix
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
@@ -9,14 +10,12 @@ import (
 
 // This file is the package's only bridge into GoMLX's internals (v0.26.0). It touches:
 //
-//   - graph.VJPRegistration, GoMLX's process-wide map from node type to gradient, rewritten once in init:
+//   - graph.VJPRegistration, GoMLX's process-wide map from node type to gradient, rewritten by Install:
 //     gradients for Rsqrt and AllReduce (GoMLX has none; vjp.go, vjp_allreduce.go), and Dot's, DotGeneral's and ConvGeneral's replaced by the
 //     ones in vjp.go and vjp_conv.go (the stock ones are slow, and ConvGeneral's is wrong for even
 //     kernels). The map is public and documented as changeable; what makes this a bridge is that it is
-//     global: importing this package changes every graph.Gradient in the process. It is done in init
-//     so that no program that builds these nets can take a gradient with the wrong stock one, and the
-//     per-node alternative (graph.IdentityWithCustomGradient) cannot reach the Dots and convolutions
-//     GoMLX's own layers build.
+//     global: Install changes every graph.Gradient in the process. The per-node alternative
+//     (graph.IdentityWithCustomGradient) cannot reach the Dots and convolutions GoMLX's own layers build.
 //   - the unexported parameter structs behind *graph.Node (nodeInputsDotGeneral, nodeInputsConvGeneral,
 //     nodeInputsAllReduce), read by reflection: a Node exposes its type, inputs and shape, but not its
 //     op's parameters (axes, strides, paddings, dilations, groups; an all-reduce's reduction and replica
@@ -24,25 +23,56 @@ import (
 //
 // When GoMLX changes: the readers return ok = false and the stock gradient is used (correct where
 // GoMLX is, but slow, and wrong for even-kernel convolutions; AllReduce, which has no stock gradient,
-// then panics naming the test); TestGoMLXInternals fails naming the field that moved.
+// then panics naming the test); TestGoMLXInternals fails naming the field that moved, and
+// TestBridgesMatchGoMLXVersion fails naming every bridge file as soon as the version moves.
 
-// The stock gradients, kept for the fallbacks (and for the tests, which compare against them).
+// The stock gradients, read before Install replaces them, kept for the fallbacks (and for the tests,
+// which compare against them).
 var (
 	stockDotVJP        = VJPRegistration[NodeTypeDot]
 	stockDotGeneralVJP = VJPRegistration[NodeTypeDotGeneral]
 	stockConvVJP       = VJPRegistration[NodeTypeConvGeneral]
 )
 
-func init() {
-	if VJPRegistration[NodeTypeRsqrt] == nil {
-		VJPRegistration[NodeTypeRsqrt] = rsqrtVJP
+// The replacements Install registers.
+var (
+	fixedDotVJP        = dotVJP(stockDotVJP)
+	fixedDotGeneralVJP = dotGeneralVJP(stockDotGeneralVJP)
+	fixedConvVJP       = convGeneralVJP(stockConvVJP)
+)
+
+var installOnce sync.Once
+
+// Install registers the gradients in GoMLX's process-wide graph.VJPRegistration: Rsqrt's and
+// AllReduce's (GoMLX has none) and the replacements of Dot's, DotGeneral's and ConvGeneral's. Call it
+// before building any graph whose gradient is taken; it is safe to call any number of times, from any
+// goroutine (only the first call changes anything), but not while another goroutine takes a gradient
+// for the first time.
+func Install() {
+	installOnce.Do(func() {
+		if VJPRegistration[NodeTypeRsqrt] == nil {
+			VJPRegistration[NodeTypeRsqrt] = rsqrtVJP
+		}
+		if VJPRegistration[NodeTypeAllReduce] == nil {
+			VJPRegistration[NodeTypeAllReduce] = allReduceVJP
+		}
+		VJPRegistration[NodeTypeDot] = fixedDotVJP
+		VJPRegistration[NodeTypeDotGeneral] = fixedDotGeneralVJP
+		VJPRegistration[NodeTypeConvGeneral] = fixedConvVJP
+	})
+}
+
+// Installed reports whether GoMLX's gradient table holds this package's gradients (Install ran and
+// nothing replaced them since).
+func Installed() bool {
+	same := func(a, b VJP) bool {
+		return a != nil && b != nil && reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
 	}
-	if VJPRegistration[NodeTypeAllReduce] == nil {
-		VJPRegistration[NodeTypeAllReduce] = allReduceVJP
-	}
-	VJPRegistration[NodeTypeDot] = dotVJP(stockDotVJP)
-	VJPRegistration[NodeTypeDotGeneral] = dotGeneralVJP(stockDotGeneralVJP)
-	VJPRegistration[NodeTypeConvGeneral] = convGeneralVJP(stockConvVJP)
+	return VJPRegistration[NodeTypeRsqrt] != nil &&
+		same(VJPRegistration[NodeTypeAllReduce], allReduceVJP) &&
+		same(VJPRegistration[NodeTypeDot], fixedDotVJP) &&
+		same(VJPRegistration[NodeTypeDotGeneral], fixedDotGeneralVJP) &&
+		same(VJPRegistration[NodeTypeConvGeneral], fixedConvVJP)
 }
 
 // dotGeneralAxes reads the contracting and batch axes of a DotGeneral node. GoMLX keeps them in an

@@ -1,4 +1,4 @@
-package graphs
+package gomlxfix
 
 import (
 	"sort"
@@ -15,7 +15,7 @@ func rsqrtVJP(node *Node, v []*Node, _ shapes.Shape) []*Node {
 
 // GoMLX v0.26's Dot and DotGeneral gradients multiply the cotangent by the broadcast other operand
 // (a batch×M×N×K tensor) and then reduce it; on the pure-Go backend that made the MNIST-CNN step ~10x
-// slower. These replacements (registered in gomlx_internals.go) express each gradient as one
+// slower. These replacements (registered by Install, gomlx_internals.go) express each gradient as one
 // DotGeneral plus a transpose, and use stock, GoMLX's own, where they don't apply.
 
 // dotVJP is Dot's gradient for two matrices.

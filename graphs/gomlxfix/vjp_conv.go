@@ -1,4 +1,4 @@
-package graphs
+package gomlxfix
 
 import (
 	"reflect"
@@ -18,7 +18,7 @@ import (
 //	dw = conv(x with batch and channels exchanged, v as the kernel), batch-grouped for G > 1
 //
 // Other layouts, input dilations and padding beyond the kernel fall back to stock, GoMLX's own gradient.
-// It is registered in gomlx_internals.go.
+// Install registers it (gomlx_internals.go).
 func convGeneralVJP(stock VJP) VJP {
 	return func(node *Node, v []*Node, out shapes.Shape) []*Node {
 		p, ok := readConvParams(node)
