@@ -1,4 +1,4 @@
-package graphs
+package bestiary
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
 )
 
 // AlphaFold 2's structure module (supplement §1.8, Algorithms 20, 22, 23), backbone only: the single
@@ -33,7 +35,7 @@ func applyFrames(rot, trans, p *Node) *Node {
 // coordinates by each residue's frame, weighted per head by γ = softplus(head_weights) (initialised to
 // 1); the output concatenates, per head, the attended values, the attended value points taken back to
 // the residue's local frame, their norms, and the attended pair features, mapped by linear_out.
-func InvariantPointAttention(ctx *context.Context, s, z, rot, trans *Node, c StructureConfig, opts Options) *Node {
+func InvariantPointAttention(ctx *context.Context, s, z, rot, trans *Node, c StructureConfig, opts graphs.Options) *Node {
 	dims := s.Shape().Dimensions
 	b, r, cs := dims[0], dims[1], dims[2]
 	h, hc, nq, nv := c.Heads, c.HeadDim, c.QueryPoints, c.ValuePoints
@@ -48,13 +50,13 @@ func InvariantPointAttention(ctx *context.Context, s, z, rot, trans *Node, c Str
 
 	wC, wL := math.Sqrt(2/(9*float64(nq))), math.Sqrt(1.0/3)
 	gammaInit := math.Log(math.E - 1) // softplus⁻¹(1)
-	gamma := Softplus(asDType(Param(ctx, s.Graph(), opts, "head_weights", InitConst(gammaInit), 0, 0, h), s))
+	gamma := Softplus(graphs.AsDType(graphs.Param(ctx, s.Graph(), opts, "head_weights", graphs.InitConst(gammaInit), 0, 0, h), s))
 	diff := Sub(InsertAxes(qp, 2), InsertAxes(kp, 1))                              // [b, i, j, h, p, 3]
 	dist := TransposeAllAxes(ReduceSum(Square(diff), -1, -2), 0, 3, 1, 2)          // [b, h, i, j]
 	scalar := MulScalar(Einsum("bihc,bjhc->bhij", q, k), 1/math.Sqrt(float64(hc))) // [b, h, i, j]
 	pointTerm := Mul(Reshape(MulScalar(gamma, wC/2), 1, h, 1, 1), dist)            // γ·w_C/2·Σ‖·‖²
 	a := Softmax(MulScalar(Sub(Add(scalar, bias), pointTerm), wL), -1)             // [b, h, i, j]
-	opts.Stats.add(int64(r) * int64(r) * int64(h) * int64(hc+3*nq+hc+3*nv+z.Shape().Dimensions[3]))
+	opts.Stats.Add(int64(r) * int64(r) * int64(h) * int64(hc+3*nq+hc+3*nv+z.Shape().Dimensions[3]))
 
 	oPair := Einsum("bhij,bijc->bihc", a, z)
 	o := Einsum("bhij,bjhc->bihc", a, v)
@@ -64,13 +66,13 @@ func InvariantPointAttention(ctx *context.Context, s, z, rot, trans *Node, c Str
 	cat := Concatenate([]*Node{
 		Reshape(o, b, r, h*hc), Reshape(oLocal, b, r, h*nv*3), Reshape(norms, b, r, h*nv), Reshape(oPair, b, r, -1),
 	}, -1)
-	return afLinear(ctx, "linear_out", cat, cs, true, InitConst(0), opts)
+	return afLinear(ctx, "linear_out", cat, cs, true, graphs.InitConst(0), opts)
 }
 
 // BackboneUpdate is Algorithm 23: a Linear of s to a quaternion's (b, c, d) (the real part is 1,
 // then normalised) and a translation, as a frame [b, r, 3, 3], [b, r, 3].
-func BackboneUpdate(ctx *context.Context, s *Node, opts Options) (rot, trans *Node) {
-	u := afLinear(ctx, "linear", s, 6, true, InitConst(0), opts)
+func BackboneUpdate(ctx *context.Context, s *Node, opts graphs.Options) (rot, trans *Node) {
+	u := afLinear(ctx, "linear", s, 6, true, graphs.InitConst(0), opts)
 	part := func(i int) *Node { return Slice(u, AxisRange(), AxisRange(), AxisElem(i)) }
 	norm := Rsqrt(OnePlus(Add(Add(Square(part(0)), Square(part(1))), Square(part(2)))))
 	qa, qb, qc, qd := norm, Mul(part(0), norm), Mul(part(1), norm), Mul(part(2), norm)
@@ -93,7 +95,7 @@ func BackboneUpdate(ctx *context.Context, s *Node, opts Options) (rot, trans *No
 // Left out: torsion angles and side chains (the ResNet angle head, Algorithm 24), the stop-gradient on
 // rotations between iterations (a training choice that would hide the rotations' gradient from the
 // check), the ×10 translation scale to Ångström, dropout, and the losses (FAPE).
-func StructureModule(ctx *context.Context, s, z *Node, nBlocks int, c StructureConfig, opts Options) (sOut, rot, trans *Node) {
+func StructureModule(ctx *context.Context, s, z *Node, nBlocks int, c StructureConfig, opts graphs.Options) (sOut, rot, trans *Node) {
 	dims := s.Shape().Dimensions
 	b, r, cs := dims[0], dims[1], dims[2]
 	s = afLinear(ctx, "linear_in", afNorm(ctx, "layer_norm_s", s, opts), cs, true, initLeCunNormal, opts)
@@ -108,9 +110,9 @@ func StructureModule(ctx *context.Context, s, z *Node, nBlocks int, c StructureC
 		}
 		s = Add(s, InvariantPointAttention(ctx.In("ipa"), s, z, rot, trans, c, opts))
 		s = afNorm(ctx, "layer_norm_ipa", s, opts)
-		t := ReLU(afLinear(ctx.In("transition"), "linear_1", s, cs, true, initLeCunNormal, opts))
-		t = ReLU(afLinear(ctx.In("transition"), "linear_2", t, cs, true, initLeCunNormal, opts))
-		s = Add(s, afLinear(ctx.In("transition"), "linear_3", t, cs, true, InitConst(0), opts))
+		t := graphs.ReLU(afLinear(ctx.In("transition"), "linear_1", s, cs, true, initLeCunNormal, opts))
+		t = graphs.ReLU(afLinear(ctx.In("transition"), "linear_2", t, cs, true, initLeCunNormal, opts))
+		s = Add(s, afLinear(ctx.In("transition"), "linear_3", t, cs, true, graphs.InitConst(0), opts))
 		s = afNorm(ctx.In("transition"), "layer_norm", s, opts)
 		ur, ut := BackboneUpdate(ctx.In("bb_update"), s, opts)
 		trans = Add(Einsum("brxy,bry->brx", rot, ut), trans)

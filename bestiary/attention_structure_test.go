@@ -1,4 +1,4 @@
-package graphs
+package bestiary
 
 import (
 	"math"
@@ -8,6 +8,8 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
 )
 
 func randomTensor64(rng *rand.Rand, dims ...int) *tensors.Tensor {
@@ -56,7 +58,7 @@ func TestInvariantPointAttentionIsInvariant(t *testing.T) {
 	const b, r, cs, cz = 2, 5, 6, 3
 	c := StructureConfig{Heads: 2, HeadDim: 3, QueryPoints: 2, ValuePoints: 3}
 	rng := rand.New(rand.NewPCG(1, 2))
-	opts := Options{Precision: "float64", Seed: 5}
+	opts := graphs.Options{Precision: "float64", Seed: 5}
 	ctx := context.New()
 	width := c.Heads*c.HeadDim + c.Heads*c.ValuePoints*4 + c.Heads*cz
 	// linear_out and the backbone update start at zero (AlphaFold's init): give them values.
@@ -102,7 +104,7 @@ func TestInvariantPointAttentionIsInvariant(t *testing.T) {
 func TestFreshEvoformerAndStructureBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	m, z := randomTensor64(rng, 1, 3, 4, 8), randomTensor64(rng, 1, 4, 4, 6)
-	opts := Options{Precision: "float64", Seed: 2}
+	opts := graphs.Options{Precision: "float64", Seed: 2}
 	cfg := EvoformerConfig{MSAHeads: 2, MSAHeadDim: 4, PairHeads: 2, PairHeadDim: 3, OuterDim: 3, TriMulDim: 5, Transition: 2}
 	out := run64(t, context.New(), func(ctx *context.Context, in []*Node) []*Node {
 		m2, z2 := EvoformerStack(ctx.In("evo"), in[0], in[1], 2, cfg, opts)

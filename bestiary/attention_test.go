@@ -1,4 +1,4 @@
-package graphs
+package bestiary
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
 )
 
 // torchDimsArray is a flat tensor with its dims, as scripts/torch_bestiary_attention.py writes it.
@@ -21,7 +23,7 @@ type torchDimsArray struct {
 // TestTransformerDecoderMatchesTorch: with nn.TransformerDecoder's weights (scripts/
 // torch_bestiary_attention.py, float64), TransformerDecoder gives PyTorch's output on the same memory.
 func TestTransformerDecoderMatchesTorch(t *testing.T) {
-	raw, err := os.ReadFile("testdata/bestiary_transformer_decoder.json")
+	raw, err := os.ReadFile("testdata/transformer_decoder_torch.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestTransformerDecoderMatchesTorch(t *testing.T) {
 		}
 	}
 	before := len(fx.StateDict) + 1
-	opts := Options{Precision: "float64"}
+	opts := graphs.Options{Precision: "float64"}
 	exec, err := context.NewExec(testBackend(), ctx.Checked(false), func(ctx *context.Context, memory *Node) *Node {
 		return TransformerDecoder(ctx.In("dec"), memory, fx.Heads, fx.MLPDim, fx.Blocks, fx.Queries, opts)
 	})
@@ -101,7 +103,7 @@ func TestMambaBlocksAreCausal(t *testing.T) {
 		}
 	}
 	exec, err := context.NewExec(testBackend(), context.New(), func(ctx *context.Context, a, c *Node) []*Node {
-		opts := Options{Precision: "float64", Seed: 4}
+		opts := graphs.Options{Precision: "float64", Seed: 4}
 		return []*Node{MambaBlocks(ctx, a, 4, 2, 2, opts), MambaBlocks(ctx.Reuse(), c, 4, 2, 2, opts)}
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package graphs
+package bestiary
 
 import (
 	"fmt"
@@ -8,9 +8,11 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
 )
 
-// The bestiary's dense-prediction and sequence blocks (issue 20): NeRF's positional encoding and MLP,
+// The bestiary's dense-prediction and sequence blocks: NeRF's positional encoding and MLP,
 // U-Net's down and up steps, DeepLab v3+'s ASPP, FPN, WaveNet's gated stack and MobileViT's block.
 // Images are NHWC, sequences [batch, time, channels]; scopes mirror the PyTorch modules' attribute
 // paths (milesial's U-Net, torchvision's ASPP and FeaturePyramidNetwork, NeRF's nerf-pytorch, timm's
@@ -32,18 +34,18 @@ func PositionalEncoding(x *Node, numFrequencies int) *Node {
 
 // doubleConv is milesial's DoubleConv: (3x3 conv without bias, BN, ReLU) twice, the first to mid
 // channels; scopes double_conv/0, /1, /3, /4 as nn.Sequential numbers them.
-func doubleConv(ctx *context.Context, x *Node, train bool, opts Options, mid, out int) *Node {
+func doubleConv(ctx *context.Context, x *Node, train bool, opts graphs.Options, mid, out int) *Node {
 	ctx = ctx.In("double_conv")
-	x = Conv(ctx.In("0"), x, ConvConfig{Filters: mid, Kernel: 3, Padding: PadSymmetric}, opts)
-	x = ReLU(BatchNorm(ctx.In("1"), x, train, TorchBN, opts))
-	x = Conv(ctx.In("3"), x, ConvConfig{Filters: out, Kernel: 3, Padding: PadSymmetric}, opts)
-	return ReLU(BatchNorm(ctx.In("4"), x, train, TorchBN, opts))
+	x = graphs.Conv(ctx.In("0"), x, graphs.ConvConfig{Filters: mid, Kernel: 3, Padding: graphs.PadSymmetric}, opts)
+	x = graphs.ReLU(graphs.BatchNorm(ctx.In("1"), x, train, graphs.TorchBN, opts))
+	x = graphs.Conv(ctx.In("3"), x, graphs.ConvConfig{Filters: out, Kernel: 3, Padding: graphs.PadSymmetric}, opts)
+	return graphs.ReLU(graphs.BatchNorm(ctx.In("4"), x, train, graphs.TorchBN, opts))
 }
 
 // UNetDown is the bestiary's unetDown (ic oc), milesial's Down: a 2x2/2 max-pool (odd sizes floor),
 // then the double conv to out channels (mid = out). Scopes maxpool_conv/1/double_conv/...
-func UNetDown(ctx *context.Context, x *Node, train bool, opts Options, out int) *Node {
-	x = MaxPool2D(x, 2, 2, 0)
+func UNetDown(ctx *context.Context, x *Node, train bool, opts graphs.Options, out int) *Node {
+	x = graphs.MaxPool2D(x, 2, 2, 0)
 	return doubleConv(ctx.In("maxpool_conv").In("1"), x, train, opts, out, out)
 }
 
@@ -51,7 +53,7 @@ func UNetDown(ctx *context.Context, x *Node, train bool, opts Options, out int) 
 // bilinearly with align_corners=True, concatenated after the skip ([skip, up(x)] on channels, ic wide
 // in all) and double-convolved to out channels with mid = ic/2. The skip must be exactly twice x's size
 // (milesial's zero-pads a smaller upsampled map; this refuses it instead). Scopes conv/double_conv/...
-func UNetUp(ctx *context.Context, x, skip *Node, train bool, opts Options, out int) *Node {
+func UNetUp(ctx *context.Context, x, skip *Node, train bool, opts graphs.Options, out int) *Node {
 	xd, sd := x.Shape().Dimensions, skip.Shape().Dimensions
 	if sd[1] != 2*xd[1] || sd[2] != 2*xd[2] || sd[0] != xd[0] {
 		panic(fmt.Sprintf("graphs.UNetUp in %s: skip %v is not twice the size of x %v", ctx.Scope(), sd, xd))
@@ -119,11 +121,11 @@ var ASPPRates = []int{6, 12, 18}
 // bilinear upsample of a 1x1 map gives), every conv bias-free and followed by BN and ReLU; the
 // concatenation is projected by a 1x1 conv, BN and ReLU (project/0, /1), then dropout at
 // opts.Dropout(0.5) in training, as torchvision's project/3.
-func ASPPModule(ctx *context.Context, x *Node, train bool, opts Options, out int, rates []int) *Node {
+func ASPPModule(ctx *context.Context, x *Node, train bool, opts graphs.Options, out int, rates []int) *Node {
 	convs := ctx.In("convs")
 	convBNReLU := func(c *context.Context, x *Node, kernel, dilation int) *Node {
-		x = Conv(c.In("0"), x, ConvConfig{Filters: out, Kernel: kernel, Dilation: dilation, Padding: PadSymmetric}, opts)
-		return ReLU(BatchNorm(c.In("1"), x, train, TorchBN, opts))
+		x = graphs.Conv(c.In("0"), x, graphs.ConvConfig{Filters: out, Kernel: kernel, Dilation: dilation, Padding: graphs.PadSymmetric}, opts)
+		return graphs.ReLU(graphs.BatchNorm(c.In("1"), x, train, graphs.TorchBN, opts))
 	}
 	branches := []*Node{convBNReLU(convs.In("0"), x, 1, 1)}
 	for i, r := range rates {
@@ -132,14 +134,14 @@ func ASPPModule(ctx *context.Context, x *Node, train bool, opts Options, out int
 	dims := x.Shape().Dimensions
 	pool := convs.In(strconv.Itoa(len(rates) + 1))
 	p := ReduceAndKeep(x, ReduceMean, 1, 2)
-	p = Conv(pool.In("1"), p, ConvConfig{Filters: out, Kernel: 1}, opts)
-	p = ReLU(BatchNorm(pool.In("2"), p, train, TorchBN, opts))
+	p = graphs.Conv(pool.In("1"), p, graphs.ConvConfig{Filters: out, Kernel: 1}, opts)
+	p = graphs.ReLU(graphs.BatchNorm(pool.In("2"), p, train, graphs.TorchBN, opts))
 	branches = append(branches, BroadcastToDims(p, dims[0], dims[1], dims[2], out))
 	y := Concatenate(branches, 3)
 	project := ctx.In("project")
-	y = Conv(project.In("0"), y, ConvConfig{Filters: out, Kernel: 1}, opts)
-	y = ReLU(BatchNorm(project.In("1"), y, train, TorchBN, opts))
-	return Dropout(ctx, y, opts.Dropout(0.5), train)
+	y = graphs.Conv(project.In("0"), y, graphs.ConvConfig{Filters: out, Kernel: 1}, opts)
+	y = graphs.ReLU(graphs.BatchNorm(project.In("1"), y, train, graphs.TorchBN, opts))
+	return graphs.Dropout(ctx, y, opts.Dropout(0.5), train)
 }
 
 // initKaimingUniformA1 is nn.init.kaiming_uniform_(a=1), torchvision's FPN conv init: U(±√(3/fanIn)).
@@ -153,15 +155,15 @@ func initKaimingUniformA1(rng *rand.Rand, fanIn, _ int) float64 {
 // upsample of the coarser merged map, and a 3x3 conv smooths each merged map (layer_blocks/i/0); convs
 // have biases, kaiming_uniform(a=1) weights and zero biases. It returns one map per level, target
 // channels each, finest first.
-func FPNModule(ctx *context.Context, levels []*Node, opts Options, target int) []*Node {
-	init := Init(initKaimingUniformA1)
+func FPNModule(ctx *context.Context, levels []*Node, opts graphs.Options, target int) []*Node {
+	init := graphs.Init(initKaimingUniformA1)
 	lateral := func(i int, x *Node) *Node {
-		return Conv(ctx.In("inner_blocks").In(strconv.Itoa(i)).In("0"), x, ConvConfig{Filters: target, Kernel: 1, Bias: true,
+		return graphs.Conv(ctx.In("inner_blocks").In(strconv.Itoa(i)).In("0"), x, graphs.ConvConfig{Filters: target, Kernel: 1, Bias: true,
 			Init: init}, opts)
 	}
 	smooth := func(i int, x *Node) *Node {
-		return Conv(ctx.In("layer_blocks").In(strconv.Itoa(i)).In("0"), x, ConvConfig{Filters: target, Kernel: 3, Bias: true,
-			Padding: PadSymmetric, Init: init}, opts)
+		return graphs.Conv(ctx.In("layer_blocks").In(strconv.Itoa(i)).In("0"), x, graphs.ConvConfig{Filters: target, Kernel: 3, Bias: true,
+			Padding: graphs.PadSymmetric, Init: init}, opts)
 	}
 	n := len(levels)
 	out := make([]*Node, n)
@@ -188,7 +190,7 @@ const (
 // feature_linear(h) (no activation) is joined by γ(direction), views_linears/0 maps it to hidden/2
 // with ReLU and rgb_linear to 3 with a sigmoid (nerf-pytorch applies it in raw2outputs). The output's
 // last axis is [r, g, b, σ], nerf-pytorch's order. Linears have PyTorch's default init.
-func NeRFMLP(ctx *context.Context, x *Node, opts Options, posDim, dirDim, hidden int) *Node {
+func NeRFMLP(ctx *context.Context, x *Node, opts graphs.Options, posDim, dirDim, hidden int) *Node {
 	last := x.Rank() - 1
 	if d := x.Shape().Dimensions[last]; d != posDim+dirDim {
 		panic(fmt.Sprintf("graphs.NeRFMLP in %s: input width %d, want encodedPosDim+encodedDirDim = %d", ctx.Scope(), d, posDim+dirDim))
@@ -197,16 +199,16 @@ func NeRFMLP(ctx *context.Context, x *Node, opts Options, posDim, dirDim, hidden
 	dir := SliceAxis(x, last, AxisRange(posDim, posDim+dirDim))
 	h := pos
 	for i := range nerfDepth {
-		h = ReLU(Linear(ctx.In("pts_linears").In(strconv.Itoa(i)), h, LinearConfig{Units: hidden}, opts))
+		h = graphs.ReLU(graphs.Linear(ctx.In("pts_linears").In(strconv.Itoa(i)), h, graphs.LinearConfig{Units: hidden}, opts))
 		if i == nerfSkip {
 			h = Concatenate([]*Node{pos, h}, -1)
 		}
 	}
-	sigma := Linear(ctx.In("alpha_linear"), h, LinearConfig{Units: 1}, opts)
-	feature := Linear(ctx.In("feature_linear"), h, LinearConfig{Units: hidden}, opts)
+	sigma := graphs.Linear(ctx.In("alpha_linear"), h, graphs.LinearConfig{Units: 1}, opts)
+	feature := graphs.Linear(ctx.In("feature_linear"), h, graphs.LinearConfig{Units: hidden}, opts)
 	h = Concatenate([]*Node{feature, dir}, -1)
-	h = ReLU(Linear(ctx.In("views_linears").In("0"), h, LinearConfig{Units: hidden / 2}, opts))
-	rgb := Logistic(Linear(ctx.In("rgb_linear"), h, LinearConfig{Units: 3}, opts))
+	h = graphs.ReLU(graphs.Linear(ctx.In("views_linears").In("0"), h, graphs.LinearConfig{Units: hidden / 2}, opts))
+	rgb := Logistic(graphs.Linear(ctx.In("rgb_linear"), h, graphs.LinearConfig{Units: 3}, opts))
 	return Concatenate([]*Node{rgb, sigma}, -1)
 }
 
@@ -214,16 +216,16 @@ func NeRFMLP(ctx *context.Context, x *Node, opts Options, posDim, dirDim, hidden
 // y[t] = W[0]·x[t−d] + W[1]·x[t] + b, with x[t−d] = 0 before the start. Variables weight [2, in, out]
 // (Conv1d's [out, in, 2] with the taps first) and bias [out], PyTorch's default init. It is built as a
 // shift and two products rather than a dilated convolution: exact, and cheap on every backend.
-func causalConv1D(ctx *context.Context, x *Node, opts Options, out, dilation int) *Node {
+func causalConv1D(ctx *context.Context, x *Node, opts graphs.Options, out, dilation int) *Node {
 	dims := x.Shape().Dimensions
 	t, in := dims[1], dims[2]
-	w := asDType(Param(ctx, x.Graph(), opts, "weight", InitTorchDefault, 2*in, 2*out, 2, in, out), x)
-	bias := asDType(Param(ctx, x.Graph(), opts, "bias", InitTorchDefault, 2*in, 2*out, out), x)
+	w := graphs.AsDType(graphs.Param(ctx, x.Graph(), opts, "weight", graphs.InitTorchDefault, 2*in, 2*out, 2, in, out), x)
+	bias := graphs.AsDType(graphs.Param(ctx, x.Graph(), opts, "bias", graphs.InitTorchDefault, 2*in, 2*out, out), x)
 	shifted := ZerosLike(x)
 	if dilation < t {
-		shifted = zeroPad(SliceAxis(x, 1, AxisRange(0, t-dilation)), 1, dilation, 0)
+		shifted = graphs.ZeroPad(SliceAxis(x, 1, AxisRange(0, t-dilation)), 1, dilation, 0)
 	}
-	opts.Stats.add(int64(t) * int64(2*in) * int64(out))
+	opts.Stats.Add(int64(t) * int64(2*in) * int64(out))
 	w0 := Squeeze(SliceAxis(w, 0, AxisElem(0)), 0)
 	w1 := Squeeze(SliceAxis(w, 0, AxisElem(1)), 0)
 	y := Add(DotGeneral(shifted, []int{2}, nil, w0, []int{0}, nil), DotGeneral(x, []int{2}, nil, w1, []int{0}, nil))
@@ -235,21 +237,21 @@ func causalConv1D(ctx *context.Context, x *Node, opts Options, out, dilation int
 // kernel-2 causal filter and gate conv (residualCh each), z = tanh(filter)⊙sigmoid(gate), a 1x1 skip
 // conv of z to skipCh and a 1x1 residual conv of z added to its input. The block returns the sum of
 // the skips [batch, time, skipCh]; the last layer has no residual conv (nothing would read it).
-func WaveNetBlock(ctx *context.Context, x *Node, opts Options, skipCh, layers int) *Node {
+func WaveNetBlock(ctx *context.Context, x *Node, opts graphs.Options, skipCh, layers int) *Node {
 	residual := x.Shape().Dimensions[2]
 	var skips *Node
 	for i := range layers {
 		l := ctx.In("layers").In(strconv.Itoa(i))
 		d := 1 << i
 		z := Mul(Tanh(causalConv1D(l.In("filter"), x, opts, residual, d)), Logistic(causalConv1D(l.In("gate"), x, opts, residual, d)))
-		s := Linear(l.In("skip"), z, LinearConfig{Units: skipCh}, opts)
+		s := graphs.Linear(l.In("skip"), z, graphs.LinearConfig{Units: skipCh}, opts)
 		if skips == nil {
 			skips = s
 		} else {
 			skips = Add(skips, s)
 		}
 		if i < layers-1 {
-			x = Add(x, Linear(l.In("residual"), z, LinearConfig{Units: residual}, opts))
+			x = Add(x, graphs.Linear(l.In("residual"), z, graphs.LinearConfig{Units: residual}, opts))
 		}
 	}
 	return skips
@@ -268,7 +270,7 @@ const (
 // norm2, mlp fc1-SiLU-fc2 with mlpDim hidden) and a final LayerNorm (norm); folded back, conv_proj
 // (1x1 + BN + SiLU to ic), concatenated after the input and fused by conv_fusion (3x3 + BN + SiLU to
 // ic). Height and width must be even.
-func MobileViTBlock(ctx *context.Context, x *Node, train bool, opts Options, dim, heads, mlpDim, blocks int) *Node {
+func MobileViTBlock(ctx *context.Context, x *Node, train bool, opts graphs.Options, dim, heads, mlpDim, blocks int) *Node {
 	dims := x.Shape().Dimensions
 	b, h, w, ic := dims[0], dims[1], dims[2], dims[3]
 	p := mobileViTPatch
@@ -276,11 +278,11 @@ func MobileViTBlock(ctx *context.Context, x *Node, train bool, opts Options, dim
 		panic(fmt.Sprintf("graphs.MobileViTBlock in %s: %dx%d is not divisible into %dx%d patches", ctx.Scope(), h, w, p, p))
 	}
 	convNormAct := func(c *context.Context, x *Node, out, kernel int) *Node {
-		x = Conv(c.In("conv"), x, ConvConfig{Filters: out, Kernel: kernel, Padding: PadSymmetric}, opts)
-		return Swish(BatchNorm(c.In("bn"), x, train, TorchBN, opts))
+		x = graphs.Conv(c.In("conv"), x, graphs.ConvConfig{Filters: out, Kernel: kernel, Padding: graphs.PadSymmetric}, opts)
+		return graphs.Swish(graphs.BatchNorm(c.In("bn"), x, train, graphs.TorchBN, opts))
 	}
 	y := convNormAct(ctx.In("conv_kxk"), x, ic, 3)
-	y = Conv(ctx.In("conv_1x1"), y, ConvConfig{Filters: dim, Kernel: 1}, opts)
+	y = graphs.Conv(ctx.In("conv_1x1"), y, graphs.ConvConfig{Filters: dim, Kernel: 1}, opts)
 	// Unfold: [b, h/p, p, w/p, p, dim] -> [b, p, p, h/p, w/p, dim] -> [b·p·p, tokens, dim].
 	nh, nw := h/p, w/p
 	y = TransposeAllAxes(Reshape(y, b, nh, p, nw, p, dim), 0, 2, 4, 1, 3, 5)
@@ -290,14 +292,14 @@ func MobileViTBlock(ctx *context.Context, x *Node, train bool, opts Options, dim
 	seq := opts
 	seq.Stats = nil
 	tokens := int64(nh * nw)
-	opts.Stats.add(int64(blocks) * int64(p*p) * (tokens*int64(4*dim*dim+2*dim*mlpDim) + 2*tokens*tokens*int64(dim)))
+	opts.Stats.Add(int64(blocks) * int64(p*p) * (tokens*int64(4*dim*dim+2*dim*mlpDim) + 2*tokens*tokens*int64(dim)))
 	for i := range blocks {
 		l := ctx.In("transformer").In(strconv.Itoa(i))
-		y = Add(y, MultiHeadAttention(l.In("attn"), LayerNorm(l.In("norm1"), y, mobileViTEps, seq), heads, nil, seq))
-		m := Linear(l.In("mlp").In("fc1"), LayerNorm(l.In("norm2"), y, mobileViTEps, seq), LinearConfig{Units: mlpDim}, seq)
-		y = Add(y, Linear(l.In("mlp").In("fc2"), Swish(m), LinearConfig{Units: dim}, seq))
+		y = Add(y, graphs.MultiHeadAttention(l.In("attn"), graphs.LayerNorm(l.In("norm1"), y, mobileViTEps, seq), heads, nil, seq))
+		m := graphs.Linear(l.In("mlp").In("fc1"), graphs.LayerNorm(l.In("norm2"), y, mobileViTEps, seq), graphs.LinearConfig{Units: mlpDim}, seq)
+		y = Add(y, graphs.Linear(l.In("mlp").In("fc2"), graphs.Swish(m), graphs.LinearConfig{Units: dim}, seq))
 	}
-	y = LayerNorm(ctx.In("norm"), y, mobileViTEps, opts)
+	y = graphs.LayerNorm(ctx.In("norm"), y, mobileViTEps, opts)
 	// Fold: the inverse permutation.
 	y = TransposeAllAxes(Reshape(y, b, p, p, nh, nw, dim), 0, 3, 1, 4, 2, 5)
 	y = Reshape(y, b, h, w, dim)

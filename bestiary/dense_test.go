@@ -1,4 +1,4 @@
-package graphs
+package bestiary
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+
+	"github.com/trainer/trainer/graphs"
 )
 
 // torchArray is a flat tensor in PyTorch's layout, as scripts/torch_bestiary_dense.py writes it.
@@ -142,7 +144,7 @@ func scaledMaxDiff(got, want []float64) float64 {
 // written with PyTorch's modules; in evaluation mode and, for the layers with BatchNorm, in training
 // mode (dropout 0).
 func TestBestiaryDenseMatchesTorch(t *testing.T) {
-	raw, err := os.ReadFile("testdata/bestiary_dense_torch.json")
+	raw, err := os.ReadFile("testdata/dense_torch.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestBestiaryDenseMatchesTorch(t *testing.T) {
 	}
 	const tol = 1e-12
 	noDropout := 0.0
-	opts := Options{Precision: "float64", DropoutRate: &noDropout}
+	opts := graphs.Options{Precision: "float64", DropoutRate: &noDropout}
 	layers := map[string]func(ctx *context.Context, in []*Node, train bool, width int) []*Node{
 		"asppModule": func(ctx *context.Context, in []*Node, train bool, width int) []*Node {
 			return []*Node{ASPPModule(ctx, in[0], train, opts, width, ASPPRates)}

@@ -1,4 +1,4 @@
-package verify
+package checks
 
 import (
 	"strings"
@@ -6,27 +6,31 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/bestiary"
+	bref "github.com/trainer/trainer/bestiary/reference"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/verify"
 	"github.com/trainer/trainer/verify/reference"
 )
 
-// The Evoformer block (docs/bestiary.md, attention group) against verify/reference.
+// The Evoformer block (docs/bestiary.md, attention group) against their plain-loop references (bestiary/reference).
 
-func init() {
-	extraCases = append(extraCases, evoformerCase)
+// evoformerCases are the rows of the Evoformer.
+var evoformerCases = []func() verify.OpCase{
+	evoformerCase,
 }
 
-// evoformerOperands lists one Evoformer block's parameters under scope, as graphs.EvoformerBlock
+// evoformerOperands lists one Evoformer block's parameters under scope, as bestiary.EvoformerBlock
 // creates them.
-func evoformerOperands(scope string, cm, cz int, c graphs.EvoformerConfig) []operand {
-	var ops []operand
+func evoformerOperands(scope string, cm, cz int, c bestiary.EvoformerConfig) []verify.Operand {
+	var ops []verify.Operand
 	norm := func(s string, ch int) {
-		ops = append(ops, param(scope+"/"+s, "weight", uniform(0.5, 1.5), ch), param(scope+"/"+s, "bias", normal(0.3), ch))
+		ops = append(ops, verify.Param(scope+"/"+s, "weight", verify.Uniform(0.5, 1.5), ch), verify.Param(scope+"/"+s, "bias", verify.Normal(0.3), ch))
 	}
 	lin := func(s string, in, out int, bias bool) {
-		ops = append(ops, param(scope+"/"+s, "weight", normal(0.5), in, out))
+		ops = append(ops, verify.Param(scope+"/"+s, "weight", verify.Normal(0.5), in, out))
 		if bias {
-			ops = append(ops, param(scope+"/"+s, "bias", normal(0.3), out))
+			ops = append(ops, verify.Param(scope+"/"+s, "bias", verify.Normal(0.3), out))
 		}
 	}
 	attention := func(s string, ch, heads, dim int) {
@@ -44,8 +48,8 @@ func evoformerOperands(scope string, cm, cz int, c graphs.EvoformerConfig) []ope
 	norm("msa_att_row/layer_norm_m", cm)
 	// layer_norm_z's bias moves every pair-bias logit by the same w·β, which the softmax ignores: the
 	// output does not depend on it, so its gradient is zero and it is held fixed (not differentiated).
-	ops = append(ops, param(scope+"/msa_att_row/layer_norm_z", "weight", uniform(0.5, 1.5), cz),
-		state(scope+"/msa_att_row/layer_norm_z", "bias", normal(0.3), cz))
+	ops = append(ops, verify.Param(scope+"/msa_att_row/layer_norm_z", "weight", verify.Uniform(0.5, 1.5), cz),
+		verify.State(scope+"/msa_att_row/layer_norm_z", "bias", verify.Normal(0.3), cz))
 	lin("msa_att_row/linear_z", cz, c.MSAHeads, false)
 	attention("msa_att_row", cm, c.MSAHeads, c.MSAHeadDim)
 	norm("msa_att_col/layer_norm_m", cm)
@@ -95,24 +99,24 @@ func flatConcat(ts ...reference.Tensor) reference.Tensor {
 // evoformerCase: one block over 3 sequences × 4 residues, 4 MSA and 4 pair channels, 2 heads of 2
 // everywhere, outer-product width 2, triangle-multiplication width 3, transitions ×2. The output is m
 // and z flattened and concatenated per example.
-func evoformerCase() opCase {
+func evoformerCase() verify.OpCase {
 	const b, s, r, cm, cz = 1, 3, 4, 4, 4
-	cfg := graphs.EvoformerConfig{MSAHeads: 2, MSAHeadDim: 2, PairHeads: 2, PairHeadDim: 2, OuterDim: 2, TriMulDim: 3, Transition: 2}
+	cfg := bestiary.EvoformerConfig{MSAHeads: 2, MSAHeadDim: 2, PairHeads: 2, PairHeadDim: 2, OuterDim: 2, TriMulDim: 3, Transition: 2}
 	const scope = "evo/blocks/0"
 	params := evoformerOperands(scope, cm, cz, cfg)
-	return opCase{
-		name:   "bestiary_evoformer_block",
-		inputs: []operand{input("m", normal(1), b, s, r, cm), input("z", normal(1), b, r, r, cz)},
-		params: params,
-		smooth: true,
-		build: func(ctx *context.Context, in []*Node, opts graphs.Options) *Node {
-			m, z := graphs.EvoformerStack(ctx.In("evo"), in[0], in[1], 1, cfg, opts)
+	return verify.OpCase{
+		Name:   "bestiary_evoformer_block",
+		Inputs: []verify.Operand{verify.Input("m", verify.Normal(1), b, s, r, cm), verify.Input("z", verify.Normal(1), b, r, r, cz)},
+		Params: params,
+		Smooth: true,
+		Build: func(ctx *context.Context, in []*Node, opts graphs.Options) *Node {
+			m, z := bestiary.EvoformerStack(ctx.In("evo"), in[0], in[1], 1, cfg, opts)
 			return Concatenate([]*Node{Reshape(m, b, -1), Reshape(z, b, -1)}, 1)
 		},
-		ref: func(in, p []reference.Tensor) reference.Tensor {
+		Ref: func(in, p []reference.Tensor) reference.Tensor {
 			byName := map[string]reference.Tensor{}
 			for i, o := range params {
-				byName[strings.TrimPrefix(o.scope, scope+"/")+"/"+o.name] = p[i]
+				byName[strings.TrimPrefix(o.Scope(), scope+"/")+"/"+o.Name()] = p[i]
 			}
 			lookup := func(name string) reference.Tensor {
 				t, ok := byName[name]
@@ -121,7 +125,7 @@ func evoformerCase() opCase {
 				}
 				return t
 			}
-			m, z := reference.EvoformerBlock(in[0], in[1], lookup, reference.EvoformerSizes(cfg))
+			m, z := bref.EvoformerBlock(in[0], in[1], lookup, bref.EvoformerSizes(cfg))
 			return flatConcat(m, z)
 		},
 	}

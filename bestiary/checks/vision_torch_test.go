@@ -1,4 +1,4 @@
-package verify
+package checks
 
 import (
 	"path/filepath"
@@ -11,7 +11,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/bestiary"
+	bref "github.com/trainer/trainer/bestiary/reference"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/verify"
 	"github.com/trainer/trainer/verify/reference"
 	"github.com/trainer/trainer/weights"
 )
@@ -32,37 +35,37 @@ func TestVisionBlocksMatchTorchvision(t *testing.T) {
 		{"dense_block", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.DenseBlock(ctx, x, train, opts, 4, 4, 3)
 		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
-			var layers []reference.DenseLayer
+			var layers []bref.DenseLayer
 			for _, l := range []string{"denselayer1.", "denselayer2.", "denselayer3."} {
-				layers = append(layers, reference.DenseLayer{Norm1: sd.bn(l+"norm1", torchEps), Conv1: sd.conv(l + "conv1"),
+				layers = append(layers, bref.DenseLayer{Norm1: sd.bn(l+"norm1", torchEps), Conv1: sd.conv(l + "conv1"),
 					Norm2: sd.bn(l+"norm2", torchEps), Conv2: sd.conv(l + "conv2")})
 			}
-			return reference.DenseBlock(x, layers)
+			return bref.DenseBlock(x, layers)
 		}},
 		{"transition_layer", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.TransitionLayer(ctx, x, train, opts, 4)
 		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
-			return reference.Transition(x, sd.bn("norm", torchEps), sd.conv("conv"))
+			return bref.Transition(x, sd.bn("norm", torchEps), sd.conv("conv"))
 		}},
 		{"inception_module", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			return graphs.InceptionModule(ctx, x, train, opts, 4, 3, 5, 2, 3, 2)
 		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
-			basic := func(p string) reference.ConvBN { return sd.convBN(p+".conv", p+".bn", googLeNetEps) }
-			return reference.Inception(x, basic("branch1"), [2]reference.ConvBN{basic("branch2.0"), basic("branch2.1")},
-				[2]reference.ConvBN{basic("branch3.0"), basic("branch3.1")}, basic("branch4.1"))
+			basic := func(p string) bref.ConvBN { return sd.convBN(p+".conv", p+".bn", googLeNetEps) }
+			return bref.Inception(x, basic("branch1"), [2]bref.ConvBN{basic("branch2.0"), basic("branch2.1")},
+				[2]bref.ConvBN{basic("branch3.0"), basic("branch3.1")}, basic("branch4.1"))
 		}},
 		{"shufflev2_block", func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
-			return graphs.ShuffleV2Units(ctx, x, train, opts, 16, 3)
+			return bestiary.ShuffleV2Units(ctx, x, train, opts, 16, 3)
 		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
 			for u, p := range []string{"0.", "1.", "2."} {
-				seq := func(branch string, i int) reference.ConvBN {
+				seq := func(branch string, i int) bref.ConvBN {
 					return sd.convBN(p+branch+"."+strconv.Itoa(i), p+branch+"."+strconv.Itoa(i+1), torchEps)
 				}
-				var b1 [2]reference.ConvBN
+				var b1 [2]bref.ConvBN
 				if u == 0 {
-					b1 = [2]reference.ConvBN{seq("branch1", 0), seq("branch1", 2)}
+					b1 = [2]bref.ConvBN{seq("branch1", 0), seq("branch1", 2)}
 				}
-				x = reference.ShuffleV2Unit(x, u == 0, b1, [3]reference.ConvBN{seq("branch2", 0), seq("branch2", 3), seq("branch2", 5)})
+				x = bref.ShuffleV2Unit(x, u == 0, b1, [3]bref.ConvBN{seq("branch2", 0), seq("branch2", 3), seq("branch2", 5)})
 			}
 			return x
 		}},
@@ -70,7 +73,7 @@ func TestVisionBlocksMatchTorchvision(t *testing.T) {
 			return graphs.SwinStage(ctx, x, train, opts, 2, 3, 4, []float64{0, 0})
 		}, func(x reference.Tensor, sd torchWeights) reference.Tensor {
 			for i, p := range []string{"0.", "1."} {
-				x = reference.SwinBlock(x, reference.SwinBlockParams{
+				x = bref.SwinBlock(x, bref.SwinBlockParams{
 					Norm1G: sd.get(p + "norm1.weight").Data, Norm1B: sd.get(p + "norm1.bias").Data,
 					QKVW: sd.linear(p + "attn.qkv"), QKVB: sd.get(p + "attn.qkv.bias").Data,
 					ProjW: sd.linear(p + "attn.proj"), ProjB: sd.get(p + "attn.proj.bias").Data,
@@ -85,7 +88,7 @@ func TestVisionBlocksMatchTorchvision(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := weights.ReadStateDict(filepath.Join("testdata", "bestiary_vision", c.name+".pth"))
+			f, err := weights.ReadStateDict(filepath.Join("testdata", "vision", c.name+".pth"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,12 +123,12 @@ func TestVisionBlocksMatchTorchvision(t *testing.T) {
 					t.Fatalf("output %s, want float64", out[0].DType())
 				}
 				want := fixtureTensor(t, f, map[bool]string{false: "output_eval", true: "output_train"}[train])
-				got := fromHost(out[0])
-				if dimsString(got.Dims) != dimsString(want.Dims) {
+				got := verify.FromHost(out[0])
+				if verify.DimsString(got.Dims) != verify.DimsString(want.Dims) {
 					t.Fatalf("train %v: output %v, torchvision's %v", train, got.Dims, want.Dims)
 				}
 				abs, rel := reference.Errors(got.Data, want.Data)
-				t.Logf("train %v: output %s, max abs err %.2e, rel %.2e", train, dimsString(got.Dims), abs, rel)
+				t.Logf("train %v: output %s, max abs err %.2e, rel %.2e", train, verify.DimsString(got.Dims), abs, rel)
 				if rel > 1e-10 {
 					t.Errorf("train %v: max relative error %.2e against torchvision, want ≤ 1e-10", train, rel)
 				}
@@ -134,7 +137,7 @@ func TestVisionBlocksMatchTorchvision(t *testing.T) {
 			got := c.ref(input, torchWeights{t, f})
 			abs, rel := reference.Errors(got.Data, want.Data)
 			t.Logf("reference: max abs err %.2e, rel %.2e", abs, rel)
-			if dimsString(got.Dims) != dimsString(want.Dims) || rel > 1e-10 {
+			if verify.DimsString(got.Dims) != verify.DimsString(want.Dims) || rel > 1e-10 {
 				t.Errorf("the reference gives %v with max relative error %.2e against torchvision's %v, want ≤ 1e-10", got.Dims, rel, want.Dims)
 			}
 		})
@@ -191,12 +194,12 @@ func (w torchWeights) linear(key string) reference.Tensor {
 	return io
 }
 
-func (w torchWeights) bn(key string, eps float64) reference.BN {
-	return reference.BN{Gamma: w.get(key + ".weight").Data, Beta: w.get(key + ".bias").Data, Eps: eps}
+func (w torchWeights) bn(key string, eps float64) bref.BN {
+	return bref.BN{Gamma: w.get(key + ".weight").Data, Beta: w.get(key + ".bias").Data, Eps: eps}
 }
 
-func (w torchWeights) convBN(conv, bn string, eps float64) reference.ConvBN {
-	return reference.ConvBN{W: w.conv(conv), BN: w.bn(bn, eps)}
+func (w torchWeights) convBN(conv, bn string, eps float64) bref.ConvBN {
+	return bref.ConvBN{W: w.conv(conv), BN: w.bn(bn, eps)}
 }
 
 // swinIndexBuffers is torchvision's relative_position_index beside each bias table (3×3 windows): the

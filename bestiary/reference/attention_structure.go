@@ -1,6 +1,10 @@
 package reference
 
-import "math"
+import (
+	"math"
+
+	"github.com/trainer/trainer/verify/reference"
+)
 
 // AlphaFold 2's structure module without side chains (Algorithms 20, 22, 23) as plain loops: frames
 // are 3×3 rotations and translations per residue, points are mapped by T∘x = R·x + t.
@@ -48,7 +52,7 @@ func (f frame) compose(g frame) (h frame) {
 }
 
 // point reads point (head h, index p) of row (n, i) of a [B, R, heads·points·3] projection.
-func point(x Tensor, n, i, h, p, points int) [3]float64 {
+func point(x reference.Tensor, n, i, h, p, points int) [3]float64 {
 	base := (n*x.Dims[1]+i)*x.Dims[2] + (h*points+p)*3
 	return [3]float64{x.Data[base], x.Data[base+1], x.Data[base+2]}
 }
@@ -56,7 +60,7 @@ func point(x Tensor, n, i, h, p, points int) [3]float64 {
 // InvariantPointAttention is Algorithm 22 over s [B, R, Cs], z [B, R, R, Cz] and frames[n][i]; the
 // concatenation fed to linear_out is, per residue: attended values (head-major), attended value points
 // in the local frame ([head, point, xyz]), their norms √(‖·‖² + 1e-8), attended pair features.
-func invariantPointAttention(s, z Tensor, frames [][]frame, p Params, scope string, c StructureSizes) Tensor {
+func invariantPointAttention(s, z reference.Tensor, frames [][]frame, p Params, scope string, c StructureSizes) reference.Tensor {
 	nb, r := s.Dims[0], s.Dims[1]
 	cz := z.Dims[3]
 	h, hc, nq, nv := c.Heads, c.HeadDim, c.QueryPoints, c.ValuePoints
@@ -66,7 +70,7 @@ func invariantPointAttention(s, z Tensor, frames [][]frame, p Params, scope stri
 	bias := p.linear(z, scope+"/linear_b", false) // [B, R, R, heads]
 	wC, wL := math.Sqrt(2/(9*float64(nq))), math.Sqrt(1.0/3)
 	width := h*hc + h*nv*3 + h*nv + h*cz
-	cat := New(nb, r, width)
+	cat := reference.New(nb, r, width)
 	for n := range nb {
 		for i := range r {
 			row := cat.Data[(n*r+i)*width : (n*r+i+1)*width]
@@ -131,7 +135,7 @@ func invariantPointAttention(s, z Tensor, frames [][]frame, p Params, scope stri
 }
 
 // backboneUpdate is Algorithm 23: the quaternion (1, b, c, d)/‖·‖ as a rotation, and a translation.
-func backboneUpdate(s Tensor, p Params, scope string) [][]frame {
+func backboneUpdate(s reference.Tensor, p Params, scope string) [][]frame {
 	u := p.linear(s, scope+"/linear", true)
 	nb, r := s.Dims[0], s.Dims[1]
 	out := make([][]frame, nb)
@@ -156,7 +160,7 @@ func backboneUpdate(s Tensor, p Params, scope string) [][]frame {
 
 // StructureModule is Algorithm 20 without side chains, weights shared by the nBlocks iterations; it
 // returns s [B, R, Cs], the rotations [B, R, 3, 3] and the translations [B, R, 3].
-func StructureModule(s, z Tensor, p Params, c StructureSizes, nBlocks int) (sOut, rot, trans Tensor) {
+func StructureModule(s, z reference.Tensor, p Params, c StructureSizes, nBlocks int) (sOut, rot, trans reference.Tensor) {
 	nb, r := s.Dims[0], s.Dims[1]
 	s = p.linear(p.norm(s, "layer_norm_s"), "linear_in", true)
 	z = p.norm(z, "layer_norm_z")
@@ -168,11 +172,11 @@ func StructureModule(s, z Tensor, p Params, c StructureSizes, nBlocks int) (sOut
 		}
 	}
 	for range nBlocks {
-		s = Add(s, invariantPointAttention(s, z, frames, p, "ipa", c))
+		s = reference.Add(s, invariantPointAttention(s, z, frames, p, "ipa", c))
 		s = p.norm(s, "layer_norm_ipa")
-		t := Map(p.linear(s, "transition/linear_1", true), ReLU)
-		t = Map(p.linear(t, "transition/linear_2", true), ReLU)
-		s = p.norm(Add(s, p.linear(t, "transition/linear_3", true)), "transition/layer_norm")
+		t := reference.Map(p.linear(s, "transition/linear_1", true), reference.ReLU)
+		t = reference.Map(p.linear(t, "transition/linear_2", true), reference.ReLU)
+		s = p.norm(reference.Add(s, p.linear(t, "transition/linear_3", true)), "transition/layer_norm")
 		update := backboneUpdate(s, p, "bb_update")
 		for n := range frames {
 			for i := range frames[n] {
@@ -180,7 +184,7 @@ func StructureModule(s, z Tensor, p Params, c StructureSizes, nBlocks int) (sOut
 			}
 		}
 	}
-	rot, trans = New(nb, r, 3, 3), New(nb, r, 3)
+	rot, trans = reference.New(nb, r, 3, 3), reference.New(nb, r, 3)
 	for n := range frames {
 		for i, f := range frames[n] {
 			for a := range 3 {

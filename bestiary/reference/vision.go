@@ -3,6 +3,8 @@ package reference
 import (
 	"fmt"
 	"math"
+
+	"github.com/trainer/trainer/verify/reference"
 )
 
 // The bestiary's vision blocks (docs/bestiary.md#vision-blocks) as plain loops: DenseNet's dense block
@@ -17,41 +19,41 @@ type BN struct {
 }
 
 // Apply normalises x with its batch statistics.
-func (b BN) Apply(x Tensor) Tensor {
-	y, _, _ := BatchNormTrain(x, b.Gamma, b.Beta, b.Eps)
+func (b BN) Apply(x reference.Tensor) reference.Tensor {
+	y, _, _ := reference.BatchNormTrain(x, b.Gamma, b.Beta, b.Eps)
 	return y
 }
 
 // ConvBN is a bias-free convolution (w [k, k, in/groups, out]) followed by a BatchNorm.
 type ConvBN struct {
-	W  Tensor
+	W  reference.Tensor
 	BN BN
 }
 
 // Apply convolves x at stride with groups and PyTorch's symmetric padding (k−1)/2, then normalises.
-func (p ConvBN) Apply(x Tensor, stride, groups int) Tensor {
+func (p ConvBN) Apply(x reference.Tensor, stride, groups int) reference.Tensor {
 	pad := (p.W.Dims[0] - 1) / 2
-	y := Conv2D(x, p.W, nil, ConvParams{Stride: stride, Groups: groups, Pads: [2][2]int{{pad, pad}, {pad, pad}}})
+	y := reference.Conv2D(x, p.W, nil, reference.ConvParams{Stride: stride, Groups: groups, Pads: [2][2]int{{pad, pad}, {pad, pad}}})
 	return p.BN.Apply(y)
 }
 
 // ConcatChannels joins NHWC tensors of equal batch and size along the channels, in order.
-func ConcatChannels(ts ...Tensor) Tensor {
-	rows, _ := lastAxis(ts[0].Dims)
+func ConcatChannels(ts ...reference.Tensor) reference.Tensor {
+	rows, _ := reference.LastAxis(ts[0].Dims)
 	total := 0
 	for _, t := range ts {
-		r, c := lastAxis(t.Dims)
+		r, c := reference.LastAxis(t.Dims)
 		if r != rows {
 			panic(fmt.Sprintf("reference.ConcatChannels: dims %v and %v", ts[0].Dims, t.Dims))
 		}
 		total += c
 	}
 	dims := append(append([]int(nil), ts[0].Dims[:len(ts[0].Dims)-1]...), total)
-	y := New(dims...)
+	y := reference.New(dims...)
 	for r := range rows {
 		at := r * total
 		for _, t := range ts {
-			_, c := lastAxis(t.Dims)
+			_, c := reference.LastAxis(t.Dims)
 			copy(y.Data[at:at+c], t.Data[r*c:(r+1)*c])
 			at += c
 		}
@@ -60,10 +62,10 @@ func ConcatChannels(ts ...Tensor) Tensor {
 }
 
 // SliceChannels keeps channels [lo, hi) of x.
-func SliceChannels(x Tensor, lo, hi int) Tensor {
-	rows, c := lastAxis(x.Dims)
+func SliceChannels(x reference.Tensor, lo, hi int) reference.Tensor {
+	rows, c := reference.LastAxis(x.Dims)
 	dims := append(append([]int(nil), x.Dims[:len(x.Dims)-1]...), hi-lo)
-	y := New(dims...)
+	y := reference.New(dims...)
 	for r := range rows {
 		copy(y.Data[r*(hi-lo):(r+1)*(hi-lo)], x.Data[r*c+lo:r*c+hi])
 	}
@@ -72,10 +74,10 @@ func SliceChannels(x Tensor, lo, hi int) Tensor {
 
 // ChannelShuffle reads the channels as a groups × (C/groups) matrix and writes them transposed:
 // output channel i·groups + g is input channel g·(C/groups) + i.
-func ChannelShuffle(x Tensor, groups int) Tensor {
-	rows, c := lastAxis(x.Dims)
+func ChannelShuffle(x reference.Tensor, groups int) reference.Tensor {
+	rows, c := reference.LastAxis(x.Dims)
 	per := c / groups
-	y := New(x.Dims...)
+	y := reference.New(x.Dims...)
 	for r := range rows {
 		for g := range groups {
 			for i := range per {
@@ -96,66 +98,41 @@ func LeakyReLU(slope float64) func(float64) float64 {
 	}
 }
 
-// AvgPool2DPadded averages x [N, H, W, C] over k×k windows at stride s, the input padded by pad zeros
-// on every side that count in the mean (nn.AvgPool2d's count_include_pad=True).
-func AvgPool2DPadded(x Tensor, k, s, pad int) Tensor {
-	n, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
-	oh, ow := (h+2*pad-k)/s+1, (w+2*pad-k)/s+1
-	y := New(n, oh, ow, c)
-	for b := range n {
-		for i := range oh {
-			for j := range ow {
-				for ch := range c {
-					sum := 0.0
-					for a := range k {
-						for cc := range k {
-							r, q := i*s+a-pad, j*s+cc-pad
-							if r >= 0 && r < h && q >= 0 && q < w {
-								sum += x.At(b, r, q, ch)
-							}
-						}
-					}
-					y.Set(sum/float64(k*k), b, i, j, ch)
-				}
-			}
-		}
-	}
-	return y
-}
-
 // DenseLayer is one layer of a DenseNet-BC dense block.
 type DenseLayer struct {
 	Norm1 BN
-	Conv1 Tensor // 1×1, bottleneck width
+	Conv1 reference.Tensor // 1×1, bottleneck width
 	Norm2 BN
-	Conv2 Tensor // 3×3, growth
+	Conv2 reference.Tensor // 3×3, growth
 }
 
 // DenseBlock feeds every layer the concatenation of x and all earlier layers' outputs; each layer is
 // BN-ReLU-1×1 conv-BN-ReLU-3×3 conv (padding 1); the result is x followed by every layer's output.
-func DenseBlock(x Tensor, layers []DenseLayer) Tensor {
+func DenseBlock(x reference.Tensor, layers []DenseLayer) reference.Tensor {
 	features := x
 	for _, l := range layers {
-		y := Map(l.Norm1.Apply(features), ReLU)
-		y = Conv2D(y, l.Conv1, nil, ConvParams{})
-		y = Map(l.Norm2.Apply(y), ReLU)
-		y = Conv2D(y, l.Conv2, nil, ConvParams{Pads: [2][2]int{{1, 1}, {1, 1}}})
+		y := reference.Map(l.Norm1.Apply(features), reference.ReLU)
+		y = reference.Conv2D(y, l.Conv1, nil, reference.ConvParams{})
+		y = reference.Map(l.Norm2.Apply(y), reference.ReLU)
+		y = reference.Conv2D(y, l.Conv2, nil, reference.ConvParams{Pads: [2][2]int{{1, 1}, {1, 1}}})
 		features = ConcatChannels(features, y)
 	}
 	return features
 }
 
 // Transition is DenseNet's transition: BN-ReLU, a bias-free 1×1 conv w, a 2×2/2 average pool.
-func Transition(x Tensor, norm BN, w Tensor) Tensor {
-	y := Conv2D(Map(norm.Apply(x), ReLU), w, nil, ConvParams{})
-	return AvgPool2D(y, 2, 2)
+func Transition(x reference.Tensor, norm BN, w reference.Tensor) reference.Tensor {
+	y := reference.Conv2D(reference.Map(norm.Apply(x), reference.ReLU), w, nil, reference.ConvParams{})
+	return reference.AvgPool2D(y, 2, 2)
 }
 
 // Inception is torchvision's GoogLeNet module: four branches of conv-BN-ReLU layers joined on the
 // channels: B1 (1×1); B2 (1×1, 3×3); B3 (1×1, 3×3); a 3×3/1 max-pool padded by 1 then B4 (1×1).
-func Inception(x Tensor, b1 ConvBN, b2 [2]ConvBN, b3 [2]ConvBN, b4 ConvBN) Tensor {
-	cbr := func(p ConvBN, x Tensor) Tensor { return Map(p.Apply(x, 1, 1), ReLU) }
-	pooled, _ := MaxPool2D(x, 3, 1, [2][2]int{{1, 1}, {1, 1}})
+func Inception(x reference.Tensor, b1 ConvBN, b2 [2]ConvBN, b3 [2]ConvBN, b4 ConvBN) reference.Tensor {
+	cbr := func(p ConvBN, x reference.Tensor) reference.Tensor {
+		return reference.Map(p.Apply(x, 1, 1), reference.ReLU)
+	}
+	pooled, _ := reference.MaxPool2D(x, 3, 1, [2][2]int{{1, 1}, {1, 1}})
 	return ConcatChannels(cbr(b1, x), cbr(b2[1], cbr(b2[0], x)), cbr(b3[1], cbr(b3[0], x)), cbr(b4, pooled))
 }
 
@@ -163,77 +140,77 @@ func Inception(x Tensor, b1 ConvBN, b2 [2]ConvBN, b3 [2]ConvBN, b4 ConvBN) Tenso
 // branch1 on x (depthwise 3×3/2-BN, 1×1-BN-ReLU), the right branch2 on x; at stride 1 the left half
 // is x's first half of channels and branch2 takes the second half. branch2 is 1×1-BN-ReLU, depthwise
 // 3×3-BN at the stride, 1×1-BN-ReLU. The halves are joined and shuffled over two groups.
-func ShuffleV2Unit(x Tensor, strided bool, branch1 [2]ConvBN, branch2 [3]ConvBN) Tensor {
+func ShuffleV2Unit(x reference.Tensor, strided bool, branch1 [2]ConvBN, branch2 [3]ConvBN) reference.Tensor {
 	c := x.Dims[3]
 	stride := 1
-	var left, right Tensor
+	var left, right reference.Tensor
 	if strided {
 		stride = 2
 		left = branch1[0].Apply(x, 2, c)
-		left = Map(branch1[1].Apply(left, 1, 1), ReLU)
+		left = reference.Map(branch1[1].Apply(left, 1, 1), reference.ReLU)
 		right = x
 	} else {
 		left, right = SliceChannels(x, 0, c/2), SliceChannels(x, c/2, c)
 	}
-	right = Map(branch2[0].Apply(right, 1, 1), ReLU)
+	right = reference.Map(branch2[0].Apply(right, 1, 1), reference.ReLU)
 	right = branch2[1].Apply(right, stride, right.Dims[3])
-	right = Map(branch2[2].Apply(right, 1, 1), ReLU)
+	right = reference.Map(branch2[2].Apply(right, 1, 1), reference.ReLU)
 	return ChannelShuffle(ConcatChannels(left, right), 2)
 }
 
 // ShuffleV1Unit is ShuffleNet v1's unit (Zhang et al. 2018, Fig. 2 b/c): grouped 1×1-BN-ReLU, channel
 // shuffle over groups, depthwise 3×3-BN (stride 2 when strided), grouped 1×1-BN; then ReLU of x plus
 // the branch, or, strided, ReLU of [3×3/2 average pool of x padded by 1, branch] on the channels.
-func ShuffleV1Unit(x Tensor, groups int, strided bool, compress, depthwise, expand ConvBN) Tensor {
+func ShuffleV1Unit(x reference.Tensor, groups int, strided bool, compress, depthwise, expand ConvBN) reference.Tensor {
 	stride := 1
 	if strided {
 		stride = 2
 	}
-	y := Map(compress.Apply(x, 1, groups), ReLU)
+	y := reference.Map(compress.Apply(x, 1, groups), reference.ReLU)
 	y = ChannelShuffle(y, groups)
 	y = depthwise.Apply(y, stride, y.Dims[3])
 	y = expand.Apply(y, 1, groups)
 	if !strided {
-		return Map(Add(x, y), ReLU)
+		return reference.Map(reference.Add(x, y), reference.ReLU)
 	}
-	return Map(ConcatChannels(AvgPool2DPadded(x, 3, 2, 1), y), ReLU)
+	return reference.Map(ConcatChannels(reference.AvgPool2DPadded(x, 3, 2, 1), y), reference.ReLU)
 }
 
 // DarknetPair is Darknet-53's residual pair: x + c2(c1(x)), c1 a 1×1 and c2 a 3×3 conv-BN-LeakyReLU(0.1).
-func DarknetPair(x Tensor, c1, c2 ConvBN) Tensor {
+func DarknetPair(x reference.Tensor, c1, c2 ConvBN) reference.Tensor {
 	leaky := LeakyReLU(0.1)
-	y := Map(c1.Apply(x, 1, 1), leaky)
-	y = Map(c2.Apply(y, 1, 1), leaky)
-	return Add(x, y)
+	y := reference.Map(c1.Apply(x, 1, 1), leaky)
+	y = reference.Map(c2.Apply(y, 1, 1), leaky)
+	return reference.Add(x, y)
 }
 
 // CSP is Scaled-YOLOv4's BottleneckCSP with Darknet pairs: y1 = cv3 · pairs(cv1(x)) (cv1 a 1×1
 // conv-BN-LeakyReLU, cv3 a bias-free 1×1 conv), y2 = cv2 · x (bias-free 1×1), then cv4 (1×1
 // conv-BN-LeakyReLU) of LeakyReLU(bn([y1, y2])).
-func CSP(x Tensor, cv1 ConvBN, pairs [][2]ConvBN, cv3, cv2 Tensor, bn BN, cv4 ConvBN) Tensor {
+func CSP(x reference.Tensor, cv1 ConvBN, pairs [][2]ConvBN, cv3, cv2 reference.Tensor, bn BN, cv4 ConvBN) reference.Tensor {
 	leaky := LeakyReLU(0.1)
-	y1 := Map(cv1.Apply(x, 1, 1), leaky)
+	y1 := reference.Map(cv1.Apply(x, 1, 1), leaky)
 	for _, p := range pairs {
 		y1 = DarknetPair(y1, p[0], p[1])
 	}
-	y1 = Conv2D(y1, cv3, nil, ConvParams{})
-	y2 := Conv2D(x, cv2, nil, ConvParams{})
-	y := Map(bn.Apply(ConcatChannels(y1, y2)), leaky)
-	return Map(cv4.Apply(y, 1, 1), leaky)
+	y1 = reference.Conv2D(y1, cv3, nil, reference.ConvParams{})
+	y2 := reference.Conv2D(x, cv2, nil, reference.ConvParams{})
+	y := reference.Map(bn.Apply(ConcatChannels(y1, y2)), leaky)
+	return reference.Map(cv4.Apply(y, 1, 1), leaky)
 }
 
 // SwinBlockParams are one Swin block's parameters; Linear weights are [in, out].
 type SwinBlockParams struct {
 	Norm1G, Norm1B []float64
-	QKVW           Tensor // [C, 3C], outputs ordered (q|k|v, head, channel)
+	QKVW           reference.Tensor // [C, 3C], outputs ordered (q|k|v, head, channel)
 	QKVB           []float64
-	ProjW          Tensor // [C, C]
+	ProjW          reference.Tensor // [C, C]
 	ProjB          []float64
-	Table          Tensor // [(2·window−1)², heads]
+	Table          reference.Tensor // [(2·window−1)², heads]
 	Norm2G, Norm2B []float64
-	FC1W           Tensor // [C, hidden]
+	FC1W           reference.Tensor // [C, hidden]
 	FC1B           []float64
-	FC2W           Tensor // [hidden, C]
+	FC2W           reference.Tensor // [hidden, C]
 	FC2B           []float64
 	Eps            float64
 	Heads, Window  int
@@ -249,7 +226,7 @@ type SwinBlockParams struct {
 // row of the two tokens' offset, plus −100 between tokens of different regions when shifted (regions:
 // [0, H'−window), [H'−window, H'−shift), [H'−shift, H') on each axis); the result goes back to the cell
 // it was read from and the padding is dropped.
-func SwinBlock(x Tensor, p SwinBlockParams) Tensor {
+func SwinBlock(x reference.Tensor, p SwinBlockParams) reference.Tensor {
 	b, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
 	win, heads := p.Window, p.Heads
 	hd := c / heads
@@ -270,15 +247,15 @@ func SwinBlock(x Tensor, p SwinBlockParams) Tensor {
 		}
 		return 2
 	}
-	y := LayerNorm(x, p.Norm1G, p.Norm1B, p.Eps)
-	attnOut := New(b, h, w, c)
+	y := reference.LayerNorm(x, p.Norm1G, p.Norm1B, p.Eps)
+	attnOut := reference.New(b, h, w, c)
 	n := win * win
 	for bi := range b {
 		for wy := range ph / win {
 			for wx := range pw / win {
 				// The window's tokens: rolled cells, their source cells and their qkv rows.
 				ry, rx, sy, sx := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
-				tok := New(n, c)
+				tok := reference.New(n, c)
 				for i := range n {
 					ry[i], rx[i] = wy*win+i/win, wx*win+i%win
 					sy[i], sx[i] = (ry[i]+sh)%ph, (rx[i]+sw)%pw
@@ -288,11 +265,11 @@ func SwinBlock(x Tensor, p SwinBlockParams) Tensor {
 						}
 					}
 				}
-				qkv := Dense(tok, p.QKVW, p.QKVB) // [n, 3C]
-				merged := New(n, c)
+				qkv := reference.Dense(tok, p.QKVW, p.QKVB) // [n, 3C]
+				merged := reference.New(n, c)
 				for hh := range heads {
 					for i := range n {
-						scores := New(n)
+						scores := reference.New(n)
 						for j := range n {
 							s := 0.0
 							for e := range hd {
@@ -306,7 +283,7 @@ func SwinBlock(x Tensor, p SwinBlockParams) Tensor {
 							}
 							scores.Data[j] = s
 						}
-						attn := Softmax(scores)
+						attn := reference.Softmax(scores)
 						for e := range hd {
 							s := 0.0
 							for j := range n {
@@ -316,7 +293,7 @@ func SwinBlock(x Tensor, p SwinBlockParams) Tensor {
 						}
 					}
 				}
-				out := Dense(merged, p.ProjW, p.ProjB)
+				out := reference.Dense(merged, p.ProjW, p.ProjB)
 				for i := range n {
 					if sy[i] < h && sx[i] < w {
 						for k := range c {
@@ -327,7 +304,7 @@ func SwinBlock(x Tensor, p SwinBlockParams) Tensor {
 			}
 		}
 	}
-	x = Add(x, attnOut)
-	m := Map(Dense(LayerNorm(x, p.Norm2G, p.Norm2B, p.Eps), p.FC1W, p.FC1B), p.GELU)
-	return Add(x, Dense(m, p.FC2W, p.FC2B))
+	x = reference.Add(x, attnOut)
+	m := reference.Map(reference.Dense(reference.LayerNorm(x, p.Norm2G, p.Norm2B, p.Eps), p.FC1W, p.FC1B), p.GELU)
+	return reference.Add(x, reference.Dense(m, p.FC2W, p.FC2B))
 }

@@ -1,8 +1,10 @@
-package netspec
+package spec
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/trainer/trainer/graphs/netspec"
 )
 
 // TestBestiaryAttentionKindErrors: a transformer_decoder or mamba_block whose dim is not the tokens'
@@ -16,8 +18,8 @@ func TestBestiaryAttentionKindErrors(t *testing.T) {
 		{"- mamba_block: {dim: 4, stateSize: 4, expand: 2, nBlocks: 1}", "dim"},
 		{"- mamba_block: {dim: 8, stateSize: 0, expand: 2, nBlocks: 1}", "stateSize"},
 	} {
-		_, err := Load("bad.yaml", parse(t, head+c.layer), Sizes{})
-		var e *Error
+		_, err := netspec.Load("bad.yaml", parse(t, head+c.layer), netspec.Sizes{})
+		var e *netspec.Error
 		if !errors.As(err, &e) || e.Path != "2" || e.Field != c.field {
 			t.Errorf("%s: got %v, want an error of layer 2's %s", c.layer, err, c.field)
 		}

@@ -1,4 +1,4 @@
-package netspec
+package spec
 
 import (
 	"strings"
@@ -8,9 +8,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/netspec"
 )
 
-// bestiaryDense uses every kind of the bestiary's dense group (graphs/netspec/bestiary_dense.go); the
+// bestiaryDense uses every kind of the bestiary's dense group (dense.go); the
 // shared spec tests (counts against the graph, gradients reaching every parameter, bfloat16) run it.
 const bestiaryDense = `
 - input: {size: 8, channels: 3, classes: 5}
@@ -32,14 +33,14 @@ const bestiaryDense = `
 // TestBestiaryDenseSpec: the group's kinds infer the shapes of their graphs functions, put their
 // norms in the no-decay group, and refuse a signature width that is not the input's.
 func TestBestiaryDenseSpec(t *testing.T) {
-	net := load(t, bestiaryDense, Sizes{})
+	net := load(t, bestiaryDense, netspec.Sizes{})
 	want := map[string]string{
 		"unet_down": "[4, 4, 4]", "unet_up": "[8, 8, 4]", "aspp_module": "[8, 8, 4]", "mobilevit_block": "[8, 8, 4]",
 		"positional_encoding": "[8, 8, 20]", "wavenet_block": "[16, 5]", "nerf_mlp": "[16, 4]",
 	}
 	for _, r := range net.Rows() {
-		if w, ok := want[r.Kind]; ok && shapeString(r.Out) != w {
-			t.Errorf("%s: inferred %s, want %s", r.Kind, shapeString(r.Out), w)
+		if w, ok := want[r.Kind]; ok && netspec.ShapeString(r.Out) != w {
+			t.Errorf("%s: inferred %s, want %s", r.Kind, netspec.ShapeString(r.Out), w)
 		}
 	}
 
@@ -77,7 +78,7 @@ func TestBestiaryDenseSpec(t *testing.T) {
 		{"- unetUp: {ic: 6, oc: 4, layers: [relu]}", "layers: the body maps [8, 8, 3] to [8, 8, 3]; expected an image of exactly half the size"},
 	} {
 		text := "- input: {size: 8, channels: 3, classes: 5}\n" + c.text + "\n- globalavgpool\n- dense: {units: classes}\n"
-		_, err := Load("test.yaml", parse(t, text), Sizes{})
+		_, err := netspec.Load("test.yaml", parse(t, text), netspec.Sizes{})
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: error %v, want one containing %q", c.text, err, c.msg)
 		}

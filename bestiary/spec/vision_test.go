@@ -1,4 +1,4 @@
-package netspec
+package spec
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/netspec"
 )
 
 // visionBlocks uses every vision block of the bestiary: the Swin stage on a 6×6 map with 4×4 windows
@@ -32,21 +33,19 @@ const visionBlocks = `
 - dense: {units: classes}
 `
 
-func init() { countSpecs["vision blocks"] = visionBlocks }
-
 // TestVisionBlockShapes: the blocks' inferred output shapes, and the parameter counts of the blocks
 // whose torchvision modules have a known size (DenseNet-121's first dense block and transition,
 // GoogLeNet's inception3a, shufflenet_v2_x1_0's stage2, swin_t's first stage).
 func TestVisionBlockShapes(t *testing.T) {
-	net := load(t, visionBlocks, Sizes{})
+	net := load(t, visionBlocks, netspec.Sizes{})
 	want := map[string]string{
 		"dense_block2": "[12, 12, 16]", "transition_layer3": "[6, 6, 8]", "swin_stage4": "[6, 6, 8]", "inception_module5": "[6, 6, 16]",
 		"shufflev2_block6": "[3, 3, 24]", "shufflev2_block7": "[3, 3, 24]", "shuffle_block8": "[2, 2, 48]", "shuffle_block9": "[2, 2, 48]",
 		"darknet_block10": "[2, 2, 48]", "csp_block11": "[2, 2, 16]",
 	}
 	for _, l := range net.Layers {
-		if w, ok := want[l.Scope]; ok && shapeString(l.Out) != w {
-			t.Errorf("%s: output %s, want %s", l.Scope, shapeString(l.Out), w)
+		if w, ok := want[l.Scope]; ok && netspec.ShapeString(l.Out) != w {
+			t.Errorf("%s: output %s, want %s", l.Scope, netspec.ShapeString(l.Out), w)
 		}
 	}
 	// torchvision 0.14's modules, counted with sum(p.numel() for p in m.parameters()).
@@ -60,7 +59,7 @@ func TestVisionBlockShapes(t *testing.T) {
 		{"- input: {size: 56, channels: 24, classes: 116}\n- shufflev2_block: {ic: 24, oc: 116, n_units: 4}\n- globalavgpool", 30192},
 		{"- input: {size: 56, channels: 96, classes: 96}\n- swin_stage: {dim: 96, heads: 3, mlp_dim: 384, window_size: 7, n_blocks: 2}\n- globalavgpool", 224694},
 	} {
-		params, _ := load(t, c.spec, Sizes{}).Totals()
+		params, _ := load(t, c.spec, netspec.Sizes{}).Totals()
 		if params != c.params {
 			t.Errorf("%s: %d parameters, torchvision's module has %d", strings.Split(c.spec, "\n")[1], params, c.params)
 		}
@@ -83,8 +82,8 @@ func TestVisionBlockErrors(t *testing.T) {
 		{"darknet channels", in + "- darknet_block: {channels: 6, n_blocks: 1}", "channels", "6, but the input has 8 channels"},
 		{"csp oc", in + "- csp_block: {ic: 8, oc: 6, n_blocks: 1}", "oc", "6 is not a multiple of 4"},
 	} {
-		_, err := Load("bad.yaml", parse(t, c.text), Sizes{})
-		var e *Error
+		_, err := netspec.Load("bad.yaml", parse(t, c.text), netspec.Sizes{})
+		var e *netspec.Error
 		if !errors.As(err, &e) {
 			t.Errorf("%s: got %v, want an *Error", c.name, err)
 			continue
@@ -98,7 +97,7 @@ func TestVisionBlockErrors(t *testing.T) {
 // TestVisionBlocksTrainAndDecay: a training step's gradient reaches every parameter of the blocks, and
 // exactly the norms' weights (and the Swin bias tables) are in the no-weight-decay group.
 func TestVisionBlocksTrainAndDecay(t *testing.T) {
-	net := load(t, visionBlocks, Sizes{})
+	net := load(t, visionBlocks, netspec.Sizes{})
 	var names []string
 	var noDecay []bool
 	exec, err := context.NewExec(testBackend(), context.New(), func(ctx *context.Context, x *Node) []*Node {
