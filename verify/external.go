@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
@@ -45,7 +46,7 @@ func Uniform(lo, hi float64) Gen { return uniform(lo, hi) }
 func Distinct() Gen { return distinct() }
 
 // FromHost copies a float64 tensor into a reference tensor.
-var FromHost = fromHost
+func FromHost(t *tensors.Tensor) reference.Tensor { return fromHost(t) }
 
 // DimsString writes a shape as the checks' Shapes column does ("2x3x4", "scalar").
 func DimsString(dims []int) string { return dimsString(dims) }
