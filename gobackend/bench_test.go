@@ -184,7 +184,7 @@ func BenchmarkResNetConvs(b *testing.B) {
 			}
 			return tensors.FromFlatDataAndDimensions(data, dims...)
 		}
-		// The step builds the gradients the way graphs/vjp_conv.go does (one convolution each; the kernel
+		// The step builds the gradients the way graphs/gomlxfix/vjp_conv.go does (one convolution each; the kernel
 		// flipped by slices and concatenations), which is what a training step runs.
 		step := func(x, k *Node) []*Node {
 			nhwc := backends.ConvolveAxesConfig{InputBatch: 0, InputChannels: 3, InputSpatial: []int{1, 2},

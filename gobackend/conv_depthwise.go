@@ -11,7 +11,7 @@ import (
 // each output position is Σ over its taps of an input row times a weight row, whole rows at a time
 // (AVX2 FMA on 32 or 8 channels, conv_depthwise_amd64.s; Go loops elsewhere and for the last few).
 //
-// Two forms reach the backend in a training step (graphs/vjp_conv.go):
+// Two forms reach the backend in a training step (graphs/gomlxfix/vjp_conv.go):
 //   - channel groups with one input and one output channel per group: the forward convolution, and the
 //     input gradient (the output gradient dilated by the strides, convolved with the flipped kernel);
 //   - batch groups with one input batch and one output channel per group: the kernel gradient, where the

@@ -17,7 +17,7 @@ type depthwiseCase struct {
 }
 
 // depthwiseCases covers the three convolutions of a depthwise layer's training step as they reach the
-// backend (graphs/vjp_conv.go): the forward, the input gradient (input dilation by the stride, the
+// backend (graphs/gomlxfix/vjp_conv.go): the forward, the input gradient (input dilation by the stride, the
 // kernel flipped) and the kernel gradient (batch groups, the channels as the input's batch, kernel
 // dilation standing for the stride); strides 1 and 2, symmetric and asymmetric padding, odd sizes,
 // channel counts that use the 32-wide and 8-wide kernel blocks and the Go loop's tail, 1-D and 3-D.

@@ -185,7 +185,7 @@ func putPadded[T gemmFloat](b []T) {
 }
 
 // foldKernelFlips rewrites, in the graph being compiled, each fused convolution whose kernel is a
-// spatial flip built from unit slices and a concatenation (graphs/vjp_conv.go's flipSpatial, once per
+// spatial flip built from unit slices and a concatenation (graphs/gomlxfix/vjp_conv.go's flipSpatial, once per
 // flipped axis) to read the unflipped kernel reversed instead: the slices and concatenations are then
 // unused, and simplego skips them.
 func foldKernelFlips(nodes []*simplego.Node) {

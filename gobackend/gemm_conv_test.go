@@ -161,7 +161,7 @@ func specOf(cc convCase) convGemmSpec {
 	return spec
 }
 
-// A kernel flipped by unit slices and a concatenation per axis (graphs/vjp_conv.go's flipSpatial) is
+// A kernel flipped by unit slices and a concatenation per axis (graphs/gomlxfix/vjp_conv.go's flipSpatial) is
 // folded into the fused convolution at compile time: the convolution reads the original kernel
 // reversed, and the result is the convolution with the flipped kernel.
 func TestFoldKernelFlips(t *testing.T) {

@@ -28,7 +28,7 @@ func MultiHeadAttention(ctx *context.Context, x *Node, heads int, init Init, opt
 	q := Squeeze(Slice(qkv, AxisElem(0)), 0)
 	k := Squeeze(Slice(qkv, AxisElem(1)), 0)
 	v := Squeeze(Slice(qkv, AxisElem(2)), 0)
-	opts.Stats.add(2 * int64(heads) * int64(t) * int64(t) * int64(headDim))
+	opts.Stats.Add(2 * int64(heads) * int64(t) * int64(t) * int64(headDim))
 	out := ScaledDotProductAttention(q, k, v)                   // [b, heads, t, headDim]
 	out = Reshape(TransposeAllAxes(out, 0, 2, 1, 3), b, t, dim) // [b, t, dim]
 	return Linear(ctx.In("proj"), out, LinearConfig{Units: dim, Init: init}, opts)

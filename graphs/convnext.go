@@ -120,7 +120,7 @@ func convNeXtBlock(ctx *context.Context, x *Node, train bool, opts Options, laye
 	y = Linear(block.In("3"), y, LinearConfig{Units: 4 * dim, Init: trunc, BiasInit: zeros}, opts)
 	y = GELU(y, opts.GELU)
 	y = Linear(block.In("5"), y, LinearConfig{Units: dim, Init: trunc, BiasInit: zeros}, opts)
-	scale := asDType(Param(ctx, x.Graph(), opts, "layer_scale", InitConst(layerScale), 0, 0, dim), y)
+	scale := AsDType(Param(ctx, x.Graph(), opts, "layer_scale", InitConst(layerScale), 0, 0, dim), y)
 	y = Mul(y, Reshape(scale, 1, 1, 1, dim))
 	return Add(x, DropPath(ctx, y, dropPath, train))
 }

@@ -211,7 +211,7 @@ func (b *mobileBuild) squeezeExcite(ctx *context.Context, x *Node, squeeze int) 
 // spatialMean averages NHWC x over height and width to [batch, 1, 1, channels]; under bfloat16 compute it
 // sums in float32, as the norms do, rather than in a bfloat16 accumulator.
 func spatialMean(x *Node) *Node {
-	if !halfPrecision(x) {
+	if !HalfPrecision(x) {
 		return ReduceAndKeep(x, ReduceMean, 1, 2)
 	}
 	return ConvertDType(ReduceAndKeep(ConvertDType(x, dtypes.Float32), ReduceMean, 1, 2), x.DType())

@@ -129,7 +129,7 @@ func CeilMaxPool2D(x *Node, kernel, stride, pad int) *Node {
 // maxPoolPadded is a max-pool with explicit [lo, hi] padding per spatial axis (padded cells never win);
 // half-precision inputs pool in float32, as MaxPool2D does.
 func maxPoolPadded(x *Node, kernel, stride int, pads [][2]int) *Node {
-	if dtype := x.DType(); halfPrecision(x) {
+	if dtype := x.DType(); HalfPrecision(x) {
 		return ConvertDType(maxPoolPadded(ConvertDType(x, dtypes.Float32), kernel, stride, pads), dtype)
 	}
 	return MaxPool(x).Window(kernel).Strides(stride).PaddingPerDim(pads).Done()

@@ -130,14 +130,14 @@ func FromCompute(x *Node, opts Options) *Node {
 	return ConvertDType(x, opts.ParamDType())
 }
 
-// halfPrecision reports whether norms must upcast x to float32 for their statistics.
-func halfPrecision(x *Node) bool {
+// HalfPrecision reports whether norms must upcast x to float32 for their statistics.
+func HalfPrecision(x *Node) bool {
 	return x.DType() == dtypes.BFloat16 || x.DType() == dtypes.Float16
 }
 
-// asDType converts a (float32) parameter to the compute dtype of x, for bfloat16 compute with float32
+// AsDType converts a (float32) parameter to the compute dtype of x, for bfloat16 compute with float32
 // master weights.
-func asDType(w *Node, like *Node) *Node {
+func AsDType(w *Node, like *Node) *Node {
 	if w.DType() == like.DType() {
 		return w
 	}

@@ -111,7 +111,7 @@ func Conv(ctx *context.Context, x *Node, c ConvConfig, opts Options) *Node {
 	fanIn := c.Kernel * c.Kernel * in / groups
 	fanOut := c.Kernel * c.Kernel * c.Filters / groups
 	init, biasInit := defaultInits(c.Init, c.BiasInit)
-	w := asDType(Param(ctx, x.Graph(), opts, "weight", init, fanIn, fanOut, c.Kernel, c.Kernel, in/groups, c.Filters), x)
+	w := AsDType(Param(ctx, x.Graph(), opts, "weight", init, fanIn, fanOut, c.Kernel, c.Kernel, in/groups, c.Filters), x)
 	dims := x.Shape().Dimensions
 	pads := [][2]int{
 		PadsFor(c.Padding, dims[1], c.Kernel, stride, dilation),
@@ -124,9 +124,9 @@ func Conv(ctx *context.Context, x *Node, c ConvConfig, opts Options) *Node {
 	}
 	y := conv.Done()
 	out := y.Shape().Dimensions
-	opts.Stats.add(int64(out[1]) * int64(out[2]) * int64(c.Filters) * int64(fanIn))
+	opts.Stats.Add(int64(out[1]) * int64(out[2]) * int64(c.Filters) * int64(fanIn))
 	if c.Bias {
-		b := asDType(Param(ctx, x.Graph(), opts, "bias", biasInit, fanIn, fanOut, c.Filters), x)
+		b := AsDType(Param(ctx, x.Graph(), opts, "bias", biasInit, fanIn, fanOut, c.Filters), x)
 		y = Add(y, Reshape(b, 1, 1, 1, c.Filters))
 	}
 	return y
@@ -162,12 +162,12 @@ func Linear(ctx *context.Context, x *Node, c LinearConfig, opts Options) *Node {
 	dims := x.Shape().Dimensions
 	in := dims[len(dims)-1]
 	init, biasInit := defaultInits(c.Init, c.BiasInit)
-	w := asDType(Param(ctx, x.Graph(), opts, "weight", init, in, c.Units, in, c.Units), x)
+	w := AsDType(Param(ctx, x.Graph(), opts, "weight", init, in, c.Units, in, c.Units), x)
 	rows := x.Shape().Size() / in
-	opts.Stats.add(int64(rows/max(dims[0], 1)) * int64(in) * int64(c.Units))
+	opts.Stats.Add(int64(rows/max(dims[0], 1)) * int64(in) * int64(c.Units))
 	y := Dot(Reshape(x, -1, in), w)
 	if !c.NoBias {
-		b := asDType(Param(ctx, x.Graph(), opts, "bias", biasInit, in, c.Units, c.Units), x)
+		b := AsDType(Param(ctx, x.Graph(), opts, "bias", biasInit, in, c.Units, c.Units), x)
 		y = Add(y, InsertAxes(b, 0))
 	}
 	outDims := append(append([]int{}, dims[:len(dims)-1]...), c.Units)
@@ -182,7 +182,7 @@ func Linear(ctx *context.Context, x *Node, c LinearConfig, opts Options) *Node {
 // writes the bfloat16 zero of the pool's gradient (select_and_scatter) as a malformed constant that
 // PJRT refuses to parse (TestEmitBF16ConstantsWellFormed).
 func MaxPool2D(x *Node, kernel, stride, pad int) *Node {
-	if dtype := x.DType(); halfPrecision(x) {
+	if dtype := x.DType(); HalfPrecision(x) {
 		return ConvertDType(MaxPool2D(ConvertDType(x, dtypes.Float32), kernel, stride, pad), dtype)
 	}
 	return MaxPool(x).Window(kernel).Strides(stride).
@@ -233,9 +233,9 @@ func classes(opts Options, def int) int {
 	return def
 }
 
-// zeroPad adds lo zeros before and hi after x along axis, by concatenation: GoMLX v0.26's Pad has no
+// ZeroPad adds lo zeros before and hi after x along axis, by concatenation: GoMLX v0.26's Pad has no
 // gradient (Swin's window padding, Mamba's and WaveNet's causal shifts, the bestiary's borders use this).
-func zeroPad(x *Node, axis, lo, hi int) *Node {
+func ZeroPad(x *Node, axis, lo, hi int) *Node {
 	zeros := func(n int) *Node {
 		dims := slices.Clone(x.Shape().Dimensions)
 		dims[axis] = n

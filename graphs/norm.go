@@ -61,7 +61,7 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 	// Statistics and normalisation in the master dtype even under bfloat16 compute.
 	dtype := x.DType()
 	xf := x
-	if halfPrecision(x) {
+	if HalfPrecision(x) {
 		xf = ConvertDType(x, gamma.DType())
 	}
 	axes := make([]int, x.Rank()-1)
@@ -77,11 +77,11 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 			// The gradient flows through the all-reduces (allReduceVJP).
 			m *= float64(replicas)
 			mean = DivScalar(allReduceSum(ReduceSum(xf, axes...)), m)
-			centered = Sub(xf, asChannels(mean, x.Rank()))
+			centered = Sub(xf, AsChannels(mean, x.Rank()))
 			variance = DivScalar(allReduceSum(ReduceSum(Square(centered), axes...)), m)
 		} else {
 			mean = ReduceMean(xf, axes...)
-			centered = Sub(xf, asChannels(mean, x.Rank()))
+			centered = Sub(xf, AsChannels(mean, x.Rank()))
 			variance = ReduceMean(Square(centered), axes...)
 		}
 		stored := variance
@@ -101,10 +101,10 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 	} else {
 		mean = meanVar.ValueGraph(g)
 		variance = varVar.ValueGraph(g)
-		centered = Sub(xf, asChannels(mean, x.Rank()))
+		centered = Sub(xf, AsChannels(mean, x.Rank()))
 	}
 	scale := Mul(Rsqrt(AddScalar(variance, c.Epsilon)), gamma)
-	y := Add(Mul(centered, asChannels(scale, x.Rank())), asChannels(beta, x.Rank()))
+	y := Add(Mul(centered, AsChannels(scale, x.Rank())), AsChannels(beta, x.Rank()))
 	if y.DType() != dtype {
 		y = ConvertDType(y, dtype)
 	}
@@ -134,22 +134,22 @@ func LayerNorm(ctx *context.Context, x *Node, epsilon float64, opts Options) *No
 	beta := Param(ctx, g, opts, "bias", InitConst(0), 0, 0, ch)
 	dtype := x.DType()
 	xf := x
-	if halfPrecision(x) {
+	if HalfPrecision(x) {
 		xf = ConvertDType(x, gamma.DType())
 	}
 	last := x.Rank() - 1
 	mean := ReduceAndKeep(xf, ReduceMean, last)
 	centered := Sub(xf, mean)
 	variance := ReduceAndKeep(Square(centered), ReduceMean, last)
-	y := Add(Mul(Mul(centered, Rsqrt(AddScalar(variance, epsilon))), asChannels(gamma, x.Rank())), asChannels(beta, x.Rank()))
+	y := Add(Mul(Mul(centered, Rsqrt(AddScalar(variance, epsilon))), AsChannels(gamma, x.Rank())), AsChannels(beta, x.Rank()))
 	if y.DType() != dtype {
 		y = ConvertDType(y, dtype)
 	}
 	return y
 }
 
-// asChannels reshapes a per-channel vector [C] to [1, ..., 1, C] so it broadcasts over a rank-r tensor.
-func asChannels(v *Node, rank int) *Node {
+// AsChannels reshapes a per-channel vector [C] to [1, ..., 1, C] so it broadcasts over a rank-r tensor.
+func AsChannels(v *Node, rank int) *Node {
 	dims := make([]int, rank)
 	for i := range dims {
 		dims[i] = 1

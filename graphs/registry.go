@@ -67,7 +67,8 @@ type Stats struct {
 	MACs int64
 }
 
-func (s *Stats) add(macs int64) {
+// Add counts macs multiply-accumulates (nothing when s is nil: the graph is not being measured).
+func (s *Stats) Add(macs int64) {
 	if s != nil {
 		s.MACs += macs
 	}

@@ -105,7 +105,7 @@ func ShuffleV2Block(ctx *context.Context, x *Node, train bool, opts Options, out
 		if i == 0 {
 			stride = 2
 		}
-		x = shuffleUnit(ctx.In(strconv.Itoa(i)), x, train, opts, out, stride, strided)
+		x = ShuffleUnit(ctx.In(strconv.Itoa(i)), x, train, opts, out, stride, strided)
 	}
 	return x
 }
@@ -133,11 +133,11 @@ func shuffleConvBNAt(ctx *context.Context, at int, x *Node, train bool, opts Opt
 	return x
 }
 
-// shuffleUnit is torchvision's InvertedResidual. Strided: branch1 (depthwise 3x3/s-BN, 1x1-BN-ReLU) on
+// ShuffleUnit is torchvision's InvertedResidual. Strided: branch1 (depthwise 3x3/s-BN, 1x1-BN-ReLU) on
 // the whole input, concatenated with branch2 (1x1-BN-ReLU, depthwise 3x3/s-BN, 1x1-BN-ReLU) on the whole
 // input. Stride 1: the first half of the channels passes, branch2 transforms the second. Then the
 // channels are shuffled over two groups.
-func shuffleUnit(ctx *context.Context, x *Node, train bool, opts Options, out, stride int, strided Padding) *Node {
+func ShuffleUnit(ctx *context.Context, x *Node, train bool, opts Options, out, stride int, strided Padding) *Node {
 	in := x.Shape().Dimensions[3]
 	half := out / 2
 	var left, right *Node

@@ -196,7 +196,7 @@ func ShiftedWindowAttention(ctx *context.Context, x *Node, opts Options, heads, 
 	q := MulScalar(Squeeze(Slice(qkv, AxisElem(0)), 0), 1/math.Sqrt(float64(hd)))
 	k := Squeeze(Slice(qkv, AxisElem(1)), 0)
 	v := Squeeze(Slice(qkv, AxisElem(2)), 0)
-	opts.Stats.add(2 * int64(windows) * int64(n) * int64(n) * int64(c)) // q·kᵀ and attention·v, per example
+	opts.Stats.Add(2 * int64(windows) * int64(n) * int64(n) * int64(c)) // q·kᵀ and attention·v, per example
 
 	scores := DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [bw, heads, n, n]
 	scores = Add(scores, InsertAxes(relativePositionBias(ctx, x, opts, heads, window), 0))
@@ -222,7 +222,7 @@ func ShiftedWindowAttention(ctx *context.Context, x *Node, opts Options, heads, 
 // the offset between token i and token j, as torchvision's relative_position_index.
 func relativePositionBias(ctx *context.Context, like *Node, opts Options, heads, window int) *Node {
 	rows := (2*window - 1) * (2*window - 1)
-	table := asDType(Param(ctx, like.Graph(), opts, "relative_position_bias_table", InitTruncNormal(0.02), 0, 0, rows, heads), like)
+	table := AsDType(Param(ctx, like.Graph(), opts, "relative_position_bias_table", InitTruncNormal(0.02), 0, 0, rows, heads), like)
 	n := window * window
 	index := SwinRelativePositionIndex(window)
 	rowsOf := make([]int32, len(index))
@@ -286,7 +286,7 @@ func swinShiftMask(padH, padW, window, shiftH, shiftW int) *tensors.Tensor {
 // zeroPadEnd appends n zeros along axis (F.pad at the end); a concatenation, as GoMLX v0.26's Pad has no
 // gradient.
 func zeroPadEnd(x *Node, axis, n int) *Node {
-	return zeroPad(x, axis, 0, n)
+	return ZeroPad(x, axis, 0, n)
 }
 
 // roll is torch.roll(x, shift, axis): element i moves to (i+shift) mod size.

@@ -90,9 +90,9 @@ func buildViT(ctx *context.Context, x *Node, train bool, opts Options, c vitConf
 		Filters: c.dim, Kernel: c.patch, Stride: c.patch, Padding: PadValid, Bias: true,
 	}, opts)
 	x = Reshape(x, batch, grid*grid, c.dim)
-	cls := asDType(Param(ctx, x.Graph(), opts, "cls_token", InitNormal(1e-6), 0, 0, 1, 1, c.dim), x)
+	cls := AsDType(Param(ctx, x.Graph(), opts, "cls_token", InitNormal(1e-6), 0, 0, 1, 1, c.dim), x)
 	x = Concatenate([]*Node{BroadcastToDims(cls, batch, 1, c.dim), x}, 1)
-	pos := asDType(Param(ctx, x.Graph(), opts, "pos_embed", InitTruncNormal(0.02), 0, 0, 1, tokens, c.dim), x)
+	pos := AsDType(Param(ctx, x.Graph(), opts, "pos_embed", InitTruncNormal(0.02), 0, 0, 1, tokens, c.dim), x)
 	x = Add(x, pos)
 
 	maxRate := opts.DropPath(c.dropPath)

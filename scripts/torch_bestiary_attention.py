@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Fixture for graphs/TestTransformerDecoderMatchesTorch: nn.TransformerDecoder (post-norm, ReLU,
+"""Fixture for bestiary/TestTransformerDecoderMatchesTorch: nn.TransformerDecoder (post-norm, ReLU,
 batch_first, eval mode) with seeded float64 weights, run on learned queries over random memory.
 
-Writes graphs/testdata/bestiary_transformer_decoder.json: the sizes, the state_dict (PyTorch layouts),
+Writes bestiary/testdata/transformer_decoder_torch.json: the sizes, the state_dict (PyTorch layouts),
 the queries (the bestiary's query_embed.weight), the memory and the decoder's output.
 Run: /usr/bin/python3 scripts/torch_bestiary_attention.py (PyTorch 1.13).
 """
@@ -33,7 +33,7 @@ def main():
         "output": {"dims": list(out.shape), "data": out.flatten().tolist()},
         "state_dict": {k: {"dims": list(v.shape), "data": v.flatten().tolist()} for k, v in decoder.state_dict().items()},
     }
-    path = os.path.join(os.path.dirname(__file__), "..", "graphs", "testdata", "bestiary_transformer_decoder.json")
+    path = os.path.join(os.path.dirname(__file__), "..", "bestiary", "testdata", "transformer_decoder_torch.json")
     with open(path, "w") as f:
         json.dump(fixture, f)
     print("wrote", path, "output", list(out.shape), "torch", torch.__version__)

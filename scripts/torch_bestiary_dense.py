@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes graphs/testdata/bestiary_dense_torch.json for TestBestiaryDenseMatchesTorch: the bestiary's
+"""Writes bestiary/testdata/dense_torch.json for TestBestiaryDenseMatchesTorch: the bestiary's
 dense-group layers in PyTorch 1.13 / torchvision 0.14, float64, every parameter and BatchNorm statistic
 random, one input each and their outputs in evaluation mode and, where the layer has BatchNorm or
 dropout, in training mode (batch statistics, dropout set to 0).
@@ -235,5 +235,5 @@ cases = {
     "positionalEncoding": case(PositionalEncoding(4), [torch.rand(5, 3) * 2 - 1], train=False),
     "mobileVitBlock": case(MobileViT(3, 8, 2, 16, 2), [torch.randn(2, 3, 4, 6)]),
 }
-with open("graphs/testdata/bestiary_dense_torch.json", "w") as f:
+with open("bestiary/testdata/dense_torch.json", "w") as f:
     json.dump(cases, f)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Writes the PyTorch fixtures of the bestiary's vision blocks (verify/bestiary_vision_torch_test.go):
+"""Writes the PyTorch fixtures of the bestiary's vision blocks (bestiary/checks/vision_torch_test.go):
 
-    scripts/torch_bestiary_vision.py     # rewrites verify/testdata/bestiary_vision/*.pth (seeded)
+    scripts/torch_bestiary_vision.py     # rewrites bestiary/checks/testdata/vision/*.pth (seeded)
 
 Each file is torch.save of one torchvision 0.14 module's state_dict in float64, its parameters and
 BatchNorm running statistics drawn away from their initial values (so no γ = 1, β = 0 hides an error),
@@ -29,7 +29,7 @@ from torchvision.models.googlenet import Inception
 from torchvision.models.shufflenetv2 import InvertedResidual
 from torchvision.models.swin_transformer import SwinTransformerBlock
 
-OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "verify", "testdata", "bestiary_vision")
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bestiary", "checks", "testdata", "vision")
 
 
 def randomize(module, g):

@@ -14,6 +14,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/gomlxfix"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -41,6 +42,7 @@ func (s *session) evaluateEMA(loader *data.Loader) (EvalResult, error) {
 // every eval of a run reuses it.
 func (s *session) evaluateWith(evalCtx *context.Context, execp **context.Exec, loader *data.Loader) (EvalResult, error) {
 	if *execp == nil {
+		gomlxfix.Install() // one gradient table per process, whichever graph is built first
 		exec, err := context.NewExec(s.backend, evalCtx.Reuse(), func(ctx *context.Context, images *Node) *Node {
 			return s.Forward(ctx.Reuse().In(graphs.ModelScope), trainstep.NormalizeInput(s.cfg.Data, images), false)
 		})

@@ -12,11 +12,13 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
+	"github.com/trainer/trainer/graphs/gomlxfix"
 	"github.com/trainer/trainer/verify/reference"
 )
 
 // lossBackend is the completed pure-Go backend, shared by the loss and optimizer-law tests.
 var lossBackend = sync.OnceValue(func() backends.Backend {
+	gomlxfix.Install()
 	b, err := gobackend.New("")
 	if err != nil {
 		panic(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/gomlxfix"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -96,6 +97,8 @@ func New(backend backends.Backend, ctx *context.Context, cfg config.Config, mode
 			s.replicaIndex = append(s.replicaIndex, tensors.FromValue(int32(r)))
 		}
 	}
+	// The step's gradients need the project's Dot, convolution, Rsqrt and AllReduce gradients.
+	gomlxfix.Install()
 	s.exec, err = context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
 		return s.build(ctx, s.inputs(in))
 	})

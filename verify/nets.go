@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/gomlxfix"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -104,6 +105,7 @@ func CheckNets(backend backends.Backend, names []string, cfg NetConfig) []Result
 }
 
 func checkSpec(backend backends.Backend, spec graphs.Spec, cfg NetConfig) []Result {
+	gomlxfix.Install() // the gradients checked are the ones the train step takes
 	cfg = cfg.withDefaults()
 	prefix := "net:" + spec.Name
 	size, err := netImageSize(backend, spec, cfg)

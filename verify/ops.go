@@ -12,10 +12,8 @@ import (
 	"github.com/trainer/trainer/verify/reference"
 )
 
-// extraCases are cases registered by files behind build tags.
-var extraCases []func() opCase
-
-// opCases lists the op checks that compare one op of graphs (or trainer's losses) with the reference.
+// opCases lists the op checks that compare one op of graphs (or trainer's losses) with the reference:
+// the package's own, then those registered by RegisterOpCases.
 func opCases() []opCase {
 	cases := []opCase{
 		denseCase("dense", []int{3, 5}, 4),
@@ -78,10 +76,8 @@ func opCases() []opCase {
 		dropoutCase(),
 		dropPathCase(),
 	)
-	for _, extra := range extraCases {
-		cases = append(cases, extra())
-	}
-	return cases
+	cases = append(cases, gomlxBatchNormTrapCase())
+	return append(cases, registeredCases()...)
 }
 
 func denseCase(name string, x []int, units int) opCase {

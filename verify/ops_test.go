@@ -14,10 +14,12 @@ import (
 
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/gomlxfix"
 	"github.com/trainer/trainer/verify/reference"
 )
 
 var testBackend = sync.OnceValue(func() backends.Backend {
+	gomlxfix.Install()
 	b, err := gobackend.New("")
 	if err != nil {
 		panic(err)

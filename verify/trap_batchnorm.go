@@ -12,8 +12,6 @@ import (
 	"github.com/trainer/trainer/verify/reference"
 )
 
-func init() { extraCases = append(extraCases, gomlxBatchNormTrapCase) }
-
 // gomlxBatchNormTrapCase documents a GoMLX v0.26 bug: layers/batchnorm with UseBackendInference(false)
 // stops the gradient at the batch statistics, so its input gradient is wrong. The check passes while
 // the bug is there; graphs.BatchNorm (batchnorm_train) is what the nets use.

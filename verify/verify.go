@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 
 	"github.com/gomlx/gomlx/backends"
+
+	"github.com/trainer/trainer/graphs/gomlxfix"
 )
 
 // Result is the outcome of one comparison.
@@ -46,8 +48,10 @@ type Check struct {
 	Run  func(backend backends.Backend) []Result
 }
 
-// OpChecks lists the op checks, in the order `trainer verify` prints them.
+// OpChecks lists the op checks, in the order `trainer verify` prints them. It installs the project's
+// GoMLX gradients (gomlxfix), the ones the train step takes and the checks certify.
 func OpChecks() []Check {
+	gomlxfix.Install()
 	var checks []Check
 	for _, c := range opCases() {
 		checks = append(checks, Check{Name: c.name, Run: c.run})

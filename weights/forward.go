@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/graphs/gomlxfix"
 )
 
 // Evaluator runs a net's eval-mode forward pass over the variables of a context.
@@ -25,6 +26,7 @@ type Evaluator struct {
 // reuse, every variable must already be in ctx (after Load); without, missing ones are initialised.
 func NewEvaluator(backend backends.Backend, ctx *context.Context, spec graphs.Spec, opts graphs.Options, reuse bool) (*Evaluator, error) {
 	e := &Evaluator{spec: spec, opts: opts, reuse: reuse}
+	gomlxfix.Install() // one gradient table per process, whichever graph is built first
 	exec, err := context.NewExec(backend, ctx, func(ctx *context.Context, images *Node) *Node {
 		ctx = ctx.In(graphs.ModelScope)
 		if e.reuse {

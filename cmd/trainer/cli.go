@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/trainer/trainer/bestiary/spec"
 )
 
 // The command tree: every command's Use (its positional arguments) and flags are the one source of
@@ -30,6 +32,7 @@ const (
 // run executes the command line args (without the program's name), writing to stdout and stderr.
 // A command line refused before its command ran comes back as a usageError.
 func run(args []string, stdout, stderr io.Writer) error {
+	spec.Register() // the bestiary's layer kinds, which any recipe's or --spec file's NetSpec may use
 	root := newRootCommand()
 	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	root.SetOut(stdout)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trainer/trainer/bestiary/checks"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/verify"
@@ -96,6 +97,7 @@ func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *strin
 		_ = tw.Flush()
 	}
 	if !*netsOnly {
+		checks.Register() // the bestiary's rows, after verify's own op checks
 		fmt.Fprintf(stderr, "verify: op checks on %s\n", *backendName)
 		emit(verify.RunOps(backend, filter))
 	}

@@ -39,13 +39,13 @@ func registerBlockKinds() {
 			if projectionStride(in, out) == 0 {
 				return nil, ArgError("projection", "the body maps %s to %s, which no strided 1×1 projection matches; expected a body that keeps the size or divides it by a stride", shapeString(in), shapeString(out))
 			}
-			l.Params += int64s(in[2], out[2])
+			l.Params += Product(in[2], out[2])
 			if proj == "conv" {
 				l.Params += int64(out[2])
 			} else {
 				l.Params += 2 * int64(out[2])
 			}
-			l.MACs += int64s(out[0], out[1], out[2], in[2])
+			l.MACs += Product(out[0], out[1], out[2], in[2])
 			return out, nil
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
@@ -65,21 +65,21 @@ func registerBlockKinds() {
 	Register(Kind{
 		Name: "mbconv", Doc: "MobileNetV2/EfficientNet inverted residual (torchvision's MBConv): 1×1 expand + BN + act, k×k depthwise + BN + act, optional squeeze-excite, 1×1 project + BN, identity shortcut when stride 1 and the width is kept; kaiming-normal (fan-out) init",
 		Args: []Arg{
-			widthArg("filters", "output channels"),
+			WidthArg("filters", "output channels"),
 			{Name: "expand", Type: TypeInt, Default: 6, Min: 1, Max: 64, Doc: "hidden width = expand × input channels (1: no expansion conv)"},
-			kernelArg("kernel", false, 3, "depthwise kernel"),
-			kernelArg("stride", false, 1, "depthwise stride"),
+			KernelArg("kernel", false, 3, "depthwise kernel"),
+			KernelArg("stride", false, 1, "depthwise stride"),
 			{Name: "se", Type: TypeFloat, Default: 0.0, Min: 0, Max: 1, Doc: "squeeze-excite width as a fraction of the input channels (EfficientNet 0.25); 0: none"},
 			{Name: "activation", Type: TypeChoice, Default: "silu", Choices: []string{"silu", "relu6", "relu"}, Doc: "the block's activation"},
 		},
 		Norms: []string{"expand_bn", "depthwise_bn", "project_bn"},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needImage(in); err != nil {
+			if err := NeedImage(in); err != nil {
 				return nil, err
 			}
 			c, f, k := in[2], l.Int("filters"), l.Int("kernel")
 			hidden := c * l.Int("expand")
-			if err := bound("expand", hidden); err != nil {
+			if err := Bound("expand", hidden); err != nil {
 				return nil, err
 			}
 			h, w, err := convShape(in, k, l.Int("stride"), 1, "symmetric", "kernel")
@@ -87,17 +87,17 @@ func registerBlockKinds() {
 				return nil, err
 			}
 			if hidden != c {
-				l.Params += int64s(c, hidden) + 2*int64(hidden)
-				l.MACs += int64s(in[0], in[1], hidden, c)
+				l.Params += Product(c, hidden) + 2*int64(hidden)
+				l.MACs += Product(in[0], in[1], hidden, c)
 			}
-			l.Params += int64s(k, k, hidden) + 2*int64(hidden)
-			l.MACs += int64s(h, w, hidden, k, k)
+			l.Params += Product(k, k, hidden) + 2*int64(hidden)
+			l.MACs += Product(h, w, hidden, k, k)
 			if sq := squeeze(c, l.Float("se")); sq > 0 {
-				l.Params += int64s(hidden, sq) + int64(sq) + int64s(sq, hidden) + int64(hidden)
-				l.MACs += 2 * int64s(hidden, sq)
+				l.Params += Product(hidden, sq) + int64(sq) + Product(sq, hidden) + int64(hidden)
+				l.MACs += 2 * Product(hidden, sq)
 			}
-			l.Params += int64s(hidden, f) + 2*int64(f)
-			l.MACs += int64s(h, w, f, hidden)
+			l.Params += Product(hidden, f) + 2*int64(f)
+			l.MACs += Product(h, w, f, hidden)
 			return []int{h, w, f}, nil
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
@@ -122,16 +122,16 @@ func registerBlockKinds() {
 	Register(Kind{
 		Name: "se", Doc: "squeeze-excite (torchvision's SqueezeExcitation): global mean, 1×1 conv reduce + act, 1×1 conv expand, sigmoid gate on the input",
 		Args: []Arg{
-			widthArg("squeeze", "the reduced width"),
+			WidthArg("squeeze", "the reduced width"),
 			{Name: "activation", Type: TypeChoice, Default: "relu", Choices: []string{"relu", "silu"}, Doc: "between the two convs"},
 		},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needImage(in); err != nil {
+			if err := NeedImage(in); err != nil {
 				return nil, err
 			}
 			c, sq := in[2], l.Int("squeeze")
-			l.Params = int64s(c, sq) + int64(sq) + int64s(sq, c) + int64(c)
-			l.MACs = 2 * int64s(c, sq)
+			l.Params = Product(c, sq) + int64(sq) + Product(sq, c) + int64(c)
+			l.MACs = 2 * Product(c, sq)
 			return in, nil
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
@@ -141,12 +141,12 @@ func registerBlockKinds() {
 	Register(Kind{
 		Name: "patch_embed", Doc: "ViT's patch embedding: a patch×patch conv at stride patch to dim channels, the grid flattened row-major to tokens, a class token prepended and a learned position embedding added (timm's init); fixes the input size",
 		Args: []Arg{
-			kernelArg("patch", true, 0, "patch size; must divide the input size"),
-			widthArg("dim", "token width"),
+			KernelArg("patch", true, 0, "patch size; must divide the input size"),
+			WidthArg("dim", "token width"),
 			{Name: "class_token", Type: TypeBool, Default: true, Doc: "prepend a learned class token"},
 		},
 		Infer: func(p *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needImage(in); err != nil {
+			if err := NeedImage(in); err != nil {
 				return nil, err
 			}
 			pt, d := l.Int("patch"), l.Int("dim")
@@ -159,8 +159,8 @@ func registerBlockKinds() {
 				tokens++
 				l.Params += int64(d)
 			}
-			l.Params += int64s(pt, pt, in[2], d) + int64(d) + int64s(tokens, d)
-			l.MACs = int64s(grid, d, pt, pt, in[2])
+			l.Params += Product(pt, pt, in[2], d) + int64(d) + Product(tokens, d)
+			l.MACs = Product(grid, d, pt, pt, in[2])
 			p.FixInputSize()
 			return []int{tokens, d}, nil
 		},
@@ -181,15 +181,15 @@ func registerBlockKinds() {
 	})
 	Register(Kind{
 		Name: "attention", Doc: "multi-head self-attention over tokens (timm's Attention: one qkv Linear, heads, proj Linear; trunc-normal 0.02 init)",
-		Args: []Arg{widthArg("heads", "attention heads; must divide the token width")},
+		Args: []Arg{WidthArg("heads", "attention heads; must divide the token width")},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needTokens(in); err != nil {
+			if err := NeedTokens(in); err != nil {
 				return nil, err
 			}
 			if in[1]%l.Int("heads") != 0 {
 				return nil, ArgError("heads", "%d does not divide the token width %d", l.Int("heads"), in[1])
 			}
-			l.Params, l.MACs = attentionCost(in[0], in[1])
+			l.Params, l.MACs = AttentionCost(in[0], in[1])
 			return in, nil
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
@@ -199,22 +199,22 @@ func registerBlockKinds() {
 	Register(Kind{
 		Name: "transformer", Doc: "ViT's pre-norm encoder block: x + attn(norm1(x)), then x + mlp(norm2(x)) with a GELU MLP (timm's Block and init)",
 		Args: []Arg{
-			widthArg("heads", "attention heads; must divide the token width"),
-			widthArg("mlp", "hidden width of the MLP"),
+			WidthArg("heads", "attention heads; must divide the token width"),
+			WidthArg("mlp", "hidden width of the MLP"),
 			epsArg(1e-6),
 		},
 		Norms: []string{"norm1", "norm2"},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needTokens(in); err != nil {
+			if err := NeedTokens(in); err != nil {
 				return nil, err
 			}
 			t, d, m := in[0], in[1], l.Int("mlp")
 			if d%l.Int("heads") != 0 {
 				return nil, ArgError("heads", "%d does not divide the token width %d", l.Int("heads"), d)
 			}
-			l.Params, l.MACs = attentionCost(t, d)
-			l.Params += 4*int64(d) + int64s(d, m) + int64(m) + int64s(m, d) + int64(d)
-			l.MACs += 2 * int64s(t, d, m)
+			l.Params, l.MACs = AttentionCost(t, d)
+			l.Params += 4*int64(d) + Product(d, m) + int64(m) + Product(m, d) + int64(d)
+			l.MACs += 2 * Product(t, d, m)
 			return in, nil
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
@@ -233,7 +233,7 @@ func registerBlockKinds() {
 		Name: "token_pool", Doc: "tokens [T, D] -> [D]: the class token (the first) or the mean of the tokens",
 		Args: []Arg{{Name: "mode", Type: TypeChoice, Default: "class", Choices: []string{"class", "mean"}, Doc: "`class` or `mean`"}},
 		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) {
-			if err := needTokens(in); err != nil {
+			if err := NeedTokens(in); err != nil {
 				return nil, err
 			}
 			return []int{in[1]}, nil
@@ -259,11 +259,11 @@ func projectionStride(in, out []int) int {
 	return 0
 }
 
-// attentionCost is timm's Attention at t tokens of width d: qkv and proj Linears with biases, and
+// AttentionCost is timm's Attention at t tokens of width d: qkv and proj Linears with biases, and
 // the two attention products (graphs.MultiHeadAttention counts heads·t²·headDim twice).
-func attentionCost(t, d int) (params, macs int64) {
-	params = int64s(d, 3*d) + 3*int64(d) + int64s(d, d) + int64(d)
-	macs = int64s(t, d, 3*d) + 2*int64s(t, t, d) + int64s(t, d, d)
+func AttentionCost(t, d int) (params, macs int64) {
+	params = Product(d, 3*d) + 3*int64(d) + Product(d, d) + int64(d)
+	macs = Product(t, d, 3*d) + 2*Product(t, t, d) + Product(t, d, d)
 	return params, macs
 }
 

@@ -146,16 +146,18 @@ func Lookup(name string) (*Kind, bool) {
 	return k, ok
 }
 
-// Shape helpers for the kinds' checks.
+// Shape helpers for the kinds' checks (exported for kinds registered by other packages).
 
-func needImage(in []int) error {
+// NeedImage refuses an input that is not an image [height, width, channels].
+func NeedImage(in []int) error {
 	if len(in) != 3 {
 		return fmt.Errorf("expected an image input [height, width, channels], got %s", shapeString(in))
 	}
 	return nil
 }
 
-func needTokens(in []int) error {
+// NeedTokens refuses an input that is not tokens [tokens, dim].
+func NeedTokens(in []int) error {
 	if len(in) != 2 {
 		return fmt.Errorf("expected tokens [tokens, dim] (after patch_embed), got %s", shapeString(in))
 	}
@@ -178,7 +180,8 @@ func padNote(lo, hi int) string {
 	return fmt.Sprintf(" padded by %d+%d", lo, hi)
 }
 
-func int64s(v ...int) int64 {
+// Product multiplies v as int64: a parameter or MAC count.
+func Product(v ...int) int64 {
 	n := int64(1)
 	for _, x := range v {
 		n *= int64(x)
@@ -187,11 +190,14 @@ func int64s(v ...int) int64 {
 }
 
 // Argument templates shared by several kinds.
-func widthArg(name, doc string) Arg {
+
+// WidthArg is a required width (channels, units) in [1, MaxDim].
+func WidthArg(name, doc string) Arg {
 	return Arg{Name: name, Type: TypeInt, Required: true, Min: 1, Max: MaxDim, Doc: doc}
 }
 
-func kernelArg(name string, required bool, def int, doc string) Arg {
+// KernelArg is a kernel size in [1, MaxKernel], required or defaulting to def.
+func KernelArg(name string, required bool, def int, doc string) Arg {
 	return Arg{Name: name, Type: TypeInt, Required: required, Default: def, Min: 1, Max: MaxKernel, Doc: doc}
 }
 
@@ -210,8 +216,8 @@ func init() {
 		Name: "input", Doc: "the first entry, and only there: one example's image shape and the default class count (net.image_size and net.num_classes override them)",
 		Args: []Arg{
 			{Name: "size", Type: TypeInt, Required: true, Min: 1, Max: MaxImageSize, Doc: "height and width"},
-			widthArg("channels", "image channels (1 for MNIST, 3 for RGB)"),
-			widthArg("classes", "default number of classes (the logits' size)"),
+			WidthArg("channels", "image channels (1 for MNIST, 3 for RGB)"),
+			WidthArg("classes", "default number of classes (the logits' size)"),
 		},
 		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) { return in, nil },
 		Build: func(_ *Builder, _ *context.Context, _ *Layer, x *Node) *Node { return x },
@@ -249,8 +255,8 @@ func activation(name string, x *Node) *Node {
 	panic("netspec: unknown activation " + name)
 }
 
-// bound checks a derived width (e.g. filters·expand) against MaxDim.
-func bound(field string, v int) error {
+// Bound checks a derived width (e.g. filters·expand) against MaxDim.
+func Bound(field string, v int) error {
 	if v > MaxDim || v < 1 {
 		return ArgError(field, "gives a width of %d, expected one in [1, %d]", v, MaxDim)
 	}
@@ -258,10 +264,14 @@ func bound(field string, v int) error {
 }
 
 // KindTable renders the vocabulary as the Markdown table docs/nets.md shows (a test keeps them equal).
-func KindTable() string {
+func KindTable() string { return KindTableOf(KindNames()) }
+
+// KindTableOf renders the named kinds, in the order given, as KindTable does (docs/bestiary.md shows
+// the bestiary's).
+func KindTableOf(names []string) string {
 	var b strings.Builder
 	b.WriteString("| layer | what it is | arguments |\n|---|---|---|\n")
-	for _, name := range KindNames() {
+	for _, name := range names {
 		k, _ := Lookup(name)
 		args := make([]string, len(k.Args))
 		for i, a := range k.Args {

@@ -49,16 +49,16 @@ func registerConvKinds() {
 	Register(Kind{
 		Name: "conv", Doc: "2-D convolution (nn.Conv2d; PyTorch's default init)",
 		Args: []Arg{
-			widthArg("filters", "output channels"),
-			kernelArg("kernel", true, 0, "square kernel size"),
-			kernelArg("stride", false, 1, "stride"),
-			kernelArg("dilation", false, 1, "dilation"),
+			WidthArg("filters", "output channels"),
+			KernelArg("kernel", true, 0, "square kernel size"),
+			KernelArg("stride", false, 1, "stride"),
+			KernelArg("dilation", false, 1, "dilation"),
 			{Name: "padding", Type: TypeChoice, Default: "symmetric", Choices: paddings, Doc: "`symmetric` (PyTorch: dilation·(kernel−1)/2 each side), `same` (XLA/TF SAME) or `valid` (none)"},
 			{Name: "groups", Type: TypeInt, Default: 1, Min: 1, Max: MaxDim, Doc: "channel groups; equal to the input channels and filters for a depthwise conv"},
 			{Name: "bias", Type: TypeBool, Default: true, Doc: "add a bias vector (false before a batchnorm)"},
 		},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
-			if err := needImage(in); err != nil {
+			if err := NeedImage(in); err != nil {
 				return nil, err
 			}
 			f, k, g := l.Int("filters"), l.Int("kernel"), l.Int("groups")
@@ -73,11 +73,11 @@ func registerConvKinds() {
 				return nil, err
 			}
 			fanIn := k * k * in[2] / g
-			l.Params = int64s(fanIn, f)
+			l.Params = Product(fanIn, f)
 			if l.Bool("bias") {
 				l.Params += int64(f)
 			}
-			l.MACs = int64s(h, w, f, fanIn)
+			l.MACs = Product(h, w, f, fanIn)
 			return []int{h, w, f}, nil
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {
@@ -114,7 +114,7 @@ func registerConvKinds() {
 	})
 	Register(Kind{
 		Name: "maxpool", Doc: "max over kernel×kernel windows (nn.MaxPool2d; padded cells never win)",
-		Args: []Arg{kernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"},
+		Args: []Arg{KernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"},
 			{Name: "padding", Type: TypeInt, Default: 0, Min: 0, Max: MaxKernel, Doc: "cells of padding on every side"}},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			return poolShape(l, in, l.Int("padding"))
@@ -125,7 +125,7 @@ func registerConvKinds() {
 	})
 	Register(Kind{
 		Name: "avgpool", Doc: "mean over kernel×kernel windows, no padding (nn.AvgPool2d)",
-		Args: []Arg{kernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"}},
+		Args: []Arg{KernelArg("kernel", true, 0, "window size"), {Name: "stride", Type: TypeInt, Default: 0, Min: 1, Max: MaxKernel, DefaultDoc: "the kernel", Doc: "stride"}},
 		Infer: func(_ *Checker, l *Layer, in []int) ([]int, error) {
 			return poolShape(l, in, 0)
 		},
@@ -136,7 +136,7 @@ func registerConvKinds() {
 	Register(Kind{
 		Name: "globalavgpool", Doc: "mean over height and width: [H, W, C] -> [C]",
 		Infer: func(_ *Checker, _ *Layer, in []int) ([]int, error) {
-			if err := needImage(in); err != nil {
+			if err := NeedImage(in); err != nil {
 				return nil, err
 			}
 			return []int{in[2]}, nil
@@ -155,7 +155,7 @@ func registerConvKinds() {
 				return nil, ArgError("order", "chw needs an image input, got %s", shapeString(in))
 			}
 			p.FixInputSize()
-			return []int{int(elements(in))}, nil
+			return []int{int(Elements(in))}, nil
 		},
 		Build: func(_ *Builder, _ *context.Context, l *Layer, x *Node) *Node {
 			if l.Str("order") == "chw" {
@@ -174,7 +174,7 @@ func poolStride(l *Layer) int {
 }
 
 func poolShape(l *Layer, in []int, pad int) ([]int, error) {
-	if err := needImage(in); err != nil {
+	if err := NeedImage(in); err != nil {
 		return nil, err
 	}
 	k, s := l.Int("kernel"), poolStride(l)
@@ -204,11 +204,11 @@ func registerDenseKinds() {
 				return nil, fmt.Errorf("expected a vector or tokens, got the image %s: add globalavgpool or flatten before it", shapeString(in))
 			}
 			units, width := p.Units(l.Int("units")), in[len(in)-1]
-			l.Params = int64s(width, units)
+			l.Params = Product(width, units)
 			if l.Bool("bias") {
 				l.Params += int64(units)
 			}
-			l.MACs = int64s(append(in[:len(in)-1:len(in)-1], width, units)...)
+			l.MACs = Product(append(in[:len(in)-1:len(in)-1], width, units)...)
 			return append(in[:len(in)-1:len(in)-1], units), nil
 		},
 		Build: func(b *Builder, ctx *context.Context, l *Layer, x *Node) *Node {

@@ -132,6 +132,14 @@ type Checker struct {
 	norms   map[string]bool
 }
 
+// NormScopes marks sub-scopes of l (variable in number, so not the kind's Norms) as holding
+// normalisation parameters, which weight decay skips.
+func (p *Checker) NormScopes(l *Layer, subs ...string) {
+	for _, s := range subs {
+		p.norms[l.Scope+"/"+s] = true
+	}
+}
+
 func (p *Checker) fail(path, kind string, err error) error {
 	e := &Error{Source: p.source, Path: path, Kind: kind, Msg: err.Error()}
 	if fe, ok := err.(*fieldError); ok {
@@ -209,7 +217,7 @@ func (p *Checker) sequence(list []any, in []int, path, scope string, offset, dep
 		} else if err != nil {
 			return nil, nil, p.fail(lp, l.Kind.Name, err)
 		}
-		if n := elements(out); n > MaxActivation {
+		if n := Elements(out); n > MaxActivation {
 			return nil, nil, p.fail(lp, l.Kind.Name, fmt.Errorf("the output %s has %d elements per example, expected at most %d", shapeString(out), n, int64(MaxActivation)))
 		}
 		p.params += l.paramsOwn()
@@ -417,7 +425,8 @@ func shapeString(s []int) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-func elements(s []int) int64 {
+// Elements is the number of elements of shape s.
+func Elements(s []int) int64 {
 	n := int64(1)
 	for _, d := range s {
 		n *= int64(d)

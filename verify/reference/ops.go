@@ -7,7 +7,7 @@ import (
 
 // Dense maps the last axis of x [..., in] through w [in, out] and adds b [out] (b may be empty).
 func Dense(x, w Tensor, b []float64) Tensor {
-	rows, in := lastAxis(x.Dims)
+	rows, in := LastAxis(x.Dims)
 	if w.Dims[0] != in {
 		panic(fmt.Sprintf("reference.Dense: x %v and w %v", x.Dims, w.Dims))
 	}
@@ -112,7 +112,7 @@ func Patchify(x, w Tensor, b []float64, p int) Tensor {
 // other values (biased variance, as PyTorch normalises), then scales by gamma and shifts by beta.
 // It also returns the batch mean and the biased variance.
 func BatchNormTrain(x Tensor, gamma, beta []float64, eps float64) (y Tensor, mean, variance []float64) {
-	m, c := lastAxis(x.Dims)
+	m, c := LastAxis(x.Dims)
 	mean = make([]float64, c)
 	variance = make([]float64, c)
 	for r := range m {
@@ -137,7 +137,7 @@ func BatchNormTrain(x Tensor, gamma, beta []float64, eps float64) (y Tensor, mea
 
 // BatchNormEval normalises x [..., C] with given per-channel statistics.
 func BatchNormEval(x Tensor, gamma, beta, mean, variance []float64, eps float64) Tensor {
-	m, c := lastAxis(x.Dims)
+	m, c := LastAxis(x.Dims)
 	y := New(x.Dims...)
 	for r := range m {
 		for k := range c {
@@ -149,7 +149,7 @@ func BatchNormEval(x Tensor, gamma, beta, mean, variance []float64, eps float64)
 
 // LayerNorm normalises every row of x over its last axis (biased variance), then applies gamma, beta.
 func LayerNorm(x Tensor, gamma, beta []float64, eps float64) Tensor {
-	rows, c := lastAxis(x.Dims)
+	rows, c := LastAxis(x.Dims)
 	y := New(x.Dims...)
 	for r := range rows {
 		row := x.Data[r*c : (r+1)*c]
@@ -228,7 +228,7 @@ func SqueezeExcite(x, w1 Tensor, b1 []float64, w2 Tensor, b2 []float64, act func
 
 // LogSoftmax is log softmax over the last axis.
 func LogSoftmax(x Tensor) Tensor {
-	rows, c := lastAxis(x.Dims)
+	rows, c := LastAxis(x.Dims)
 	y := New(x.Dims...)
 	for r := range rows {
 		row := x.Data[r*c : (r+1)*c]
@@ -337,6 +337,33 @@ func MaxPool2DBackward(xDims []int, argmax []int, dy Tensor) Tensor {
 	return dx
 }
 
+// AvgPool2DPadded averages x [N, H, W, C] over k×k windows at stride s, the input padded by pad zeros
+// on every side that count in the mean (nn.AvgPool2d's count_include_pad=True).
+func AvgPool2DPadded(x Tensor, k, s, pad int) Tensor {
+	n, h, w, c := x.Dims[0], x.Dims[1], x.Dims[2], x.Dims[3]
+	oh, ow := (h+2*pad-k)/s+1, (w+2*pad-k)/s+1
+	y := New(n, oh, ow, c)
+	for b := range n {
+		for i := range oh {
+			for j := range ow {
+				for ch := range c {
+					sum := 0.0
+					for a := range k {
+						for cc := range k {
+							r, q := i*s+a-pad, j*s+cc-pad
+							if r >= 0 && r < h && q >= 0 && q < w {
+								sum += x.At(b, r, q, ch)
+							}
+						}
+					}
+					y.Set(sum/float64(k*k), b, i, j, ch)
+				}
+			}
+		}
+	}
+	return y
+}
+
 // AvgPool2D averages x [N, H, W, C] over k×k windows at stride s, without padding.
 func AvgPool2D(x Tensor, k, s int) Tensor {
 	return AvgPool2DPadded(x, k, s, 0)
@@ -407,7 +434,7 @@ func MultiHeadAttention(x Tensor, heads int, wqkv Tensor, bqkv []float64, wproj 
 
 // LayerScale multiplies the last axis of x by gamma (ConvNeXt's and CaiT's per-channel scale).
 func LayerScale(x Tensor, gamma []float64) Tensor {
-	rows, c := lastAxis(x.Dims)
+	rows, c := LastAxis(x.Dims)
 	y := New(x.Dims...)
 	for r := range rows {
 		for k := range c {

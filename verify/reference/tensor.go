@@ -112,8 +112,8 @@ func Mul(a, b Tensor) Tensor {
 	return out
 }
 
-// lastAxis splits dims into (rows, last).
-func lastAxis(dims []int) (rows, last int) {
+// LastAxis splits dims into (rows, last): the rows of a tensor over its last axis, and their width.
+func LastAxis(dims []int) (rows, last int) {
 	last = dims[len(dims)-1]
 	return size(dims) / last, last
 }
