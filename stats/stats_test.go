@@ -1,0 +1,104 @@
+package stats
+
+import (
+	"math"
+	"math/big"
+	"testing"
+)
+
+// TestWilsonClosedForms checks the interval against values worked by hand from
+// centre = (p + z²/2n)/(1 + z²/n), half = z/(1 + z²/n)·sqrt(p(1−p)/n + z²/4n²) (Wilson 1927):
+// at k = 0 it reduces to [0, z²/(n+z²)], at k = n to [n/(n+z²), 1], and 50/100 at z = 1.96 is the
+// textbook [0.40383, 0.59617].
+func TestWilsonClosedForms(t *testing.T) {
+	z := 1.96
+	cases := []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 10, 0, z * z / (10 + z*z)},
+		{10, 10, 10 / (10 + z*z), 1},
+		{50, 100, 0.5 - 1.96/(1+z*z/100)*math.Sqrt(0.0025+z*z/40000), 0.5 + 1.96/(1+z*z/100)*math.Sqrt(0.0025+z*z/40000)},
+	}
+	for _, c := range cases {
+		lo, hi := Wilson(c.k, c.n, z)
+		if math.Abs(lo-c.lo) > 1e-12 || math.Abs(hi-c.hi) > 1e-12 {
+			t.Errorf("Wilson(%d, %d) = [%v, %v], want [%v, %v]", c.k, c.n, lo, hi, c.lo, c.hi)
+		}
+	}
+	if lo, hi := Wilson(50, 100, z); math.Abs(lo-0.40383) > 5e-6 || math.Abs(hi-0.59617) > 5e-6 {
+		t.Errorf("Wilson(50, 100) = [%.5f, %.5f], want [0.40383, 0.59617]", lo, hi)
+	}
+	if lo, hi := Wilson(0, 0, Z95); lo != 0 || hi != 1 {
+		t.Errorf("Wilson(0, 0) = [%v, %v], want [0, 1]", lo, hi)
+	}
+	// An ImageNet-sized accuracy: 38,584 of 50,000 (77.168%) has a half-width near 0.37 points.
+	lo, hi := Wilson(38584, 50000, Z95)
+	if lo > 0.77168 || hi < 0.77168 || math.Abs((hi-lo)/2-0.00368) > 0.0001 {
+		t.Errorf("Wilson(38584, 50000) = [%v, %v]", lo, hi)
+	}
+	if got := Interval(50, 100); got != "50.00% [40.38, 59.62]" {
+		t.Errorf("Interval(50, 100) = %q", got)
+	}
+}
+
+// TestMcNemarExactSmallCases checks p = min(1, 2·Σ_{i≤min(b,c)} C(b+c, i)/2^(b+c)) on cases summed by hand.
+func TestMcNemarExactSmallCases(t *testing.T) {
+	cases := []struct {
+		b, c int
+		p    float64
+	}{
+		{0, 0, 1},
+		{0, 5, 2.0 / 32},         // 2·C(5,0)/2⁵
+		{5, 0, 2.0 / 32},         // symmetric
+		{1, 5, 2 * 7.0 / 64},     // 2·(1+6)/2⁶
+		{2, 8, 2 * 56.0 / 1024},  // 2·(1+10+45)/2¹⁰
+		{3, 3, 1},                // the tail holds the middle term
+		{4, 5, 1},                // 2·P(X≤4), X~B(9,½), is exactly 1
+		{3, 7, 2 * 176.0 / 1024}, // 2·(1+10+45+120)/2¹⁰
+		{0, 1, 1},                // 2·½
+	}
+	for _, c := range cases {
+		if got := McNemarExact(c.b, c.c); math.Abs(got-c.p) > 1e-12 {
+			t.Errorf("McNemarExact(%d, %d) = %v, want %v", c.b, c.c, got, c.p)
+		}
+	}
+}
+
+// exactTail is the two-sided p-value by exact rational arithmetic: a reference with no floating point
+// in the sum.
+func exactTail(b, c int) float64 {
+	n, k := b+c, min(b, c)
+	sum, term := new(big.Int), big.NewInt(1) // term = C(n, i)
+	for i := 0; i <= k; i++ {
+		sum.Add(sum, term)
+		term.Mul(term, big.NewInt(int64(n-i)))
+		term.Quo(term, big.NewInt(int64(i+1)))
+	}
+	r := new(big.Rat).SetFrac(new(big.Int).Mul(sum, big.NewInt(2)), new(big.Int).Lsh(big.NewInt(1), uint(n)))
+	p, _ := r.Float64()
+	return math.Min(1, p)
+}
+
+// TestMcNemarExactAgreesWithBigIntegerSums checks the log-space sum against exact rational sums up to
+// thousands of discordant pairs (where C(n, k) alone overflows float64), including p-values far below
+// float64's normal range of intermediate products.
+func TestMcNemarExactAgreesWithBigIntegerSums(t *testing.T) {
+	for _, c := range [][2]int{{10, 30}, {120, 150}, {480, 520}, {1000, 1100}, {2400, 2600}, {300, 900}, {1590, 1610}} {
+		got, want := McNemarExact(c[0], c[1]), exactTail(c[0], c[1])
+		if math.Abs(got-want) > 1e-9*want {
+			t.Errorf("McNemarExact(%d, %d) = %.15g, exact %.15g", c[0], c[1], got, want)
+		}
+	}
+	// The gap of a one-point difference on 50,000 images with 2,000 discordant images is no noise.
+	if p := McNemarExact(750, 1250); p > 1e-25 || p <= 0 {
+		t.Errorf("McNemarExact(750, 1250) = %g, want a tiny positive p", p)
+	}
+	// Hundreds of thousands of pairs run and stay in [0, 1].
+	if p := McNemarExact(200000, 200500); p < 0.4 || p > 1 {
+		t.Errorf("McNemarExact(200000, 200500) = %g", p)
+	}
+	if !math.IsNaN(McNemarExact(-1, 3)) {
+		t.Error("McNemarExact(-1, 3) is not NaN")
+	}
+}
