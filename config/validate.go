@@ -99,8 +99,10 @@ func (c Config) ValidateWithDevices(devices int) error {
 func (n NetConfig) validate(cs *checks) {
 	if n.HasSpec() {
 		n.validateSpec(cs)
-	} else if _, err := graphs.Get(n.Name); err != nil {
+	} else if spec, err := graphs.Get(n.Name); err != nil {
 		cs.check(false, "net.name", "unknown net %s; registered nets: %s", echo.Quote(n.Name), strings.Join(graphs.Names(), ", "))
+	} else {
+		cs.check(!n.ZeroInitLast || spec.ZeroInitLast, "net.zero_init_last", "true for %s, whose blocks do not end in a BatchNorm before the residual add; expected false (it applies to the ResNets)", n.Name)
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
 	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
@@ -128,6 +130,7 @@ func (n NetConfig) validateSpec(cs *checks) {
 	cs.check(n.Dropout == -1, "net.dropout", "got %g with net.spec: a spec sets its dropout layers' rates; expected -1", n.Dropout)
 	cs.check(n.DropPath == -1, "net.drop_path", "got %g with net.spec: a spec has no drop path; expected -1", n.DropPath)
 	cs.check(n.Padding == "", "net.padding", "got %s with net.spec: a spec's convolutions name their padding; expected it unset", echo.Quote(n.Padding))
+	cs.check(!n.ZeroInitLast, "net.zero_init_last", "true with net.spec: it applies to the registered ResNets; expected false")
 }
 
 // validatePretrained checks net.pretrained and its digest; whether the file exists and fits the net
@@ -263,6 +266,9 @@ func (d DataConfig) validate(cs *checks) {
 		_, err := data.ParseRandAugment(a.RandAugment)
 		cs.check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
 	}
+	_, raErr := data.ParseRAInterpolation(a.RandAugmentInterpolation)
+	cs.check(raErr == nil, "data.augment.rand_augment_interpolation", "got %s, expected %s (empty: bilinear)",
+		echo.Quote(a.RandAugmentInterpolation), orList(data.RAInterpolations))
 	if a.AutoAugment != "" {
 		_, err := data.ParseAutoAugment(a.AutoAugment)
 		cs.check(err == nil, "data.augment.auto_augment", "%v (empty: off)", err)

@@ -823,3 +823,42 @@ func TestResNetsAgainstTorch(t *testing.T) {
 	checkAgainstTorch(t, "resnet34", Options{}, 2, 48)
 	checkAgainstTorch(t, "resnet50", Options{}, 2, 64)
 }
+
+// TestResNetZeroInitLast: with ZeroInitLast the γ of every block's last BatchNorm (bn2 of a
+// BasicBlock, bn3 of a Bottleneck) starts at exactly 0 and every other variable is as without it; without
+// it every γ starts at 1 (torchvision's default init is unchanged).
+func TestResNetZeroInitLast(t *testing.T) {
+	for _, c := range []struct{ name, last string }{{"resnet34", "bn2"}, {"resnet50", "bn3"}} {
+		values := func(zero bool) map[string][]float64 {
+			ctx := mobileGraphOnly(t, c.name, Options{Seed: 3, Width: 0.25, ZeroInitLast: zero}, 32)
+			if err := ctx.InitializeVariables(testBackend(), nil); err != nil {
+				t.Fatal(err)
+			}
+			out := map[string][]float64{}
+			ctx.EnumerateVariables(func(v *context.Variable) { out[v.Scope()+"/"+v.Name()] = variableValues(t, v) })
+			return out
+		}
+		on, off := values(true), values(false)
+		zeroed := 0
+		for key, v := range off {
+			w := on[key]
+			lastGamma := strings.HasSuffix(key, "/"+c.last+"/weight") && strings.Contains(key, "/layer")
+			gamma := strings.HasSuffix(key, "/weight") && (strings.Contains(key, "/bn") || strings.HasSuffix(key, "/downsample/1/weight"))
+			switch {
+			case lastGamma:
+				zeroed++
+				if maxAbsDiffConst(w, 0) != 0 || maxAbsDiffConst(v, 1) != 0 {
+					t.Errorf("%s %s: with zero_init_last max |γ| %g, without max |γ−1| %g; want exactly 0 and 1",
+						c.name, key, maxAbsDiffConst(w, 0), maxAbsDiffConst(v, 1))
+				}
+			case gamma && maxAbsDiffConst(v, 1) != 0:
+				t.Errorf("%s %s: γ differs from 1 by %g", c.name, key, maxAbsDiffConst(v, 1))
+			case maxAbsDiff(v, w) != 0:
+				t.Errorf("%s %s changes with zero_init_last (max diff %g)", c.name, key, maxAbsDiff(v, w))
+			}
+		}
+		if zeroed != 16 {
+			t.Errorf("%s: %d blocks' last γ seen, want 16 (3+4+6+3)", c.name, zeroed)
+		}
+	}
+}

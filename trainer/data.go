@@ -80,6 +80,9 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 			if err != nil {
 				return nil, fmt.Errorf("data.augment.rand_augment: %w", err)
 			}
+			if ra.Interpolation, err = data.ParseRAInterpolation(d.Augment.RandAugmentInterpolation); err != nil {
+				return nil, fmt.Errorf("data.augment.rand_augment_interpolation: %w", err)
+			}
 			tf.RandAugment = &ra
 		}
 		if d.Augment.AutoAugment != "" {
