@@ -102,3 +102,16 @@ func TestMcNemarExactAgreesWithBigIntegerSums(t *testing.T) {
 		t.Error("McNemarExact(-1, 3) is not NaN")
 	}
 }
+
+// TestAgainstAPublishedPairing checks both statistics against a pairing published with scipy's values:
+// the book's ConvNeXt-T runs (runs/2026-09-18-cnx-verified-300ep/RESULTS.md of brettkoonce/lean4-mlir)
+// score 40,651 of 50,000 "[95% CI 80.96–81.64]", and pair with 1,903 images only A got right and 1,802
+// only B, where scipy.stats.binomtest(1802, 3705) gives p = 0.1004.
+func TestAgainstAPublishedPairing(t *testing.T) {
+	if p := McNemarExact(1903, 1802); math.Abs(p-0.1004) > 0.00005 {
+		t.Errorf("McNemarExact(1903, 1802) = %.5f, want 0.1004", p)
+	}
+	if got := Interval(40651, 50000); got != "81.30% [80.96, 81.64]" {
+		t.Errorf("Interval(40651, 50000) = %q, want 81.30%% [80.96, 81.64]", got)
+	}
+}
