@@ -115,3 +115,24 @@ func TestAgainstAPublishedPairing(t *testing.T) {
 		t.Errorf("Interval(40651, 50000) = %q, want 81.30%% [80.96, 81.64]", got)
 	}
 }
+
+// TestAgainstMorePublishedPairings: the book's ViT-Ti pairings (runs/2026-10-01-vit-verified-bf16-300ep)
+// and its ConvNeXt EMA control, as published (three significant digits), and their Wilson intervals.
+func TestAgainstMorePublishedPairings(t *testing.T) {
+	for _, c := range []struct {
+		b, c int
+		p    float64
+	}{{2257, 2438, 0.009}, {2252, 2429, 0.010}, {2417, 2561, 0.043}, {32, 48, 0.093}} {
+		if got := McNemarExact(c.b, c.c); math.Abs(got-c.p) > 0.0005 {
+			t.Errorf("McNemarExact(%d, %d) = %.4f, published %.3f", c.b, c.c, got, c.p)
+		}
+	}
+	for _, c := range []struct {
+		k    int
+		want string
+	}{{36208, "72.42% [72.02, 72.81]"}, {35562, "71.12% [70.73, 71.52]"}} {
+		if got := Interval(c.k, 50000); got != c.want {
+			t.Errorf("Interval(%d, 50000) = %q, published %q", c.k, got, c.want)
+		}
+	}
+}
