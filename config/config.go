@@ -66,6 +66,8 @@ type NetConfig struct {
 	BNDecay    float64 `yaml:"bn_decay"`
 	// ZeroInitLast is omitted when false, so the recipes without it keep their config hashes.
 	ZeroInitLast bool `yaml:"zero_init_last,omitempty"`
+	// FP32Head is omitted when false, for the same reason.
+	FP32Head bool `yaml:"fp32_head,omitempty"`
 	// Pretrained is a state_dict file (safetensors or .pth) or an https URL a fresh run starts from.
 	Pretrained       string `yaml:"pretrained"`
 	PretrainedSHA256 string `yaml:"pretrained_sha256"`

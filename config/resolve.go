@@ -48,7 +48,7 @@ func (n NetConfig) Options(seed int) (graphs.Options, error) {
 	opts := graphs.Options{
 		NumClasses: n.NumClasses, Width: n.Width, ImageSize: n.ImageSize, Precision: n.Precision,
 		Padding: padding, GELU: gelu, BNEpsilon: n.BNEpsilon, BNDecay: n.BNDecay, Seed: uint64(seed),
-		ZeroInitLast: n.ZeroInitLast,
+		ZeroInitLast: n.ZeroInitLast, FP32Head: n.FP32Head,
 	}
 	if n.Dropout >= 0 {
 		rate := n.Dropout

@@ -103,6 +103,7 @@ func (n NetConfig) validate(cs *checks) {
 		cs.check(false, "net.name", "unknown net %s; registered nets: %s", echo.Quote(n.Name), strings.Join(graphs.Names(), ", "))
 	} else {
 		cs.check(!n.ZeroInitLast || spec.ZeroInitLast, "net.zero_init_last", "true for %s, whose blocks do not end in a BatchNorm before the residual add; expected false (it applies to the ResNets)", n.Name)
+		cs.check(!n.FP32Head || spec.FP32Head, "net.fp32_head", "true for %s, which does not implement it; expected false (it applies to the ResNets)", n.Name)
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
 	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
@@ -131,6 +132,7 @@ func (n NetConfig) validateSpec(cs *checks) {
 	cs.check(n.DropPath == -1, "net.drop_path", "got %g with net.spec: a spec has no drop path; expected -1", n.DropPath)
 	cs.check(n.Padding == "", "net.padding", "got %s with net.spec: a spec's convolutions name their padding; expected it unset", echo.Quote(n.Padding))
 	cs.check(!n.ZeroInitLast, "net.zero_init_last", "true with net.spec: it applies to the registered ResNets; expected false")
+	cs.check(!n.FP32Head, "net.fp32_head", "true with net.spec: it applies to the registered ResNets; expected false")
 }
 
 // validatePretrained checks net.pretrained and its digest; whether the file exists and fits the net

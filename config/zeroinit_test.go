@@ -39,3 +39,18 @@ func TestRandAugmentInterpolationKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFP32HeadOnlyForResNets: net.fp32_head reaches the ResNets' options and is refused elsewhere.
+func TestFP32HeadOnlyForResNets(t *testing.T) {
+	cfg, err := Load(writeConfig(t, "seed: 1\nnet:\n  name: resnet34\n  fp32_head: true\n  precision: bfloat16\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts, err := cfg.Net.Options(1); err != nil || !opts.FP32Head {
+		t.Errorf("resnet34 with fp32_head: options %+v, %v", opts, err)
+	}
+	_, err = Load(writeConfig(t, "seed: 1\nnet:\n  name: vit_tiny\n"), []string{"net.fp32_head=true"})
+	if err == nil || !strings.Contains(err.Error(), "net.fp32_head: true for vit_tiny") {
+		t.Errorf("vit_tiny with fp32_head: %v", err)
+	}
+}

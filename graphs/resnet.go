@@ -48,6 +48,7 @@ func init() {
 			Reference:     "torchvision 0.14 " + r.name,
 			NoWeightDecay: resnetNoWeightDecay,
 			ZeroInitLast:  true,
+			FP32Head:      true,
 			Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {
 				return buildResNet(ctx, x, train, opts, arch)
 			},
@@ -113,6 +114,9 @@ func buildResNet(ctx *context.Context, x *Node, train bool, opts Options, arch r
 	}
 	x = GlobalAvgPool(x)
 	x = Dropout(ctx, x, opts.Dropout(0), train)
+	if opts.FP32Head {
+		x = FromCompute(x, opts) // the classifier's dot in float32, as the book's bf16 ResNets run it
+	}
 	x = Linear(ctx.In("fc"), x, LinearConfig{Units: classes(opts, 1000)}, opts)
 	return FromCompute(x, opts)
 }

@@ -862,3 +862,39 @@ func TestResNetZeroInitLast(t *testing.T) {
 		}
 	}
 }
+
+// TestResNetFP32Head: under bfloat16 compute, FP32Head runs the classifier in float32: a change of the
+// fc bias far below bfloat16's resolution (2^-14 relative) reaches the logits, where the bfloat16 head
+// rounds it away; in float32 compute the option changes nothing.
+func TestResNetFP32Head(t *testing.T) {
+	spec, _ := Get("resnet34")
+	images, _ := tinyDataset(2, 32, 3, 10)
+	nudged := func(opts Options) (before, after []float64) {
+		ctx := context.New()
+		build := func(ctx *context.Context, x *Node) *Node { return spec.Build(ctx.In(ModelScope), x, false, opts) }
+		before = forward64(t, ctx, images, build)
+		v := ctx.GetVariableByScopeAndName("/"+ModelScope+"/fc", "bias")
+		b := variableValues(t, v)
+		nb := make([]float32, len(b))
+		for i, x := range b {
+			nb[i] = float32(x * (1 + 1.0/16384))
+		}
+		if err := v.SetValue(tensors.FromFlatDataAndDimensions(nb, len(nb))); err != nil {
+			t.Fatal(err)
+		}
+		return before, forward64(t, ctx.Reuse(), images, build)
+	}
+	base := Options{Width: 1.0 / 16, NumClasses: 10, Seed: 3, Precision: "bfloat16"}
+	head := base
+	head.FP32Head = true
+	if b, a := nudged(head); maxAbsDiff(a, b) == 0 {
+		t.Error("bfloat16 net with FP32Head: a 2^-14 change of the fc bias did not reach the logits")
+	}
+	if b, a := nudged(base); maxAbsDiff(a, b) != 0 {
+		t.Errorf("bfloat16 head: a 2^-14 change of the fc bias moved the logits by %g; bfloat16 should round it away", maxAbsDiff(a, b))
+	}
+	f32, f32Head := Options{Width: 1.0 / 16, NumClasses: 10, Seed: 3}, Options{Width: 1.0 / 16, NumClasses: 10, Seed: 3, FP32Head: true}
+	if d := maxAbsDiff(evalLogits(t, spec, f32, images), evalLogits(t, spec, f32Head, images)); d != 0 {
+		t.Errorf("FP32Head in float32 compute changed the logits by %g", d)
+	}
+}
