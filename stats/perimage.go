@@ -188,8 +188,10 @@ type Paired struct {
 	BothRight, OnlyA, OnlyB, BothWrong int
 }
 
-// RightA and RightB are the images each evaluation got right.
+// RightA is the number of images the first evaluation got right.
 func (p Paired) RightA() int { return p.BothRight + p.OnlyA }
+
+// RightB is the number of images the second evaluation got right.
 func (p Paired) RightB() int { return p.BothRight + p.OnlyB }
 
 // PValue is McNemar's exact two-sided p-value of the pairing.
