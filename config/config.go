@@ -58,6 +58,10 @@ type NetConfig struct {
 	GELU       string  `yaml:"gelu"`
 	BNEpsilon  float64 `yaml:"bn_eps"`
 	BNDecay    float64 `yaml:"bn_decay"`
+	// ZeroInitLast is omitted when false, so the recipes without it keep their config hashes.
+	ZeroInitLast bool `yaml:"zero_init_last,omitempty"`
+	// FP32Head is omitted when false, for the same reason.
+	FP32Head bool `yaml:"fp32_head,omitempty"`
 	// Pretrained is a state_dict file (safetensors or .pth) or an https URL a fresh run starts from.
 	Pretrained       string `yaml:"pretrained"`
 	PretrainedSHA256 string `yaml:"pretrained_sha256"`
@@ -116,6 +120,8 @@ type AugmentConfig struct {
 	AutoAugment              string    `yaml:"auto_augment"`
 	AutoAugmentInterpolation string    `yaml:"auto_augment_interpolation"`
 	RepeatedAug              int       `yaml:"repeated_aug"`
+	// RandAugmentInterpolation is omitted when empty (bilinear), so recipes without it keep their hashes.
+	RandAugmentInterpolation string `yaml:"rand_augment_interpolation,omitempty"`
 }
 
 // OptimizerConfig is the update law, its hyperparameters and what happens to the gradient before it

@@ -107,6 +107,8 @@ func (n NetConfig) validateSpec(cs *checks) {
 	cs.check(n.Dropout == -1, "net.dropout", "got %g with net.spec: a spec sets its dropout layers' rates; expected -1", n.Dropout)
 	cs.check(n.DropPath == -1, "net.drop_path", "got %g with net.spec: a spec has no drop path; expected -1", n.DropPath)
 	cs.check(n.Padding == "", "net.padding", "got %s with net.spec: a spec's convolutions name their padding; expected it unset", echo.Quote(n.Padding))
+	cs.check(!n.ZeroInitLast, "net.zero_init_last", "true with net.spec: it applies to the registered ResNets; expected false")
+	cs.check(!n.FP32Head, "net.fp32_head", "true with net.spec: it applies to the registered ResNets; expected false")
 }
 
 // validatePretrained checks net.pretrained's digest (recipe.Check its URL); whether the file exists

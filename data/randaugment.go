@@ -14,12 +14,53 @@ import (
 // (the "increasing" list when Increasing), each applied with probability 0.5 at magnitude Magnitude
 // of 10 (MagnitudeStd > 0: drawn from N(Magnitude, MagnitudeStd); +Inf: uniform in [0, Magnitude];
 // clipped to [0, 10]). Signed ops (rotate, shear, translate, the increasing enhancements) take a
-// random sign. Geometric ops sample bilinearly and fill with timm's img_mean (ImageNet's mean).
+// random sign. Geometric ops resample with Interpolation and fill with timm's img_mean (ImageNet's mean).
 type RandAugment struct {
 	Magnitude    float64
 	NumOps       int
 	MagnitudeStd float64
 	Increasing   bool
+	// Interpolation is the resampling of the geometric ops (rotate, shear, translate), as the one timm's
+	// RandAugment is given: RABilinear (the zero value), RABicubic, or RARandom, a fresh choice of the two
+	// for each op applied (timm's default when the train interpolation is "random").
+	Interpolation RAInterpolation
+}
+
+// RAInterpolation is a RandAugment resampling.
+type RAInterpolation int
+
+// The RandAugment resamplings, in the order of RAInterpolations.
+const (
+	RABilinear RAInterpolation = iota
+	RABicubic
+	RARandom
+)
+
+// RAInterpolations are the names ParseRAInterpolation reads, indexed by RAInterpolation.
+var RAInterpolations = []string{"bilinear", "bicubic", "random"}
+
+// ParseRAInterpolation reads a RandAugment resampling by name; empty is bilinear.
+func ParseRAInterpolation(s string) (RAInterpolation, error) {
+	if s == "" {
+		return RABilinear, nil
+	}
+	for i, name := range RAInterpolations {
+		if s == name {
+			return RAInterpolation(i), nil
+		}
+	}
+	return 0, fmt.Errorf("rand augment interpolation %s: want %s", echo.Quote(s), strings.Join(RAInterpolations, ", "))
+}
+
+// bicubic says whether the next geometric op resamples bicubically (drawing the choice under RARandom).
+func (r RandAugment) bicubic(rng *rand.PCG) bool {
+	switch r.Interpolation {
+	case RABicubic:
+		return true
+	case RARandom:
+		return uniform(rng) < 0.5
+	}
+	return false
 }
 
 // RandAugmentGrammar is what ParseRandAugment accepts, for error messages.
@@ -161,7 +202,8 @@ func (r RandAugment) applyOp(op raOp, level float64, p pixels, rng *rand.PCG, sc
 	case opInvert:
 		Invert(p)
 	case opRotate:
-		Rotate(p, signed(level*30, rng), sc)
+		deg := signed(level*30, rng)
+		rotate(p, deg, r.bicubic(rng), sc)
 	case opPosterize:
 		bits := int(level * 4)
 		if r.Increasing {
@@ -185,13 +227,17 @@ func (r RandAugment) applyOp(op raOp, level float64, p pixels, rng *rand.PCG, sc
 	case opSharpness:
 		Sharpness(p, enhance(), sc)
 	case opShearX:
-		affine(p, [6]float64{1, signed(level*0.3, rng), 0, 0, 1, 0}, sc)
+		m := [6]float64{1, signed(level*0.3, rng), 0, 0, 1, 0}
+		affineWith(p, m, r.bicubic(rng), sc)
 	case opShearY:
-		affine(p, [6]float64{1, 0, 0, signed(level*0.3, rng), 1, 0}, sc)
+		m := [6]float64{1, 0, 0, signed(level*0.3, rng), 1, 0}
+		affineWith(p, m, r.bicubic(rng), sc)
 	case opTranslateXRel:
-		affine(p, [6]float64{1, 0, signed(level*0.45, rng) * float64(p.w), 0, 1, 0}, sc)
+		m := [6]float64{1, 0, signed(level*0.45, rng) * float64(p.w), 0, 1, 0}
+		affineWith(p, m, r.bicubic(rng), sc)
 	case opTranslateYRel:
-		affine(p, [6]float64{1, 0, 0, 0, 1, signed(level*0.45, rng) * float64(p.h)}, sc)
+		m := [6]float64{1, 0, 0, 0, 1, signed(level*0.45, rng) * float64(p.h)}
+		affineWith(p, m, r.bicubic(rng), sc)
 	}
 }
 
@@ -379,9 +425,12 @@ func Sharpness(p pixels, factor float64, sc *raScratch) {
 
 // Rotate turns p by degrees counter-clockwise about its centre (PIL's rotate, expand off, bilinear,
 // timm's fill).
-func Rotate(p pixels, degrees float64, sc *raScratch) {
+func Rotate(p pixels, degrees float64, sc *raScratch) { rotate(p, degrees, false, sc) }
+
+// rotate is Rotate, resampling bicubically when bicubic is set.
+func rotate(p pixels, degrees float64, bicubic bool, sc *raScratch) {
 	if m, copied := rotation(p, degrees, sc); !copied {
-		affine(p, m, sc)
+		affineWith(p, m, bicubic, sc)
 	}
 }
 
@@ -443,10 +492,17 @@ func round15(x float64) float64 {
 }
 
 // affine is PIL's Image.transform(AFFINE, m, BILINEAR) with timm's fill colour.
-func affine(p pixels, m [6]float64, sc *raScratch) {
+func affine(p pixels, m [6]float64, sc *raScratch) { affineWith(p, m, false, sc) }
+
+// affineWith is PIL's Image.transform(AFFINE, m, BICUBIC when bicubic else BILINEAR) with timm's fill colour.
+func affineWith(p pixels, m [6]float64, bicubic bool, sc *raScratch) {
 	fill := randFill[:]
 	if p.c == 1 {
 		fill = []uint8{luma(randFill[0], randFill[1], randFill[2])}
+	}
+	if bicubic {
+		affineBicubic(p, m, fill, sc)
+		return
 	}
 	affineBilinear(p, m, fill, sc)
 }
@@ -481,6 +537,61 @@ func affineBilinear(p pixels, m [6]float64, fill []uint8, sc *raScratch) {
 				bot := at(ix, iy+1, ch) + dx*(at(ix+1, iy+1, ch)-at(ix, iy+1, ch))
 				v := top + dy*(bot-top)
 				o[ch] = uint8(max(0, min(255, v)))
+			}
+		}
+	}
+	copy(p.pix, out)
+}
+
+// affineBicubic is PIL's Image.transform(AFFINE, m, BICUBIC, fillcolor=fill): output pixel centre (x, y)
+// reads the input at the mapped point as affineBilinear does, through Pillow's 4×4 cubic convolution
+// with a = −1 (its Geometry.c: v = p1 + d(p2 + d(p3 + d·p4)) with p1 = v2, p2 = v3 − v1,
+// p3 = 2(v1 − v2) + v3 − v4, p4 = v2 − v1 + v4 − v3), columns clamped to the edge, the first row clamped
+// and a missing later row repeating the one above, the result clamped to [0, 255] and truncated.
+func affineBicubic(p pixels, m [6]float64, fill []uint8, sc *raScratch) {
+	sc.buf = growBytes(sc.buf, len(p.pix))
+	out := sc.buf
+	c := p.c
+	cubic := func(v1, v2, v3, v4, d float64) float64 {
+		p2 := -v1 + v3
+		p3 := 2*(v1-v2) + v3 - v4
+		p4 := -v1 + v2 - v3 + v4
+		return v2 + d*(p2+d*(p3+d*p4))
+	}
+	var cols [4]int
+	for y := range p.h {
+		for x := range p.w {
+			o := out[(y*p.w+x)*c : (y*p.w+x+1)*c]
+			xo, yo := float64(x)+0.5, float64(y)+0.5
+			xi := m[0]*xo + m[1]*yo + m[2]
+			yi := m[3]*xo + m[4]*yo + m[5]
+			if xi < 0 || xi >= float64(p.w) || yi < 0 || yi >= float64(p.h) {
+				copy(o, fill)
+				continue
+			}
+			xi, yi = xi-0.5, yi-0.5
+			x0, y0 := math.Floor(xi), math.Floor(yi)
+			dx, dy := xi-x0, yi-y0
+			ix, iy := int(x0)-1, int(y0)-1
+			for k := range cols {
+				cols[k] = max(0, min(ix+k, p.w-1))
+			}
+			for ch := range c {
+				row := func(r int) float64 {
+					base := r * p.w * c
+					return cubic(float64(p.pix[base+cols[0]*c+ch]), float64(p.pix[base+cols[1]*c+ch]),
+						float64(p.pix[base+cols[2]*c+ch]), float64(p.pix[base+cols[3]*c+ch]), dx)
+				}
+				var v [4]float64
+				v[0] = row(max(0, min(iy, p.h-1)))
+				for k := 1; k < 4; k++ {
+					if r := iy + k; r >= 0 && r < p.h {
+						v[k] = row(r)
+					} else {
+						v[k] = v[k-1]
+					}
+				}
+				o[ch] = uint8(max(0, min(255, cubic(v[0], v[1], v[2], v[3], dy))))
 			}
 		}
 	}

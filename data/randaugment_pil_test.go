@@ -43,6 +43,13 @@ func TestRandAugmentOpsMatchPillow(t *testing.T) {
 		"shear_x_0.3":     func(p pixels) { affine(p, [6]float64{1, 0.3, 0, 0, 1, 0}, sc) },
 		"shear_y_-0.2":    func(p pixels) { affine(p, [6]float64{1, 0, 0, -0.2, 1, 0}, sc) },
 		"translate_x_3.5": func(p pixels) { affine(p, [6]float64{1, 0, 3.5, 0, 1, 0}, sc) },
+		// timm's RandAugment given bicubic (RSB-A3's geometry): the same ops through Pillow's BICUBIC.
+		"rotate_30_bicubic":         func(p pixels) { rotate(p, 30, true, sc) },
+		"rotate_-12.5_bicubic":      func(p pixels) { rotate(p, -12.5, true, sc) },
+		"shear_x_0.3_bicubic":       func(p pixels) { affineWith(p, [6]float64{1, 0.3, 0, 0, 1, 0}, true, sc) },
+		"shear_y_-0.2_bicubic":      func(p pixels) { affineWith(p, [6]float64{1, 0, 0, -0.2, 1, 0}, true, sc) },
+		"translate_x_3.5_bicubic":   func(p pixels) { affineWith(p, [6]float64{1, 0, 3.5, 0, 1, 0}, true, sc) },
+		"translate_y_-4.25_bicubic": func(p pixels) { affineWith(p, [6]float64{1, 0, 0, 0, 1, -4.25}, true, sc) },
 	}
 	for name, want := range golden.Cases {
 		op, ok := ops[name]

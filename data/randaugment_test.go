@@ -341,3 +341,70 @@ func benchImage224() pixels {
 	}
 	return p
 }
+
+// TestRandAugmentInterpolation: bilinear and bicubic resample every geometric op with that filter (the
+// filters themselves are byte-checked against Pillow in TestRandAugmentOpsMatchPillow); random picks one
+// of the two per op, each about half the time, as timm's random choice.
+func TestRandAugmentInterpolation(t *testing.T) {
+	for i, name := range RAInterpolations {
+		if got, err := ParseRAInterpolation(name); err != nil || got != RAInterpolation(i) {
+			t.Errorf("ParseRAInterpolation(%q) = %v, %v", name, got, err)
+		}
+	}
+	if got, err := ParseRAInterpolation(""); err != nil || got != RABilinear {
+		t.Errorf("empty: %v, %v, want bilinear", got, err)
+	}
+	if _, err := ParseRAInterpolation("lanczos"); err == nil || !strings.Contains(err.Error(), "bilinear, bicubic, random") {
+		t.Errorf("lanczos: %v", err)
+	}
+	src := pixels{w: 13, h: 11, c: 3, pix: make([]uint8, 13*11*3)}
+	for i := range src.pix {
+		src.pix[i] = uint8(i * 37 % 251)
+	}
+	// A translation by ±0.5·0.45·13 = ±2.925 px, resampled either way.
+	shifted := func(shift float64, bicubic bool) []uint8 {
+		p := pixels{w: src.w, h: src.h, c: 3, pix: slices.Clone(src.pix)}
+		affineWith(p, [6]float64{1, 0, shift, 0, 1, 0}, bicubic, &raScratch{})
+		return p.pix
+	}
+	type outcome struct{ bicubic, neg bool }
+	candidates := map[outcome][]uint8{}
+	for _, o := range []outcome{{false, false}, {false, true}, {true, false}, {true, true}} {
+		s := 2.925
+		if o.neg {
+			s = -s
+		}
+		candidates[o] = shifted(s, o.bicubic)
+	}
+	if slices.Equal(candidates[outcome{false, false}], candidates[outcome{true, false}]) {
+		t.Fatal("bilinear and bicubic give the same bytes: the test cannot tell them apart")
+	}
+	var rng rand.PCG
+	rng.Seed(5, 6)
+	for _, c := range []struct {
+		interp     RAInterpolation
+		minB, maxB int // bicubic outcomes of 400
+	}{{RABilinear, 0, 0}, {RABicubic, 400, 400}, {RARandom, 160, 240}} {
+		r := RandAugment{Magnitude: 5, NumOps: 1, Interpolation: c.interp}
+		bicubics := 0
+		for range 400 {
+			p := pixels{w: src.w, h: src.h, c: 3, pix: slices.Clone(src.pix)}
+			r.applyOp(opTranslateXRel, 0.5, p, &rng, &raScratch{})
+			found := false
+			for o, want := range candidates {
+				if slices.Equal(p.pix, want) {
+					found = true
+					if o.bicubic {
+						bicubics++
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("%s: the op's output is neither filter's translation", RAInterpolations[c.interp])
+			}
+		}
+		if bicubics < c.minB || bicubics > c.maxB {
+			t.Errorf("%s: %d of 400 ops bicubic, want %d..%d", RAInterpolations[c.interp], bicubics, c.minB, c.maxB)
+		}
+	}
+}

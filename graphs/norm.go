@@ -20,6 +20,9 @@ type BNConfig struct {
 	// BiasedVariance keeps the batch's biased variance in running_var (Keras); PyTorch stores the
 	// unbiased one (×m/(m−1)).
 	BiasedVariance bool
+	// ZeroGamma starts γ at 0 instead of 1: a residual branch ending in this BatchNorm then starts as
+	// nothing, and its block as its shortcut (timm's zero_init_last, torchvision's zero_init_residual).
+	ZeroGamma bool
 }
 
 // TorchBN is PyTorch's nn.BatchNorm2d default (eps 1e-5, momentum 0.1).
@@ -51,7 +54,11 @@ func BatchNorm(ctx *context.Context, x *Node, train bool, c BNConfig, opts Optio
 	c = c.resolve(opts)
 	g := x.Graph()
 	ch := x.Shape().Dimensions[x.Rank()-1]
-	gamma := Param(ctx, g, opts, "weight", InitConst(1), 0, 0, ch)
+	gammaInit := InitConst(1)
+	if c.ZeroGamma {
+		gammaInit = InitConst(0)
+	}
+	gamma := Param(ctx, g, opts, "weight", gammaInit, 0, 0, ch)
 	beta := Param(ctx, g, opts, "bias", InitConst(0), 0, 0, ch)
 	meanVar := ctx.WithInitializer(hostInitializer(0, "", "", InitConst(0), 0, 0)).
 		VariableWithShape("running_mean", gamma.Shape()).SetTrainable(false)

@@ -40,6 +40,12 @@ type Options struct {
 	// batch. Without it each replica normalises over its own shard, and the updated running
 	// statistics are averaged over the replicas so that every replica keeps the same.
 	SyncBN bool
+	// ZeroInitLast starts the γ of each residual block's last BatchNorm at 0 (timm's zero_init_last),
+	// in the nets whose Spec says they honour it.
+	ZeroInitLast bool
+	// FP32Head computes the classifier in float32 under bfloat16 compute (the pooled features are
+	// converted before it), in the nets whose Spec says they honour it.
+	FP32Head bool
 	// Seed makes the initial weights a pure function of (seed, variable name).
 	Seed uint64
 	// Stats, when set, receives the forward multiply-accumulate count of every layer built.
@@ -93,6 +99,11 @@ type Spec struct {
 	// FixedInputSize says the net only takes the resolution it was built for (opts.ImageSize or
 	// InputShape): ViT's position embedding. Convolutional nets take any size.
 	FixedInputSize bool
+	// ZeroInitLast says the net honours Options.ZeroInitLast (its blocks end in a BatchNorm before the
+	// residual add: the ResNets).
+	ZeroInitLast bool
+	// FP32Head says the net honours Options.FP32Head.
+	FP32Head bool
 	// Reference names the implementation the net reproduces (e.g. "torchvision resnet50") and whose
 	// state_dict names TorchName produces.
 	Reference string

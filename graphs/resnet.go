@@ -47,6 +47,8 @@ func init() {
 			NumClasses:    1000,
 			Reference:     "torchvision 0.14 " + r.name,
 			NoWeightDecay: resnetNoWeightDecay,
+			ZeroInitLast:  true,
+			FP32Head:      true,
 			Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {
 				return buildResNet(ctx, x, train, opts, arch)
 			},
@@ -112,6 +114,9 @@ func buildResNet(ctx *context.Context, x *Node, train bool, opts Options, arch r
 	}
 	x = GlobalAvgPool(x)
 	x = Dropout(ctx, x, opts.Dropout(0), train)
+	if opts.FP32Head {
+		x = FromCompute(x, opts) // the classifier's dot in float32, as the book's bf16 ResNets run it
+	}
 	x = Linear(ctx.In("fc"), x, LinearConfig{Units: classes(opts, 1000)}, opts)
 	return FromCompute(x, opts)
 }
@@ -147,12 +152,20 @@ func resnetShortcut(ctx *context.Context, x *Node, train bool, opts Options, out
 	return BatchNorm(ds.In("1"), y, train, TorchBN, opts)
 }
 
+// resnetLastBN is the BatchNorm that ends a block's residual branch: γ starts at 0 under
+// opts.ZeroInitLast (timm's zero_init_last; RSB-A3 trains with it), at 1 otherwise (torchvision's default).
+func resnetLastBN(opts Options) BNConfig {
+	c := TorchBN
+	c.ZeroGamma = opts.ZeroInitLast
+	return c
+}
+
 // resnetBasicBlock: conv3x3(stride)-BN-ReLU-conv3x3-BN, plus the shortcut, then ReLU.
 func resnetBasicBlock(ctx *context.Context, x *Node, train bool, opts Options, planes, stride int, strided Padding, dropPath float64) *Node {
 	y := resnetConv(ctx.In("conv1"), x, opts, planes, 3, stride, strided)
 	y = ReLU(BatchNorm(ctx.In("bn1"), y, train, TorchBN, opts))
 	y = resnetConv(ctx.In("conv2"), y, opts, planes, 3, 1, strided)
-	y = BatchNorm(ctx.In("bn2"), y, train, TorchBN, opts)
+	y = BatchNorm(ctx.In("bn2"), y, train, resnetLastBN(opts), opts)
 	y = DropPath(ctx, y, dropPath, train)
 	return ReLU(Add(y, resnetShortcut(ctx, x, train, opts, planes, stride, strided)))
 }
@@ -166,7 +179,7 @@ func resnetBottleneck(ctx *context.Context, x *Node, train bool, opts Options, p
 	y = resnetConv(ctx.In("conv2"), y, opts, planes, 3, stride, strided)
 	y = ReLU(BatchNorm(ctx.In("bn2"), y, train, TorchBN, opts))
 	y = resnetConv(ctx.In("conv3"), y, opts, out, 1, 1, strided)
-	y = BatchNorm(ctx.In("bn3"), y, train, TorchBN, opts)
+	y = BatchNorm(ctx.In("bn3"), y, train, resnetLastBN(opts), opts)
 	y = DropPath(ctx, y, dropPath, train)
 	return ReLU(Add(y, resnetShortcut(ctx, x, train, opts, out, stride, strided)))
 }

@@ -823,3 +823,78 @@ func TestResNetsAgainstTorch(t *testing.T) {
 	checkAgainstTorch(t, "resnet34", Options{}, 2, 48)
 	checkAgainstTorch(t, "resnet50", Options{}, 2, 64)
 }
+
+// TestResNetZeroInitLast: with ZeroInitLast the γ of every block's last BatchNorm (bn2 of a
+// BasicBlock, bn3 of a Bottleneck) starts at exactly 0 and every other variable is as without it; without
+// it every γ starts at 1 (torchvision's default init is unchanged).
+func TestResNetZeroInitLast(t *testing.T) {
+	for _, c := range []struct{ name, last string }{{"resnet34", "bn2"}, {"resnet50", "bn3"}} {
+		values := func(zero bool) map[string][]float64 {
+			ctx := mobileGraphOnly(t, c.name, Options{Seed: 3, Width: 0.25, ZeroInitLast: zero}, 32)
+			if err := ctx.InitializeVariables(testBackend(), nil); err != nil {
+				t.Fatal(err)
+			}
+			out := map[string][]float64{}
+			ctx.EnumerateVariables(func(v *context.Variable) { out[v.Scope()+"/"+v.Name()] = variableValues(t, v) })
+			return out
+		}
+		on, off := values(true), values(false)
+		zeroed := 0
+		for key, v := range off {
+			w := on[key]
+			lastGamma := strings.HasSuffix(key, "/"+c.last+"/weight") && strings.Contains(key, "/layer")
+			gamma := strings.HasSuffix(key, "/weight") && (strings.Contains(key, "/bn") || strings.HasSuffix(key, "/downsample/1/weight"))
+			switch {
+			case lastGamma:
+				zeroed++
+				if maxAbsDiffConst(w, 0) != 0 || maxAbsDiffConst(v, 1) != 0 {
+					t.Errorf("%s %s: with zero_init_last max |γ| %g, without max |γ−1| %g; want exactly 0 and 1",
+						c.name, key, maxAbsDiffConst(w, 0), maxAbsDiffConst(v, 1))
+				}
+			case gamma && maxAbsDiffConst(v, 1) != 0:
+				t.Errorf("%s %s: γ differs from 1 by %g", c.name, key, maxAbsDiffConst(v, 1))
+			case maxAbsDiff(v, w) != 0:
+				t.Errorf("%s %s changes with zero_init_last (max diff %g)", c.name, key, maxAbsDiff(v, w))
+			}
+		}
+		if zeroed != 16 {
+			t.Errorf("%s: %d blocks' last γ seen, want 16 (3+4+6+3)", c.name, zeroed)
+		}
+	}
+}
+
+// TestResNetFP32Head: under bfloat16 compute, FP32Head runs the classifier in float32: a change of the
+// fc bias far below bfloat16's resolution (2^-14 relative) reaches the logits, where the bfloat16 head
+// rounds it away; in float32 compute the option changes nothing.
+func TestResNetFP32Head(t *testing.T) {
+	spec, _ := Get("resnet34")
+	images, _ := tinyDataset(2, 32, 3, 10)
+	nudged := func(opts Options) (before, after []float64) {
+		ctx := context.New()
+		build := func(ctx *context.Context, x *Node) *Node { return spec.Build(ctx.In(ModelScope), x, false, opts) }
+		before = forward64(t, ctx, images, build)
+		v := ctx.GetVariableByScopeAndName("/"+ModelScope+"/fc", "bias")
+		b := variableValues(t, v)
+		nb := make([]float32, len(b))
+		for i, x := range b {
+			nb[i] = float32(x * (1 + 1.0/16384))
+		}
+		if err := v.SetValue(tensors.FromFlatDataAndDimensions(nb, len(nb))); err != nil {
+			t.Fatal(err)
+		}
+		return before, forward64(t, ctx.Reuse(), images, build)
+	}
+	base := Options{Width: 1.0 / 16, NumClasses: 10, Seed: 3, Precision: "bfloat16"}
+	head := base
+	head.FP32Head = true
+	if b, a := nudged(head); maxAbsDiff(a, b) == 0 {
+		t.Error("bfloat16 net with FP32Head: a 2^-14 change of the fc bias did not reach the logits")
+	}
+	if b, a := nudged(base); maxAbsDiff(a, b) != 0 {
+		t.Errorf("bfloat16 head: a 2^-14 change of the fc bias moved the logits by %g; bfloat16 should round it away", maxAbsDiff(a, b))
+	}
+	f32, f32Head := Options{Width: 1.0 / 16, NumClasses: 10, Seed: 3}, Options{Width: 1.0 / 16, NumClasses: 10, Seed: 3, FP32Head: true}
+	if d := maxAbsDiff(evalLogits(t, spec, f32, images), evalLogits(t, spec, f32Head, images)); d != 0 {
+		t.Errorf("FP32Head in float32 compute changed the logits by %g", d)
+	}
+}

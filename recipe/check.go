@@ -59,8 +59,11 @@ func checkNet(r *config.Rules, n config.NetConfig) {
 		if _, err := netspec.Load("", n.Spec, netspec.Sizes{ImageSize: n.ImageSize, NumClasses: n.NumClasses}); err != nil && n.SpecFile == "" {
 			r.Check(false, "net.spec", "%v", err)
 		}
-	} else if _, err := graphs.Get(n.Name); err != nil {
+	} else if spec, err := graphs.Get(n.Name); err != nil {
 		r.Check(false, "net.name", "unknown net %s; registered nets: %s", echo.Quote(n.Name), strings.Join(graphs.Names(), ", "))
+	} else {
+		r.Check(!n.ZeroInitLast || spec.ZeroInitLast, "net.zero_init_last", "true for %s, whose blocks do not end in a BatchNorm before the residual add; expected false (it applies to the ResNets)", n.Name)
+		r.Check(!n.FP32Head || spec.FP32Head, "net.fp32_head", "true for %s, which does not implement it; expected false (it applies to the ResNets)", n.Name)
 	}
 	_, padErr := graphs.ParsePadding(n.Padding)
 	r.Check(padErr == nil && n.Padding != "valid", "net.padding", "got %s, expected symmetric or same (empty: the net's default)", echo.Quote(n.Padding))
@@ -96,6 +99,9 @@ func checkData(r *config.Rules, c config.Config) {
 		_, err := data.ParseRandAugment(a.RandAugment)
 		r.Check(err == nil, "data.augment.rand_augment", "%v (empty: off)", err)
 	}
+	_, raErr := data.ParseRAInterpolation(a.RandAugmentInterpolation)
+	r.Check(raErr == nil, "data.augment.rand_augment_interpolation", "got %s, expected bilinear, bicubic or random (empty: bilinear)",
+		echo.Quote(a.RandAugmentInterpolation))
 	if a.AutoAugment != "" {
 		_, err := data.ParseAutoAugment(a.AutoAugment)
 		r.Check(err == nil, "data.augment.auto_augment", "%v (empty: off)", err)

@@ -82,6 +82,9 @@ func LoaderOptions(c config.Config, size [3]int, classes, batch int, train bool,
 			if err != nil {
 				return opts, fmt.Errorf("data.augment.rand_augment: %w", err)
 			}
+			if ra.Interpolation, err = data.ParseRAInterpolation(d.Augment.RandAugmentInterpolation); err != nil {
+				return opts, fmt.Errorf("data.augment.rand_augment_interpolation: %w", err)
+			}
 			tf.RandAugment = &ra
 		}
 		if d.Augment.AutoAugment != "" {

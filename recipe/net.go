@@ -37,6 +37,7 @@ func NetOptions(n config.NetConfig, seed int) (graphs.Options, error) {
 	opts := graphs.Options{
 		NumClasses: n.NumClasses, Width: n.Width, ImageSize: n.ImageSize, Precision: n.Precision,
 		Padding: padding, GELU: gelu, BNEpsilon: n.BNEpsilon, BNDecay: n.BNDecay, Seed: uint64(seed),
+		ZeroInitLast: n.ZeroInitLast, FP32Head: n.FP32Head,
 	}
 	if n.Dropout >= 0 {
 		rate := n.Dropout

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes data/testdata/randaugment_pil.json: a fixed 13x11 RGB image and what Pillow's operations (the
-ones timm's RandAugment calls, with timm's fill colour and bilinear resampling) make of it. The Go test
+ones timm's RandAugment calls, with timm's fill colour; the geometric ones with bilinear and with bicubic
+resampling, timm's two) make of it. The Go test
 TestRandAugmentOpsMatchPillow compares data/randaugment.go against it.
 Run: /usr/bin/python3 scripts/pil_randaugment_golden.py   (Pillow 9.4 from Debian's python3-pil)"""
 import json
@@ -15,8 +16,8 @@ img = Image.new("RGB", (W, H))
 img.putdata(pixels)
 
 
-def affine(m):
-    return img.transform(img.size, Image.AFFINE, m, resample=Image.BILINEAR, fillcolor=FILL)
+def affine(m, resample=Image.BILINEAR):
+    return img.transform(img.size, Image.AFFINE, m, resample=resample, fillcolor=FILL)
 
 
 def solarize_add(add, thresh=128):
@@ -42,6 +43,12 @@ cases = {
     "shear_x_0.3": affine((1, 0.3, 0, 0, 1, 0)),
     "shear_y_-0.2": affine((1, 0, 0, -0.2, 1, 0)),
     "translate_x_3.5": affine((1, 0, 3.5, 0, 1, 0)),
+    "rotate_30_bicubic": img.rotate(30, resample=Image.BICUBIC, fillcolor=FILL),
+    "rotate_-12.5_bicubic": img.rotate(-12.5, resample=Image.BICUBIC, fillcolor=FILL),
+    "shear_x_0.3_bicubic": affine((1, 0.3, 0, 0, 1, 0), Image.BICUBIC),
+    "shear_y_-0.2_bicubic": affine((1, 0, 0, -0.2, 1, 0), Image.BICUBIC),
+    "translate_x_3.5_bicubic": affine((1, 0, 3.5, 0, 1, 0), Image.BICUBIC),
+    "translate_y_-4.25_bicubic": affine((1, 0, 0, 0, 1, -4.25), Image.BICUBIC),
 }
 out = {"pillow": PIL.__version__, "width": W, "height": H, "input": [v for p in pixels for v in p],
        "cases": {k: [v for p in im.getdata() for v in p] for k, im in cases.items()}}

@@ -138,7 +138,9 @@ type summaryTable struct {
 	haveLR             bool
 }
 
-var summaryHeader = []string{"epoch", "step", "train_loss", "eval_loss", "eval_top1", "eval_top5", "ema_top1", "ema_top5", "lr"}
+// The 95% Wilson bounds of top-1 come last, so readers of the first nine columns are undisturbed.
+var summaryHeader = []string{"epoch", "step", "train_loss", "eval_loss", "eval_top1", "eval_top5", "ema_top1", "ema_top5", "lr",
+	"eval_top1_lo", "eval_top1_hi", "ema_top1_lo", "ema_top1_hi"}
 
 // add takes one record and says whether it added a row.
 func (t *summaryTable) add(rec map[string]any) bool {
@@ -163,7 +165,8 @@ func (t *summaryTable) add(rec map[string]any) bool {
 			return ""
 		}
 		row := []string{cell("epoch", 1), cell("step", 1), "", cell("loss", 1), cell("top1", 100), cell("top5", 100),
-			cell("ema_top1", 100), cell("ema_top5", 100), ""}
+			cell("ema_top1", 100), cell("ema_top5", 100), "",
+			cell("top1_lo", 100), cell("top1_hi", 100), cell("ema_top1_lo", 100), cell("ema_top1_hi", 100)}
 		if t.lossSteps > 0 {
 			row[2] = strconv.FormatFloat(t.lossSum/t.lossSteps, 'f', -1, 64)
 		}

@@ -3,6 +3,7 @@ package trainer
 import (
 	"encoding/csv"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/recipe"
+	"github.com/trainer/trainer/stats"
 	"github.com/trainer/trainer/tensorboard"
 )
 
@@ -132,7 +134,7 @@ func TestRunWritesTensorBoardAndSummary(t *testing.T) {
 	}
 	rows := readSummary(t, res.Dir)
 	evals := recordsOfType(records, "eval")
-	if len(rows) != 1+len(evals) || strings.Join(rows[0], ",") != "epoch,step,train_loss,eval_loss,eval_top1,eval_top5,ema_top1,ema_top5,lr" {
+	if len(rows) != 1+len(evals) || strings.Join(rows[0], ",") != "epoch,step,train_loss,eval_loss,eval_top1,eval_top5,ema_top1,ema_top5,lr,eval_top1_lo,eval_top1_hi,ema_top1_lo,ema_top1_hi" {
 		t.Fatalf("summary.csv:\n%v", rows)
 	}
 	trains := recordsOfType(records, "train")
@@ -144,6 +146,13 @@ func TestRunWritesTensorBoardAndSummary(t *testing.T) {
 		if num(0) != ev["epoch"].(float64) || num(1) != ev["step"].(float64) || num(3) != ev["loss"].(float64) ||
 			num(4) != 100*ev["top1"].(float64) || num(6) != 100*ev["ema_top1"].(float64) || num(8) != trains[2*i+1]["lr"].(float64) {
 			t.Errorf("summary row %v, eval record %v", row, ev)
+		}
+		// The Wilson bounds are the log's and are the interval of the eval's hits.
+		examples := ev["examples"].(float64)
+		lo, hi := stats.Wilson(int(math.Round(ev["top1"].(float64)*examples)), int(examples), stats.Z95)
+		if ev["top1_lo"].(float64) != lo || ev["top1_hi"].(float64) != hi || num(9) != 100*lo || num(10) != 100*hi ||
+			num(11) != 100*ev["ema_top1_lo"].(float64) || num(12) != 100*ev["ema_top1_hi"].(float64) || !(num(11) <= num(6) && num(6) <= num(12)) {
+			t.Errorf("summary row %v, eval record %v: want the 95%% Wilson interval [%v, %v] of top-1", row, ev, lo, hi)
 		}
 		if d := num(2) - wantLoss; d > 1e-12 || d < -1e-12 {
 			t.Errorf("row %d train loss %v, want %v", i, row[2], wantLoss)

@@ -15,6 +15,7 @@ import (
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/gomlxfix"
+	"github.com/trainer/trainer/stats"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -22,11 +23,18 @@ import (
 type EvalResult struct {
 	Top1, Top5, Loss float64
 	Examples         int
+	// Correct is the number of top-1 hits; Top1Lo and Top1Hi bound Top1 by its 95% Wilson score
+	// interval (stats.Wilson): how far the score could move on another draw of as many images.
+	Correct        int
+	Top1Lo, Top1Hi float64
 }
+
+// perImageSink hears each scored image's label and predicted class among classes, in the loader's order.
+type perImageSink func(classes, label, predicted int) error
 
 // evaluate scores the current variables on every example of the loader (the padded tail is masked).
 func (s *session) evaluate(loader *data.Loader) (EvalResult, error) {
-	return s.evaluateWith(s.ctx, &s.evalExec, loader)
+	return s.evaluateWith(s.ctx, &s.evalExec, loader, nil)
 }
 
 // evaluateEMA scores the EMA shadows (as of the last optimizer step) the same way.
@@ -35,12 +43,12 @@ func (s *session) evaluateEMA(loader *data.Loader) (EvalResult, error) {
 	if err != nil {
 		return EvalResult{}, fmt.Errorf("EMA eval: %w", err)
 	}
-	return s.evaluateWith(ctx, &s.emaEvalExec, loader)
+	return s.evaluateWith(ctx, &s.emaEvalExec, loader, nil)
 }
 
 // evaluateWith runs the eval forward pass over ctx's variables; *execp caches its compiled graph, so
-// every eval of a run reuses it.
-func (s *session) evaluateWith(evalCtx *context.Context, execp **context.Exec, loader *data.Loader) (EvalResult, error) {
+// every eval of a run reuses it. perImage, when not nil, is given every image's result as it is scored.
+func (s *session) evaluateWith(evalCtx *context.Context, execp **context.Exec, loader *data.Loader, perImage perImageSink) (EvalResult, error) {
 	if *execp == nil {
 		gomlxfix.Install() // one gradient table per process, whichever graph is built first
 		exec, err := context.NewExec(s.backend, evalCtx.Reuse(), func(ctx *context.Context, images *Node) *Node {
@@ -68,6 +76,11 @@ func (s *session) evaluateWith(evalCtx *context.Context, execp **context.Exec, l
 		for i := range b.Size {
 			row := logits[i*classes : (i+1)*classes]
 			top1, top5, nll := scoreRow(row, int(b.Labels[i]))
+			if perImage != nil {
+				if err := perImage(classes, int(b.Labels[i]), predicted(row, int(b.Labels[i]), top1 == 1)); err != nil {
+					return res, err
+				}
+			}
 			res.Top1 += top1
 			res.Top5 += top5
 			res.Loss += nll
@@ -81,8 +94,25 @@ func (s *session) evaluateWith(evalCtx *context.Context, execp **context.Exec, l
 		return res, errors.New("eval split is empty")
 	}
 	n := float64(res.Examples)
+	res.Correct = int(res.Top1)
+	res.Top1Lo, res.Top1Hi = stats.Wilson(res.Correct, res.Examples, stats.Z95)
 	res.Top1, res.Top5, res.Loss = res.Top1/n, res.Top5/n, res.Loss/n
 	return res, nil
+}
+
+// predicted is the class a row of logits predicts: the label when it scored a top-1 hit (a tie with the
+// label counts as right, as in scoreRow), otherwise the first largest logit.
+func predicted(row []float32, label int, hit bool) int {
+	if hit {
+		return label
+	}
+	best := 0
+	for j, v := range row {
+		if v > row[best] {
+			best = j
+		}
+	}
+	return best
 }
 
 // scoreRow returns (top-1 hit, top-5 hit, negative log-likelihood) of one row of logits.
@@ -121,8 +151,10 @@ func imagesTensor(l *data.Loader, b data.Batch) *tensors.Tensor {
 }
 
 // Evaluate loads a checkpoint into cfg's net and scores it on the eval split: its live weights, or
-// with ema its EMA shadows (weights and BatchNorm statistics).
-func Evaluate(cfg config.Config, checkpointPath string, ema bool) (EvalResult, error) {
+// with ema its EMA shadows (weights and BatchNorm statistics). With perImagePath set it also writes
+// each image's label and predicted class there (stats.CreatePerImage), streamed as the images are
+// scored; the file appears only when the whole split is scored.
+func Evaluate(cfg config.Config, checkpointPath string, ema bool, perImagePath string) (EvalResult, error) {
 	s, err := newSession(cfg)
 	if err != nil {
 		return EvalResult{}, err
@@ -153,7 +185,28 @@ func Evaluate(cfg config.Config, checkpointPath string, ema bool) (EvalResult, e
 	if err != nil {
 		return EvalResult{}, err
 	}
-	return s.evaluate(loader)
+	if perImagePath == "" {
+		return s.evaluate(loader)
+	}
+	// The writer starts with the first batch, whose logits give the net's number of classes; with ema
+	// the shadows were loaded as the model's variables, so s.ctx is the one to score either way.
+	var w *stats.PerImageWriter
+	sink := func(classes, label, pred int) error {
+		if w == nil {
+			if w, err = stats.CreatePerImage(perImagePath, classes); err != nil {
+				return err
+			}
+		}
+		return w.Add(label, pred)
+	}
+	res, err := s.evaluateWith(s.ctx, &s.evalExec, loader, sink)
+	if err != nil {
+		if w != nil {
+			w.Abort()
+		}
+		return res, err
+	}
+	return res, w.Close()
 }
 
 // emaLoader serves a checkpoint's EMA shadow in place of each model variable that has one.

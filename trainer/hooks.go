@@ -14,6 +14,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/internal/echo"
+	"github.com/trainer/trainer/stats"
 )
 
 // The loop's hooks (loop.go), in the order a run attaches them: the guard (guard.go), progress,
@@ -235,12 +236,14 @@ func (h *evalHook) eval(st *loopState, label string) error {
 	}
 	h.last, h.lastEval = ev, st.step
 	record := map[string]any{"type": "eval", "step": st.step, "epoch": st.epoch(),
-		"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples}
+		"top1": ev.Top1, "top5": ev.Top5, "loss": ev.Loss, "examples": ev.Examples,
+		"top1_lo": ev.Top1Lo, "top1_hi": ev.Top1Hi}
 	if skipped := h.loader.Skipped() - skippedBefore; skipped > 0 {
 		record["skipped_records"] = skipped // left out of the score (data.on_bad_record: skip)
 	}
 	// One short line per scored set of weights, so an 80-column terminal does not wrap them.
-	line := fmt.Sprintf("%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f (%d images)", label, 100*ev.Top1, 100*ev.Top5, ev.Loss, ev.Examples)
+	// The bracket is top-1's 95% Wilson interval: a gap inside it may be noise.
+	line := fmt.Sprintf("%s: top-1 %s  top-5 %.2f%%  loss %.4f (%d images)", label, stats.Interval(ev.Correct, ev.Examples), 100*ev.Top5, ev.Loss, ev.Examples)
 	if h.s.cfg.EMA.Decay > 0 {
 		em, err := h.s.evaluateEMA(h.loader)
 		if err != nil {
@@ -248,7 +251,8 @@ func (h *evalHook) eval(st *loopState, label string) error {
 		}
 		h.lastEMA = em
 		record["ema_top1"], record["ema_top5"], record["ema_loss"] = em.Top1, em.Top5, em.Loss
-		line += fmt.Sprintf("\n%s: EMA top-1 %.2f%%  top-5 %.2f%%  loss %.4f", label, 100*em.Top1, 100*em.Top5, em.Loss)
+		record["ema_top1_lo"], record["ema_top1_hi"] = em.Top1Lo, em.Top1Hi
+		line += fmt.Sprintf("\n%s: EMA top-1 %s  top-5 %.2f%%  loss %.4f", label, stats.Interval(em.Correct, em.Examples), 100*em.Top5, em.Loss)
 	}
 	h.term.say("%s", line)
 	if err := h.metrics.write(record); err != nil {

@@ -317,7 +317,7 @@ func TestIncompleteCheckpointIsRefused(t *testing.T) {
 		!strings.Contains(err.Error(), mid) || !strings.Contains(err.Error(), weight) {
 		t.Errorf("resume from a checkpoint without %s: %v", weight, err)
 	}
-	if _, err := Evaluate(cfg, mid, false); err == nil || !strings.Contains(err.Error(), mid) || !strings.Contains(err.Error(), weight) {
+	if _, err := Evaluate(cfg, mid, false, ""); err == nil || !strings.Contains(err.Error(), mid) || !strings.Contains(err.Error(), weight) {
 		t.Errorf("eval of a checkpoint without %s: %v", weight, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/recipe"
+	"github.com/trainer/trainer/stats"
 )
 
 // smallRun is a few steps of softmax regression on real MNIST: enough to learn, cheap enough for CI.
@@ -96,7 +97,7 @@ func TestRunLearnsAndResumesExactly(t *testing.T) {
 	}
 
 	// Evaluating the checkpoint reproduces the run's final score.
-	ev, err := Evaluate(a, resA.Checkpoint, false)
+	ev, err := Evaluate(a, resA.Checkpoint, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,17 +159,37 @@ func TestEvaluateEMAShadowsOfACheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := Evaluate(cfg, res.Checkpoint, false)
+	live, err := Evaluate(cfg, res.Checkpoint, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ema, err := Evaluate(cfg, res.Checkpoint, true)
+	ema, err := Evaluate(cfg, res.Checkpoint, true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if live != res.Eval || ema != res.EMAEval || ema == live {
 		t.Errorf("eval of the checkpoint: live %+v (run %+v), EMA %+v (run %+v); want each equal to the run's and different from each other",
 			live, res.Eval, ema, res.EMAEval)
+	}
+	// The per-image files of both evals hold every image, their right answers are the scores' hits,
+	// and pairing them counts each eval's hits again.
+	livePath, emaPath := filepath.Join(t.TempDir(), "live.perimage"), filepath.Join(t.TempDir(), "ema.perimage")
+	if again, err := Evaluate(cfg, res.Checkpoint, false, livePath); err != nil || again != live {
+		t.Fatalf("eval with --per-image: %+v, %v; want %+v", again, err, live)
+	}
+	if again, err := Evaluate(cfg, res.Checkpoint, true, emaPath); err != nil || again != ema {
+		t.Fatalf("EMA eval with --per-image: %+v, %v; want %+v", again, err, ema)
+	}
+	paired, err := stats.ComparePerImage(livePath, emaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paired.Images != live.Examples || paired.RightA() != live.Correct || paired.RightB() != ema.Correct ||
+		float64(live.Correct)/float64(live.Examples) != live.Top1 {
+		t.Errorf("paired %+v; live %d/%d right (top-1 %v), EMA %d right", paired, live.Correct, live.Examples, live.Top1, ema.Correct)
+	}
+	if lo, hi := stats.Wilson(live.Correct, live.Examples, stats.Z95); live.Top1Lo != lo || live.Top1Hi != hi || !(lo < live.Top1 && live.Top1 < hi) {
+		t.Errorf("live top-1 %v with interval [%v, %v], want [%v, %v] around it", live.Top1, live.Top1Lo, live.Top1Hi, lo, hi)
 	}
 	best, err := checkpoint.Load(filepath.Join(res.Dir, "checkpoints", checkpoint.BestName))
 	if err != nil || best.Header.Metric != "ema_top1" || best.Header.Score != res.EMAEval.Top1 {
@@ -179,7 +200,7 @@ func TestEvaluateEMAShadowsOfACheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Evaluate(noEMA, plain.Checkpoint, true); err == nil || !strings.Contains(err.Error(), "no EMA shadows") {
+	if _, err := Evaluate(noEMA, plain.Checkpoint, true, ""); err == nil || !strings.Contains(err.Error(), "no EMA shadows") {
 		t.Errorf("--ema on a checkpoint without shadows: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func newRootCommand() *cobra.Command {
 			return errors.New("no command given")
 		},
 	}
-	root.AddCommand(newRunCommand(), newEvalCommand(), newNetsCommand(), newDevicesCommand(), newVerifyCommand(),
+	root.AddCommand(newRunCommand(), newEvalCommand(), newCompareCommand(), newNetsCommand(), newDevicesCommand(), newVerifyCommand(),
 		newPlotCommand(), newDataCommand(), newBenchCommand(), newEmitCommand(), newExportCommand(),
 		newImportCommand(), newPredictCommand())
 	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { writeHelp(cmd.OutOrStdout(), cmd) })

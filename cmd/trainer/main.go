@@ -21,6 +21,7 @@ import (
 	"github.com/trainer/trainer/graphs/netspec"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
+	"github.com/trainer/trainer/stats"
 	"github.com/trainer/trainer/trainer"
 )
 
@@ -185,28 +186,31 @@ func newEvalCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval CONFIG",
 		Short: "Score a checkpoint on the test split",
-		Long:  "Prints the top-1 and top-5 accuracy and the loss of a checkpoint of the recipe CONFIG on its test split.",
-		Args:  cobra.ExactArgs(1),
+		Long: `Prints the top-1 accuracy with its 95% Wilson score interval, the top-5 accuracy and the loss of a
+checkpoint of the recipe CONFIG on its test split. --per-image FILE also writes each image's label and
+predicted class (docs/data.md#per-image-results), which trainer compare pairs with another eval's.`,
+		Args: cobra.ExactArgs(1),
 	}
 	fs := cmd.Flags()
 	checkpoint := fs.String("checkpoint", "", "the checkpoint `PATH` to evaluate")
 	ema := fs.Bool("ema", false, "score the checkpoint's EMA shadows instead of its live weights")
+	perImage := fs.String("per-image", "", "write each image's label and predicted class to `FILE` (for trainer compare)")
 	sets := fs.StringArray("set", nil, setFlagUsage)
 	backend := fs.String("backend", "", "backend `B` (overrides the config)")
 	_ = cmd.MarkFlagRequired("checkpoint")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return evalMain(positional, cmd.OutOrStdout(), *sets, checkpoint, backend, ema)
+		return evalMain(positional, cmd.OutOrStdout(), *sets, checkpoint, backend, ema, *perImage)
 	}
 	return cmd
 }
 
 // evalMain is `trainer eval` with its parsed flags.
-func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, backend *string, ema *bool) error {
+func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, backend *string, ema *bool, perImage string) error {
 	cfg, err := loadConfig(positional[0], sets, *backend)
 	if err != nil {
 		return err
 	}
-	res, err := trainer.Evaluate(cfg, *checkpoint, *ema)
+	res, err := trainer.Evaluate(cfg, *checkpoint, *ema, perImage)
 	if err != nil {
 		return err
 	}
@@ -214,8 +218,11 @@ func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, 
 	if *ema {
 		weights = "EMA weights"
 	}
-	fmt.Fprintf(stdout, "%s (%s) on %s (%s split, %d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n",
-		*checkpoint, weights, cfg.Data.Source, "test", res.Examples, 100*res.Top1, 100*res.Top5, res.Loss)
+	fmt.Fprintf(stdout, "%s (%s) on %s (%s split, %d images): top-1 %s  top-5 %.2f%%  loss %.4f\n",
+		*checkpoint, weights, cfg.Data.Source, "test", res.Examples, stats.Interval(res.Correct, res.Examples), 100*res.Top5, res.Loss)
+	if perImage != "" {
+		fmt.Fprintf(stdout, "per-image results: %s\n", perImage)
+	}
 	return nil
 }
 

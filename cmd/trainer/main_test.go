@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,9 +74,35 @@ func TestRunEvalAndResumeThroughTheCLI(t *testing.T) {
 		t.Errorf("resolved config should record the override: %v\n%s", err, resolved)
 	}
 	ckpt := filepath.Join(dir, "runs", "tiny", "checkpoints", "ckpt-000000004.tckpt")
-	out, _, err = runCLI(t, "eval", cfg, "--checkpoint", ckpt)
+	out, _, err = runCLI(t, "eval", cfg, "--checkpoint", ckpt, "--per-image", filepath.Join(dir, "4.perimage"))
 	if err != nil || !strings.Contains(out, "top-1") || !strings.Contains(out, "10000 images") {
 		t.Errorf("eval: %v\n%s", err, out)
+	}
+	// Each eval prints top-1 with its Wilson interval; compare pairs the two per-image files and prints
+	// the same two scores, the four counts and McNemar's p.
+	out2, _, err := runCLI(t, "eval", cfg, "--checkpoint", filepath.Join(dir, "runs", "tiny", "checkpoints", "ckpt-000000002.tckpt"),
+		"--per-image", filepath.Join(dir, "2.perimage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top1 := regexp.MustCompile(`top-1 (\d+\.\d\d% \[\d+\.\d\d, \d+\.\d\d\])`)
+	cmp, _, err := runCLI(t, "compare", filepath.Join(dir, "4.perimage"), filepath.Join(dir, "2.perimage"))
+	scores := top1.FindAllStringSubmatch(cmp, -1)
+	if err != nil || len(scores) != 2 || top1.FindStringSubmatch(out) == nil || top1.FindStringSubmatch(out2) == nil ||
+		scores[0][1] != top1.FindStringSubmatch(out)[1] || scores[1][1] != top1.FindStringSubmatch(out2)[1] {
+		t.Fatalf("compare: %v\n%s\nevals:\n%s%s", err, cmp, out, out2)
+	}
+	counts := regexp.MustCompile(`10000 images: both right (\d+), only A (\d+), only B (\d+), both wrong (\d+)`).FindStringSubmatch(cmp)
+	sum := 0
+	for _, c := range counts[1:] {
+		n, _ := strconv.Atoi(c)
+		sum += n
+	}
+	if sum != 10000 || !strings.Contains(cmp, "McNemar exact p = ") {
+		t.Errorf("compare's counts %v do not add up to 10000 images:\n%s", counts, cmp)
+	}
+	if _, _, err := runCLI(t, "compare", filepath.Join(dir, "4.perimage"), cfg); err == nil || !strings.Contains(err.Error(), "not a per-image result file") {
+		t.Errorf("compare with a YAML file: %v", err)
 	}
 	// Resuming a finished run with more steps continues from step 4 (the same lr: changing it on resume
 	// is refused, trainer/resume.go).

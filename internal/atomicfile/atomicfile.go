@@ -1,5 +1,5 @@
 // Package atomicfile writes files so that a reader, or a crash at any moment, sees either the old
-// content or the complete new one, never a partial file: checkpoints, weight files, plots.
+// content or the complete new one, never a partial file: checkpoints, weight files, plots, per-image results.
 package atomicfile
 
 import (
@@ -15,27 +15,54 @@ import (
 // path, fsync the directory so the rename itself is durable. The file gets mode 0666 less the process
 // umask (0644 under the usual 022), as os.Create would give it.
 func Write(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, "."+filepath.Base(path)+".", ".tmp")
+	f, err := Create(path)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	if _, err := f.Write(data); err != nil {
+		f.Abort()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+	return f.Commit()
+}
+
+// File is a file being written in place of path, for content streamed in pieces: nothing appears at
+// path until Commit, and Abort leaves path as it was.
+type File struct {
+	*os.File
+	path string
+}
+
+// Create starts writing the file that Commit will put at path, as Write does for a whole buffer.
+func Create(path string) (*File, error) {
+	tmp, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".", ".tmp")
+	if err != nil {
+		return nil, err
+	}
+	return &File{File: tmp, path: path}, nil
+}
+
+// Abort closes and removes the temporary file; path is untouched.
+func (f *File) Abort() {
+	f.File.Close()
+	os.Remove(f.Name())
+}
+
+// Commit syncs the temporary file, renames it over path and syncs the directory; on an error the
+// temporary file is removed and path is untouched.
+func (f *File) Commit() error {
+	defer os.Remove(f.Name()) // fails harmlessly after the rename
+	if err := f.Sync(); err != nil {
+		f.File.Close()
 		return err
 	}
-	if err := tmp.Close(); err != nil {
+	if err := f.File.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(f.Name(), f.path); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
+	d, err := os.Open(filepath.Dir(f.path))
 	if err != nil {
 		return err
 	}
