@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -80,6 +81,8 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 	if err != nil {
 		return err
 	}
+	recipeName := cfg.Name
+	cfg.Name = runName(cfg, *resume, *resumeFrom, stdout)
 	if *resume || *resumeFrom != "" {
 		// The run continues with its own config.yaml; only the keys given here are set again.
 		overrides := sets
@@ -102,9 +105,61 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 	_, err = trainer.Run(cfg, trainer.RunOptions{
 		Resume: *resume, ResumeFrom: *resumeFrom, Out: stdout,
 		Progress: !*noProgress && isTerminal(stdout), Stop: stop,
-		ResumeCommand: resumeCommand(positional[0], sets, *backend, *smoke),
+		ResumeCommand: resumeCommand(positional[0], runSets(sets, recipeName, cfg.Name), *backend, *smoke),
 	})
 	return err
+}
+
+// runName picks the run directory under cfg.RunDir: a fresh run of a name whose directory already
+// holds a run gets the next numbered one (NAME-2, NAME-3, ...), so that repeating a command never
+// touches an earlier run; --resume continues the newest of the name, and --resume-from the run
+// whose checkpoint it names (a fresh one for a checkpoint from elsewhere, such as an import).
+func runName(cfg config.Config, resume bool, resumeFrom string, stdout io.Writer) string {
+	name := cfg.Name
+	switch {
+	case resume:
+		name = trainer.NewestRunName(cfg.RunDir, cfg.Name)
+		if name != cfg.Name {
+			fmt.Fprintf(stdout, "resuming the newest run of %s: %s\n", cfg.Name, filepath.Join(cfg.RunDir, name))
+		}
+		return name
+	case resumeFrom != "":
+		if of, ok := trainer.RunNameOf(cfg.RunDir, cfg.Name, resumeFrom); ok {
+			return of
+		}
+	}
+	name = trainer.FreshRunName(cfg.RunDir, cfg.Name)
+	if name != cfg.Name {
+		fmt.Fprintf(stdout, "%s holds an earlier run; this one writes %s\n", filepath.Join(cfg.RunDir, cfg.Name),
+			filepath.Join(cfg.RunDir, name))
+	}
+	return name
+}
+
+// runSets are the --set flags that address the run again: the given ones, plus the run's name when it
+// is not the recipe's (a numbered repeat), so that the resume command continues this run even after
+// newer ones of the name exist.
+func runSets(sets []string, recipeName, name string) []string {
+	if name == recipeName {
+		return sets
+	}
+	return append(sets[:len(sets):len(sets)], "name="+name)
+}
+
+// selfCommand is how the user started this program, for the commands it prints: "go run ./cmd/trainer"
+// under `go run` (whose binary lives in a temporary go-build directory, on no PATH), else "trainer"
+// (as `go install ./cmd/trainer` puts it in $(go env GOPATH)/bin).
+func selfCommand() string {
+	if exe, err := os.Executable(); err == nil && isGoRunBinary(exe) {
+		return "go run ./cmd/trainer"
+	}
+	return "trainer"
+}
+
+// isGoRunBinary reports whether exe is a binary `go run` built: GOTMPDIR/go-buildNNN/bNNN/exe/NAME.
+func isGoRunBinary(exe string) bool {
+	dir := filepath.Dir(exe)
+	return filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build")
 }
 
 // precisionNote is the line `run` and `bench` print when cfg computes in bfloat16 on the pure-Go
@@ -123,7 +178,7 @@ func precisionNote(cfg config.Config) string {
 
 // resumeCommand is the command line that continues a run started with these arguments.
 func resumeCommand(path string, sets []string, backend string, smoke bool) string {
-	args := []string{"trainer", "run", path}
+	args := []string{"run", path}
 	if smoke {
 		args = append(args, "--smoke")
 	}
@@ -137,7 +192,7 @@ func resumeCommand(path string, sets []string, backend string, smoke bool) strin
 	for i, a := range args {
 		args[i] = shellQuote(a)
 	}
-	return strings.Join(args, " ")
+	return selfCommand() + " " + strings.Join(args, " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but plain word characters.

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRepeatedRunsGetFreshDirectories: running the same command twice trains the second run in
+// runs/NAME-2 (said at the start) and leaves every file of the first as it was; --resume continues the
+// newest (NAME-2), and the resume hint of a numbered run names it.
+func TestRepeatedRunsGetFreshDirectories(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "again.yaml")
+	runs := filepath.Join(dir, "runs")
+	body := "net:\n  name: linear\nsteps: 2\ndata:\n  batch_size: 16\neval:\n  every_epochs: 0\nrun_dir: " + runs + "\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func(root string) map[string]string {
+		files := map[string]string{}
+		filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode().IsRegular() {
+				data, _ := os.ReadFile(p)
+				files[p] = string(data)
+			}
+			return nil
+		})
+		return files
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(args, &out, &errOut); err != nil {
+			t.Fatalf("trainer %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	cli("run", cfg, "--no-progress")
+	first := snapshot(filepath.Join(runs, "again"))
+	if len(first) == 0 {
+		t.Fatal("the first run wrote nothing")
+	}
+	out := cli("run", cfg, "--no-progress")
+	want := filepath.Join(runs, "again") + " holds an earlier run; this one writes " + filepath.Join(runs, "again-2")
+	if !strings.Contains(out, want) || !strings.Contains(out, "run directory "+filepath.Join(runs, "again-2")) {
+		t.Errorf("second run's output lacks %q:\n%s", want, out)
+	}
+	after := snapshot(filepath.Join(runs, "again"))
+	if len(after) != len(first) {
+		t.Errorf("the first run's directory had %d files, now %d", len(first), len(after))
+	}
+	for p, data := range first {
+		if after[p] != data {
+			t.Errorf("the second run changed %s", p)
+		}
+	}
+	if ckpts, _ := filepath.Glob(filepath.Join(runs, "again-2", "checkpoints", "ckpt-*.tckpt")); len(ckpts) == 0 {
+		t.Errorf("the second run wrote no checkpoint in again-2")
+	}
+	out = cli("run", cfg, "--no-progress", "--resume", "--set", "steps=3")
+	if !strings.Contains(out, "resuming the newest run of again: "+filepath.Join(runs, "again-2")) ||
+		!strings.Contains(out, "(step 2)") {
+		t.Errorf("--resume did not continue again-2 from step 2:\n%s", out)
+	}
+	if got := runSets([]string{"steps=3"}, "again", "again-2"); strings.Join(got, " ") != "steps=3 name=again-2" {
+		t.Errorf("a numbered run's resume flags: %v", got)
+	}
+}
+
+// TestGoRunBinaryDetected: the binary `go run` builds is recognised by its place in the go-build
+// cache, so the commands the run prints start with `go run ./cmd/trainer`; an installed one is not.
+func TestGoRunBinaryDetected(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/tmp/go-build2930489711/b001/exe/trainer":    true,
+		"/home/u/.cache/go-build123/b001/exe/trainer": true,
+		"/home/u/go/bin/trainer":                      false,
+		"/tmp/go-build2930489711/b001/trainer.test":   false,
+		"/opt/exe/trainer":                            false,
+	} {
+		if got := isGoRunBinary(path); got != want {
+			t.Errorf("isGoRunBinary(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
