@@ -47,11 +47,12 @@ func newRunCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run CONFIG",
 		Short: "Train the net of a recipe",
-		Long: `Trains the net of the recipe CONFIG (docs/configs.md) and writes runs/NAME/: the resolved
-config.yaml, metrics.jsonl and checkpoints/; run.lock keeps a second process out while it trains.
+		Long: `Trains the net of the recipe CONFIG (docs/configs.md) and writes runs/NAME/ (runs/NAME-2, -3, ...
+when that holds an earlier run): the resolved config.yaml, metrics.jsonl and checkpoints/; run.lock keeps
+a second process out while it trains.
 Ctrl-C or SIGTERM finishes the step in flight, writes a checkpoint, prints the command that resumes and
-exits 0; a second signal exits at once. --resume continues with the run's own config.yaml, changed only
-by the --set keys given; CONFIG then only locates the run.`,
+exits 0; a second signal exits at once. --resume continues the newest run of the name with its own
+config.yaml, changed only by the --set keys given; CONFIG then only locates the run.`,
 		Args: cobra.ExactArgs(1),
 	}
 	fs := cmd.Flags()
