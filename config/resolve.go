@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
 
 	"go.yaml.in/yaml/v3"
 
@@ -124,6 +125,32 @@ func (s ScheduleConfig) WarmupLength(perEpoch float64) int {
 		return s.WarmupSteps
 	}
 	return int(math.Round(s.WarmupEpochs * perEpoch))
+}
+
+// RunWarmup is the warmup a run of total optimizer steps runs: WarmupLength, or, when that is not
+// shorter than the run (a quick try, --set steps=40, of a recipe that warms up over epochs), a tenth
+// of the run (at least one step), so that the short run still reaches its peak lr and decays from it.
+// A pure function of the config and the run's length, so a resumed run and a plot shorten alike.
+func (s ScheduleConfig) RunWarmup(perEpoch float64, total int) int {
+	w := s.WarmupLength(perEpoch)
+	if w > 0 && w >= total {
+		return max(1, total/10)
+	}
+	return w
+}
+
+// WarmupNote is the line a run prints when RunWarmup shortens the recipe's warmup; "" otherwise.
+func (s ScheduleConfig) WarmupNote(perEpoch float64, total int) string {
+	w := s.WarmupLength(perEpoch)
+	if got := s.RunWarmup(perEpoch, total); got != w {
+		key := "warmup_epochs " + strconv.FormatFloat(s.WarmupEpochs, 'g', -1, 64)
+		if s.WarmupSteps > 0 {
+			key = "warmup_steps " + strconv.Itoa(s.WarmupSteps)
+		}
+		return fmt.Sprintf("note: the run is %d optimizer steps, its schedule.%s (%d steps) is not shorter: "+
+			"warming up over %d steps (a tenth of the run) instead", total, key, w, got)
+	}
+	return ""
 }
 
 // SkipsNonFinite reports whether the policy holds back a non-finite step's update (skip, reduce_lr),

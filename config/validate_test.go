@@ -25,8 +25,6 @@ func TestRecipeTrapsAreRefused(t *testing.T) {
 		name, want string
 		mutate     func(*Config)
 	}{
-		{"warmup steps beyond a steps run", "schedule.warmup_steps: 50 warmup steps in a run of 20 steps",
-			func(c *Config) { c.Steps, c.Schedule.WarmupEpochs, c.Schedule.WarmupSteps = 20, 0, 50 }},
 		{"warmup start without warmup", "schedule.warmup_start_lr: got 0.01 without a warmup",
 			func(c *Config) { c.Schedule.WarmupEpochs, c.Schedule.WarmupStartLR = 0, 0.01 }},
 		{"ema warmup without ema", "ema.warmup: false without an EMA", func(c *Config) { c.EMA.Warmup = false }},
@@ -71,6 +69,8 @@ func TestRecipeTrapsAreRefused(t *testing.T) {
 			c.Schedule = ScheduleConfig{Name: "multistep", DecayRate: 0.1, Milestones: []float64{5, 9}}
 		},
 		func(c *Config) { c.Steps = 3 },
+		// a quick try shorter than the warmup: RunWarmup shortens it
+		func(c *Config) { c.Steps, c.Schedule.WarmupEpochs, c.Schedule.WarmupSteps = 20, 0, 50 },
 		func(c *Config) { c.Loss.Name, c.Loss.BCEDivisor = "bce", "batch" },
 	} {
 		c := base()
@@ -90,10 +90,9 @@ func TestCheckScheduleLength(t *testing.T) {
 		total    int
 		want     string // "" means valid
 	}{
-		{"warmup in epochs outlasting a steps run", ScheduleConfig{Name: "cosine", WarmupEpochs: 5}, 100,
-			"schedule.warmup_epochs: the warmup is 150 optimizer steps, the run is 100 optimizer steps (3.333 epochs of 30 steps)"},
-		{"warmup as long as the run", ScheduleConfig{Name: "cosine", WarmupEpochs: 10}, 300, "schedule.warmup_epochs: the warmup is 300"},
-		{"warmup steps as long as the run", ScheduleConfig{Name: "cosine", WarmupSteps: 300}, 300, "schedule.warmup_steps: the warmup is 300"},
+		// A warmup as long as the run is shortened (TestRunWarmup), not refused.
+		{"warmup in epochs outlasting a steps run", ScheduleConfig{Name: "cosine", WarmupEpochs: 5}, 100, ""},
+		{"warmup steps as long as the run", ScheduleConfig{Name: "cosine", WarmupSteps: 300}, 300, ""},
 		{"warmup one step short", ScheduleConfig{Name: "cosine", WarmupSteps: 299}, 300, ""},
 		{"step decay never reached", ScheduleConfig{Name: "step", DecayRate: 0.1, DecayEpochs: 30}, 300,
 			"schedule.decay_epochs: the step schedule decays every 30 epochs"},
@@ -115,6 +114,34 @@ func TestCheckScheduleLength(t *testing.T) {
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestRunWarmup: a warmup shorter than the run is the recipe's; one as long as the run or longer (a
+// quick try with --set steps=40 of a recipe that warms up over epochs) becomes a tenth of the run, at
+// least one step, and the note says so with the recipe's key and value.
+func TestRunWarmup(t *testing.T) {
+	cases := []struct {
+		s        ScheduleConfig
+		perEpoch float64
+		total    int
+		want     int
+		note     string
+	}{
+		{ScheduleConfig{WarmupEpochs: 0.1}, 469, 938, 47, ""},
+		{ScheduleConfig{WarmupEpochs: 0.1}, 469, 47, 4,
+			"note: the run is 47 optimizer steps, its schedule.warmup_epochs 0.1 (47 steps) is not shorter: warming up over 4 steps (a tenth of the run) instead"},
+		{ScheduleConfig{WarmupEpochs: 0.1}, 469, 40, 4, "schedule.warmup_epochs 0.1 (47 steps)"},
+		{ScheduleConfig{WarmupSteps: 299}, 30, 300, 299, ""},
+		{ScheduleConfig{WarmupSteps: 300}, 30, 300, 30, "schedule.warmup_steps 300 (300 steps)"},
+		{ScheduleConfig{WarmupSteps: 5}, 30, 3, 1, "warming up over 1 steps"},
+		{ScheduleConfig{}, 30, 3, 0, ""},
+	}
+	for _, c := range cases {
+		got, note := c.s.RunWarmup(c.perEpoch, c.total), c.s.WarmupNote(c.perEpoch, c.total)
+		if got != c.want || (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
+			t.Errorf("%+v over %d steps: warmup %d, note %q; want %d, a note containing %q", c.s, c.total, got, note, c.want, c.note)
 		}
 	}
 }

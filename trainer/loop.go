@@ -433,6 +433,9 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	if err := cfg.CheckScheduleLength(total, perEpoch); err != nil {
 		return res, err
 	}
+	if note := cfg.Schedule.WarmupNote(perEpoch, total); note != "" {
+		fmt.Fprintln(out, note)
+	}
 	res.Dir = cfg.Dir()
 	rd, err := s.openRunDir(opts, out, total)
 	if err != nil {

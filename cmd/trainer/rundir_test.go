@@ -85,3 +85,23 @@ func TestGoRunBinaryDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickTryShortensTheWarmup: a --set steps shorter than the recipe's warmup trains, warming up over
+// a tenth of the run, and says so in one line.
+func TestQuickTryShortensTheWarmup(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "warm.yaml")
+	body := "net:\n  name: linear\nepochs: 2\nschedule:\n  warmup_epochs: 0.5\ndata:\n  batch_size: 16\neval:\n  every_epochs: 0\n" +
+		"run_dir: " + filepath.Join(dir, "runs") + "\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{"run", cfg, "--no-progress", "--set", "steps=20"}, &out, &errOut); err != nil {
+		t.Fatalf("a 20-step try of a recipe with a 1875-step warmup: %v\n%s", err, out.String())
+	}
+	want := "note: the run is 20 optimizer steps, its schedule.warmup_epochs 0.5 (1875 steps) is not shorter: warming up over 2 steps"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
