@@ -34,12 +34,19 @@ func main() {
 // setFlagUsage describes --set, a StringArray: repeatable, and the commas of a list value stay in it.
 const setFlagUsage = "override a config key, `key=value`: --set optimizer.lr=0.05 (repeatable)"
 
-// loadConfig reads the recipe at path with its overrides; --backend is one more override.
-func loadConfig(path string, sets []string, backend string) (config.Config, error) {
+// loadConfig reads the recipe at path with its overrides; --backend is one more override. Notes on
+// what composing the recipe changed (an optimizer switch's dropped keys) go to notes when it is not nil.
+func loadConfig(path string, sets []string, backend string, notes io.Writer) (config.Config, error) {
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	return config.Load(path, sets)
+	cfg, lines, err := config.LoadNotes(path, sets)
+	if err == nil && notes != nil {
+		for _, n := range lines {
+			fmt.Fprintln(notes, n)
+		}
+	}
+	return cfg, err
 }
 
 // newRunCommand declares `trainer run` and its flags.
@@ -257,7 +264,7 @@ func newEvalCommand() *cobra.Command {
 
 // evalMain is `trainer eval` with its parsed flags.
 func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, backend *string, ema *bool) error {
-	cfg, err := loadConfig(positional[0], sets, *backend)
+	cfg, err := loadConfig(positional[0], sets, *backend, nil)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func plotScheduleMain(configPath string, out *string, sets []string, trainExampl
 	if trainExamples < 0 {
 		return fmt.Errorf("plot schedule: --train-examples %d, expected >= 1 (0: the split's own size)", trainExamples)
 	}
-	cfg, err := loadConfig(configPath, sets, "")
+	cfg, err := loadConfig(configPath, sets, "", nil)
 	if err != nil {
 		return err
 	}
