@@ -24,7 +24,7 @@ func newPlotCommand() *cobra.Command {
 	}
 	scheduleCmd := &cobra.Command{
 		Use:   "schedule CONFIG",
-		Short: "Draw the learning rate and EMA decay over a whole run of a recipe",
+		Short: "Draw a recipe's learning rate and EMA decay over its run",
 		Args:  cobra.ExactArgs(1),
 	}
 	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
@@ -35,7 +35,7 @@ func newPlotCommand() *cobra.Command {
 	}
 	runPlot := &cobra.Command{
 		Use:   "run DIR",
-		Short: "Draw the loss, lr and accuracy of a run from DIR/metrics.jsonl",
+		Short: "Draw a run's loss, lr and accuracy from its metrics.jsonl",
 		Args:  cobra.ExactArgs(1),
 	}
 	runOut := runPlot.Flags().String("out", "", "output directory `DIR` (default the run's)")
