@@ -11,10 +11,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/config"
@@ -292,6 +293,7 @@ layer's output shape, parameters and multiply-accumulates per example, and the t
 		Args: cobra.NoArgs,
 	}
 	asJSON := cmd.Flags().Bool("json", false, "print JSON")
+	wide := cmd.Flags().Bool("wide", false, "add each net's description (lines wider than 80 columns)")
 	spec := cmd.Flags().String("spec", "", "print the layers of the NetSpec in `FILE` instead")
 	size := cmd.Flags().Int("size", 0, "with --spec: input size `S` (net.image_size; 0: the spec's input entry)")
 	classes := cmd.Flags().Int("num-classes", 0, "with --spec: number `N` of classes (net.num_classes; 0: the spec's input entry)")
@@ -302,7 +304,7 @@ layer's output shape, parameters and multiply-accumulates per example, and the t
 		if cmd.Flags().Changed("size") || cmd.Flags().Changed("num-classes") {
 			return errors.New("nets: --size and --num-classes need --spec FILE")
 		}
-		return netsMain(cmd.OutOrStdout(), asJSON)
+		return netsMain(cmd.OutOrStdout(), asJSON, wide)
 	}
 	return cmd
 }
@@ -354,22 +356,22 @@ func netSpecMain(stdout io.Writer, path string, sizes netspec.Sizes, asJSON bool
 		enc.SetIndent("", "  ")
 		return enc.Encode(table)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LAYER\tKIND\tNAME\tOUTPUT\tPARAMETERS\tMACs")
+	cols := []column{{"LAYER", false}, {"KIND", false}, {"NAME", false}, {"OUTPUT", false}, {"PARAMETERS", true}, {"MACs", true}}
+	var cells [][]string
 	for _, l := range table.Layers {
 		indent := strings.Repeat("  ", l.Depth-1)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", l.Index, indent+l.Kind, l.Name, netspec.ShapeString(l.Output), l.Parameters, l.MACs)
+		cells = append(cells, []string{l.Index, indent + l.Kind, l.Name, netspec.ShapeString(l.Output),
+			humanize.Comma(l.Parameters), humanize.Comma(l.MACs)})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "total: %d parameters, %d MACs (%.2f forward MFLOPs) per example; input %dx%dx%d, %d classes\n",
-		params, macs, float64(2*macs)/1e6, table.InputShape[0], table.InputShape[1], table.InputShape[2], table.NumClasses)
+	writeTable(stdout, cols, cells, 0)
+	fmt.Fprintf(stdout, "total: %s parameters, %s MACs (%.2f forward MFLOPs) per example\ninput %dx%dx%d, %d classes\n",
+		humanize.Comma(params), humanize.Comma(macs), float64(2*macs)/1e6, table.InputShape[0], table.InputShape[1],
+		table.InputShape[2], table.NumClasses)
 	return nil
 }
 
 // netsMain is `trainer nets` with its parsed flags.
-func netsMain(stdout io.Writer, asJSON *bool) error {
+func netsMain(stdout io.Writer, asJSON, wide *bool) error {
 	backend, err := pjrt.Open("go")
 	if err != nil {
 		return err
@@ -388,13 +390,37 @@ func netsMain(stdout io.Writer, asJSON *bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(sums)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NET\tPARAMETERS\tINPUT (HxWxC)\tCLASSES\tFORWARD MFLOPs\tDESCRIPTION")
-	for _, s := range sums {
-		fmt.Fprintf(tw, "%s\t%d\t%dx%dx%d\t%d\t%.2f\t%s\n", s.Name, s.Parameters,
-			s.InputShape[0], s.InputShape[1], s.InputShape[2], s.NumClasses, float64(s.ForwardFLOPs)/1e6, s.Description)
+	cols := []column{{"NET", false}, {"PARAMETERS", true}, {"INPUT", false}, {"CLASSES", true}, {"MFLOPs", true}}
+	if *wide {
+		cols = append(cols, column{"DESCRIPTION", false})
 	}
-	return tw.Flush()
+	var rows [][]string
+	for _, s := range sums {
+		row := []string{s.Name, humanize.Comma(int64(s.Parameters)),
+			fmt.Sprintf("%dx%dx%d", s.InputShape[0], s.InputShape[1], s.InputShape[2]),
+			humanize.Comma(int64(s.NumClasses)), commaDecimal(float64(s.ForwardFLOPs) / 1e6)}
+		if *wide {
+			row = append(row, s.Description)
+		}
+		rows = append(rows, row)
+	}
+	writeTable(stdout, cols, rows, 0)
+	if !*wide {
+		fmt.Fprintln(stdout, "MFLOPs: forward, per example; --wide adds descriptions, --json has everything")
+	}
+	return nil
+}
+
+// commaDecimal writes x ≥ 0 with thousands separators and one decimal (two below 1: the linear net's
+// 0.02 MFLOPs).
+func commaDecimal(x float64) string {
+	digits := 1
+	if x < 1 {
+		digits = 2
+	}
+	whole, frac, _ := strings.Cut(strconv.FormatFloat(x, 'f', digits, 64), ".")
+	n, _ := strconv.ParseInt(whole, 10, 64)
+	return humanize.Comma(n) + "." + frac
 }
 
 // newDevicesCommand declares `trainer devices` and its flags.
