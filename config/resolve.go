@@ -147,8 +147,8 @@ func (s ScheduleConfig) WarmupNote(perEpoch float64, total int) string {
 		if s.WarmupSteps > 0 {
 			key = "warmup_steps " + strconv.Itoa(s.WarmupSteps)
 		}
-		return fmt.Sprintf("note: the run is %d optimizer steps, its schedule.%s (%d steps) is not shorter: "+
-			"warming up over %d steps (a tenth of the run) instead", total, key, w, got)
+		return fmt.Sprintf("note: schedule.%s is %d steps, not shorter than this %d-step run:\n"+
+			"  warming up over %d steps (a tenth of the run) instead", key, w, total, got)
 	}
 	return ""
 }

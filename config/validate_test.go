@@ -131,10 +131,10 @@ func TestRunWarmup(t *testing.T) {
 	}{
 		{ScheduleConfig{WarmupEpochs: 0.1}, 469, 938, 47, ""},
 		{ScheduleConfig{WarmupEpochs: 0.1}, 469, 47, 4,
-			"note: the run is 47 optimizer steps, its schedule.warmup_epochs 0.1 (47 steps) is not shorter: warming up over 4 steps (a tenth of the run) instead"},
-		{ScheduleConfig{WarmupEpochs: 0.1}, 469, 40, 4, "schedule.warmup_epochs 0.1 (47 steps)"},
+			"note: schedule.warmup_epochs 0.1 is 47 steps, not shorter than this 47-step run:\n  warming up over 4 steps (a tenth of the run) instead"},
+		{ScheduleConfig{WarmupEpochs: 0.1}, 469, 40, 4, "schedule.warmup_epochs 0.1 is 47 steps"},
 		{ScheduleConfig{WarmupSteps: 299}, 30, 300, 299, ""},
-		{ScheduleConfig{WarmupSteps: 300}, 30, 300, 30, "schedule.warmup_steps 300 (300 steps)"},
+		{ScheduleConfig{WarmupSteps: 300}, 30, 300, 30, "schedule.warmup_steps 300 is 300 steps"},
 		{ScheduleConfig{WarmupSteps: 5}, 30, 3, 1, "warming up over 1 steps"},
 		{ScheduleConfig{}, 30, 3, 0, ""},
 	}
