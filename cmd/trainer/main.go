@@ -215,8 +215,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// stopOnSignal turns the first SIGINT/SIGTERM into a request to finish the step in flight, checkpoint
-// and exit 0; a second one exits at once (checkpoint writes are atomic, so nothing is left half-written).
+// stopOnSignal turns the first SIGINT/SIGTERM into a request to dispatch no further step, let the
+// ones dispatched finish (the progress line, redrawn when the loop reads results back, may show an
+// earlier step than the one reached), checkpoint and exit 0; a second one exits at once (checkpoint writes are atomic, so nothing is left half-written).
 func stopOnSignal(stderr io.Writer) (stop <-chan struct{}, release func()) {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -225,7 +226,8 @@ func stopOnSignal(stderr io.Writer) (stop <-chan struct{}, release func()) {
 	go func() {
 		select {
 		case sig := <-signals:
-			fmt.Fprintf(stderr, "\n%v: finishing the current step and writing a checkpoint (again to quit at once)\n", sig)
+			fmt.Fprintf(stderr, "\n%v: no new step starts; the steps already dispatched finish, then a checkpoint is written "+
+				"(again to quit at once)\n", sig)
 			close(requested)
 		case <-done:
 			return
