@@ -27,7 +27,7 @@ func newPlotCommand() *cobra.Command {
 		Short: "Draw a recipe's learning rate and EMA decay over its run",
 		Args:  cobra.ExactArgs(1),
 	}
-	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
+	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default RUN_DIR/NAME_schedule.png, beside the run)")
 	sets := scheduleCmd.Flags().StringArray("set", nil, setFlagUsage)
 	trainExamples := scheduleCmd.Flags().Int("train-examples", 0, "the training split's size `N` (default: the split's own, or, without the data, the known size of data.dataset)")
 	scheduleCmd.RunE = func(cmd *cobra.Command, positional []string) error {
@@ -63,12 +63,19 @@ func plotScheduleMain(configPath string, out *string, sets []string, trainExampl
 	}
 	path := *out
 	if path == "" {
-		path = cfg.Name + "_schedule.png"
+		// Beside the run's directory, not in it: planning a run must not create or change a run.
+		path = filepath.Join(cfg.RunDir, cfg.Name+"_schedule.png")
+		if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+			return fmt.Errorf("plot schedule: %w", err)
+		}
 	}
 	if err := plot.WritePNGFile(path, plot.ScheduleCharts(scheduleOf(cfg, total, perEpoch))...); err != nil {
 		return fmt.Errorf("plot schedule: %w", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch, from %s), peak lr %g, last lr %g\n",
+	if note := cfg.Schedule.WarmupNote(perEpoch, total); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch, from %s), peak lr %.4g, last lr %.4g\n",
 		path, total, perEpoch, from, cfg.PeakLR(), schedule.LearningRate(cfg, total-1, total, perEpoch))
 	return nil
 }
