@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -92,7 +93,8 @@ func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdou
 	for _, note := range metrics.Notes {
 		fmt.Fprintf(stderr, "plot run: %s\n", note)
 	}
-	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: logLoss, Smooth: smooth})
+	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: logLoss, Smooth: smooth,
+		TrainLoss: trainLossLabel(filepath.Join(runDir, "config.yaml"))})
 	dir := *out
 	if dir == "" {
 		dir = runDir
@@ -113,6 +115,27 @@ func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdou
 		fmt.Fprintln(stdout, path)
 	}
 	return nil
+}
+
+// trainLossLabel names the train loss of the run whose resolved config is at path: "train", or, when
+// the run trained on softened targets (label smoothing, mixup or cutmix), a label that says so, since
+// that loss then lies above the eval loss on hard labels. A config it cannot read says "train".
+func trainLossLabel(path string) string {
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		return "train"
+	}
+	var soft []string
+	if ls := cfg.Loss.LabelSmoothing; ls > 0 {
+		soft = append(soft, fmt.Sprintf("label-smoothed %g", ls))
+	}
+	if cfg.Data.Augment.Mixing() {
+		soft = append(soft, "mixup/cutmix")
+	}
+	if len(soft) == 0 {
+		return "train"
+	}
+	return "train (" + strings.Join(soft, ", ") + " targets)"
 }
 
 // scheduleOf is the learning rate and (with ema.decay) the EMA decay at every optimizer step of the run,

@@ -203,3 +203,28 @@ func TestPlotScheduleWritesBesideTheRun(t *testing.T) {
 		t.Errorf("last lr not rounded to 4 significant digits: %q", stdout.String())
 	}
 }
+
+// TestTrainLossLabelSaysWhenTargetsAreSoft: the loss plot's train curve is named for what it is: a
+// label-smoothed loss (mnist_fast) lies above the eval loss by design; a plain one is "train".
+func TestTrainLossLabelSaysWhenTargetsAreSoft(t *testing.T) {
+	dir := t.TempDir()
+	for recipe, want := range map[string]string{
+		"mnist_fast.yaml": "train (label-smoothed 0.1 targets)",
+		"mnist_cnn.yaml":  "train",
+	} {
+		cfg, err := config.Load(filepath.Join("../../configs", recipe), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, recipe)
+		if err := os.WriteFile(path, cfg.YAML(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := trainLossLabel(path); got != want {
+			t.Errorf("%s: %q, want %q", recipe, got, want)
+		}
+	}
+	if got := trainLossLabel(filepath.Join(dir, "missing.yaml")); got != "train" {
+		t.Errorf("no config: %q", got)
+	}
+}
