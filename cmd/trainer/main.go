@@ -71,8 +71,15 @@ config.yaml, changed only by the --set keys given; CONFIG then only locates the 
 	smoke := fs.Bool("smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
 	noProgress := fs.Bool("no-progress", false, "print log lines instead of redrawing a progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run to the file `F`")
+	plan := fs.Bool("plan", false, "print the run's steps, data, checkpoints and an ETA from a few timed steps, and stop: nothing is trained or written")
 	cmd.MarkFlagsMutuallyExclusive("resume", "resume-from")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		if *plan {
+			if *resume || *resumeFrom != "" {
+				return errors.New("run: --plan plans a new run; it does not take --resume or --resume-from")
+			}
+			return planMain(positional[0], cmd.OutOrStdout(), *sets, *backend, *smoke)
+		}
 		return runMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), *sets, resume, resumeFrom, backend, noProgress, cpuProfile, smoke)
 	}
 	return cmd
@@ -117,6 +124,25 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 		ResumeCommand: resumeCommand(positional[0], runSets(sets, recipeName, cfg.Name), *backend, *smoke),
 	})
 	return err
+}
+
+// planSteps is how many optimizer steps `run --plan` times after the one that compiles.
+const planSteps = 10
+
+// planMain is `trainer run CONFIG --plan`: what the run would do and an estimate of its time, from
+// planSteps steps of its real loop on its backend and data, without a run directory.
+func planMain(path string, stdout io.Writer, sets []string, backend string, smoke bool) error {
+	cfg, err := loadRunConfig(path, sets, backend, smoke, stdout)
+	if err != nil {
+		return err
+	}
+	name := trainer.FreshRunName(cfg.RunDir, cfg.Name)
+	p, err := trainer.PlanRun(cfg, planSteps)
+	if err != nil {
+		return err
+	}
+	p.Print(stdout, cfg, filepath.Join(cfg.RunDir, name))
+	return nil
 }
 
 // runName picks the run directory under cfg.RunDir: a fresh run of a name whose directory already

@@ -110,3 +110,39 @@ func TestQuickTryShortensTheWarmup(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanTrainsAndWritesNothing: `run --plan` prints the run's length, data, schedule, evals,
+// checkpoints, the directory it would write and an estimate from timed steps, and creates nothing.
+func TestPlanTrainsAndWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.yaml")
+	runs := filepath.Join(dir, "runs")
+	body := "net:\n  name: linear\nepochs: 2\nschedule:\n  warmup_epochs: 0.5\ndata:\n  batch_size: 100\n" +
+		"checkpoint:\n  every_steps: 200\n  keep: 2\nrun_dir: " + runs + "\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{"run", cfg, "--plan"}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"plan of p (linear) on backend go; nothing is trained or written\n",
+		"  1,200 optimizer steps: 2 epochs of 600, batch 100 x 1\n",
+		"  train data: 60,000 images an epoch, the training split, mnist\n",
+		"  lr: constant schedule, peak 0.1, warmup 300 steps\n",
+		"  eval every 1 epoch(s) and at the end\n  checkpoints every 200 steps (2 kept) and at the end, best.tckpt on top1\n",
+		"  run directory " + filepath.Join(runs, "p") + "\n",
+		"  timed on go: compile ", " ms per step over 10 steps\n", "  estimated training time: ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := os.Stat(runs); err == nil {
+		t.Errorf("--plan created %s", runs)
+	}
+	if err := run([]string{"run", cfg, "--plan", "--resume"}, &out, &errOut); err == nil {
+		t.Error("--plan with --resume: want an error")
+	}
+}
