@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -18,6 +20,14 @@ import (
 // same way. The loader remembers which file (or --set) wrote each key, so an error about a value
 // names the file that set it.
 
+// A key written with no value (`key:` alone) in a recipe file resets it: it removes what a base set,
+// so the key takes its default. An optimizer switch (optimizer.name set by a later layer than a
+// base's optimizer keys: a derived recipe or --set) drops the earlier layers' keys of the old
+// optimizer that the new one does not have, with a note (dropStaleOptimizerKeys).
+
+// reset marks a key written with no value in a recipe file.
+type reset struct{}
+
 // baseKey is the top-level key that names a recipe's base.
 const baseKey = "base"
 
@@ -28,10 +38,13 @@ const setOrigin = "--set"
 type layered struct {
 	tree   map[string]any
 	origin map[string]string // dotted key ("optimizer.lr", also "optimizer") -> file path, or setOrigin
+	layers []string          // the origins in the order they were merged (bases first, --set last)
+	resets map[string]string // keys written with no value -> the file that reset them
+	notes  []string          // what composing changed that the user did not write (dropped keys)
 }
 
 func newLayered() *layered {
-	return &layered{tree: map[string]any{}, origin: map[string]string{}}
+	return &layered{tree: map[string]any{}, origin: map[string]string{}, resets: map[string]string{}}
 }
 
 // readFile merges the recipe at path into l, its base chain first. chain holds the files that led
@@ -57,7 +70,7 @@ func (l *layered) readFile(path string, chain []string) error {
 	if err := yaml.Unmarshal(text, &settings); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
-	settings, _ = normalized(settings).(map[string]any)
+	settings, _ = normalizedKeepingResets(settings).(map[string]any)
 	if !hasValue(settings) {
 		// An empty file (a failed copy, a `>` instead of `>>`) would silently train the default net.
 		where := path
@@ -81,6 +94,7 @@ func (l *layered) readFile(path string, chain []string) error {
 		}
 		delete(settings, baseKey)
 	}
+	l.layers = append(l.layers, path)
 	l.merge(l.tree, settings, "", path)
 	return nil
 }
@@ -88,6 +102,9 @@ func (l *layered) readFile(path string, chain []string) error {
 // set merges one --set override: key is dotted, value a parsed YAML value (not nil: Load refuses
 // `key=` and `key=null`).
 func (l *layered) set(key string, value any) {
+	if len(l.layers) == 0 || l.layers[len(l.layers)-1] != setOrigin {
+		l.layers = append(l.layers, setOrigin)
+	}
 	parts := strings.Split(key, ".")
 	m := l.tree
 	for i, p := range parts[:len(parts)-1] {
@@ -112,6 +129,12 @@ func (l *layered) merge(dst, src map[string]any, prefix, origin string) {
 	for k, v := range src {
 		key := prefix + k
 		l.origin[key] = origin
+		if _, isReset := v.(reset); isReset {
+			delete(dst, k)
+			l.resets[key] = origin
+			continue
+		}
+		delete(l.resets, key)
 		sub, isMap := v.(map[string]any)
 		if !isMap {
 			dst[k] = v
@@ -161,6 +184,9 @@ func (l *layered) source(top, key string) string {
 // hasValue reports whether the tree m sets anything: a key with a value that is not a mapping.
 func hasValue(m map[string]any) bool {
 	for _, v := range m {
+		if _, isReset := v.(reset); isReset {
+			continue
+		}
 		if sub, ok := v.(map[string]any); !ok || hasValue(sub) {
 			return true
 		}
@@ -169,32 +195,141 @@ func hasValue(m map[string]any) bool {
 }
 
 // normalized lower-cases every mapping key in v (keys are case-insensitive, as --set's are), turns
-// YAML's map[any]any (non-string keys) into map[string]any, and drops keys with no value (`key:`
-// alone leaves the key unset).
-func normalized(v any) any {
+// YAML's map[any]any (non-string keys) into map[string]any, and drops keys with no value.
+func normalized(v any) any { return normalize(v, false) }
+
+// normalizedKeepingResets is normalized for a recipe file: a key with no value becomes a reset.
+func normalizedKeepingResets(v any) any { return normalize(v, true) }
+
+func normalize(v any, resets bool) any {
+	entry := func(out map[string]any, k string, e any) {
+		switch {
+		case e != nil:
+			out[strings.ToLower(k)] = normalize(e, resets)
+		case resets:
+			out[strings.ToLower(k)] = reset{}
+		}
+	}
 	switch m := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(m))
 		for k, e := range m {
-			if e != nil {
-				out[strings.ToLower(k)] = normalized(e)
-			}
+			entry(out, k, e)
 		}
 		return out
 	case map[any]any:
 		out := make(map[string]any, len(m))
 		for k, e := range m {
-			if e != nil {
-				out[strings.ToLower(fmt.Sprint(k))] = normalized(e)
-			}
+			entry(out, fmt.Sprint(k), e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(m))
 		for i, e := range m {
-			out[i] = normalized(e)
+			out[i] = normalize(e, false)
 		}
 		return out
 	}
 	return v
+}
+
+// rank is the position of origin among the merged layers (-1: none).
+func (l *layered) rank(origin string) int {
+	for i, o := range l.layers {
+		if o == origin {
+			return i
+		}
+	}
+	return -1
+}
+
+// optimizerOnlyKeys are the optimizer keys that only some optimizers have: optimizerDefaults' per
+// optimizer, and two forms of one optimizer each.
+var optimizerOnlyKeys = map[string]string{"nesterov": "sgd", "lr_outside": "rmsprop_tf"}
+
+// optimizerHas reports whether optimizer name has key, for the keys that only some optimizers have;
+// ok is false for a key every optimizer has (lr, weight_decay, ...).
+func optimizerHas(name, key string) (has, ok bool) {
+	if only, isForm := optimizerOnlyKeys[key]; isForm {
+		return only == name, true
+	}
+	if !slices.Contains(optimizerHyperparameters, key) {
+		return false, false
+	}
+	_, has = optimizerDefaults[name][key]
+	return has, true
+}
+
+// dropStaleOptimizerKeys removes the optimizer keys that a layer before the one that set
+// optimizer.name wrote and that optimizer does not have (a recipe deriving from an SGD recipe with
+// `optimizer: {name: adamw}` inherits momentum and nesterov it cannot use), noting each. A key the
+// switching layer or a later one writes is the user's own and stays (validation refuses it).
+func (l *layered) dropStaleOptimizerKeys() {
+	opt, _ := l.tree["optimizer"].(map[string]any)
+	name, _ := opt["name"].(string)
+	if name == "" || optimizerDefaults[name] == nil {
+		return
+	}
+	by := l.origin["optimizer.name"]
+	switchRank := l.rank(by)
+	for _, k := range slices.Sorted(maps.Keys(opt)) {
+		has, specific := optimizerHas(name, k)
+		from := l.origin["optimizer."+k]
+		if !specific || has || l.rank(from) >= switchRank {
+			continue
+		}
+		l.notes = append(l.notes, fmt.Sprintf("note: %s switches the optimizer to %s: dropped optimizer.%s %s, which %s set "+
+			"and %s has not", l.layerName(by), name, k, echo.Value(opt[k]), l.layerName(from), name))
+		delete(opt, k)
+	}
+}
+
+// layerName names a layer in a note: its file, or "--set".
+func (l *layered) layerName(origin string) string {
+	if origin == "" {
+		return "the defaults"
+	}
+	return origin
+}
+
+// dropStaleLRs resets schedule.warmup_start_lr and schedule.min_lr (to 0, their default) where a layer
+// before the one that set the peak (optimizer.lr or optimizer.name: a derived recipe or --set) wrote
+// them and they exceed the new peak lr, which validation would refuse: they were written for the
+// earlier optimizer's rates. It notes each.
+func (l *layered) dropStaleLRs(cfg *Config) {
+	peakRank := max(l.rank(l.origin["optimizer.lr"]), l.rank(l.origin["optimizer.name"]))
+	for _, f := range []struct {
+		key string
+		v   *float64
+	}{{"schedule.warmup_start_lr", &cfg.Schedule.WarmupStartLR}, {"schedule.min_lr", &cfg.Schedule.MinLR}} {
+		from := l.origin[f.key]
+		if *f.v <= cfg.PeakLR() || from == "" || l.rank(from) >= peakRank {
+			continue
+		}
+		l.notes = append(l.notes, fmt.Sprintf("note: %s %g, which %s set, exceeds the peak lr %g that %s sets: reset to 0",
+			f.key, *f.v, l.layerName(from), cfg.PeakLR(), l.layerName(l.layers[peakRank])))
+		*f.v = 0
+	}
+}
+
+// checkResets refuses a reset of a key the schema does not have (a typo would otherwise reset nothing
+// in silence), naming the file.
+func (l *layered) checkResets() error {
+	keys := Keys()
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(l.resets)) {
+		known := false
+		for _, k := range keys {
+			if key == k.Name || strings.HasPrefix(k.Name, key+".") ||
+				(k.Default == "`{}`" && strings.HasPrefix(key, k.Name+".")) {
+				known = true
+				break
+			}
+		}
+		if !known {
+			errs = append(errs, fmt.Errorf("%s: %s: unknown key (written with no value, which resets a key to its default)",
+				l.resets[key], echo.Cut(key)))
+		}
+	}
+	return errors.Join(errs...)
 }

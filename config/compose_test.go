@@ -154,3 +154,89 @@ func TestBaseCycleAndMissingRefused(t *testing.T) {
 		t.Errorf("nested base: %v", err)
 	}
 }
+
+// TestDerivedRecipeSwitchesOptimizer: a recipe deriving from configs/mnist_fast.yaml (SGD with
+// Nesterov momentum and a warmup from 0.004) that only says `optimizer: {name: adamw, lr: 0.001}`
+// loads: the base's momentum and nesterov are dropped and its warmup start, above the new peak, reset,
+// each with a note. The same switch by --set drops them too; a key the switching layer writes itself
+// is still refused.
+func TestDerivedRecipeSwitchesOptimizer(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := filepath.Abs(filepath.Join("..", "configs", "mnist_fast.yaml"))
+	derived := filepath.Join(dir, "adamw.yaml")
+	os.WriteFile(derived, []byte("base: "+base+"\noptimizer:\n  name: adamw\n  lr: 0.001\n"), 0o644)
+	cfg, notes, err := LoadNotes(derived, nil)
+	if err != nil {
+		t.Fatalf("derived AdamW recipe refused: %v", err)
+	}
+	o := cfg.Optimizer
+	if o.Name != "adamw" || o.Momentum != -1 || o.Nesterov || cfg.Schedule.WarmupStartLR != 0 || o.WeightDecay != 0.0005 {
+		t.Errorf("resolved optimizer %+v, warmup_start_lr %g: want adamw without momentum or nesterov, warmup from 0, the base's weight decay",
+			o, cfg.Schedule.WarmupStartLR)
+	}
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"note: " + derived + " switches the optimizer to adamw: dropped optimizer.momentum 0.9, which " + base + " set and adamw has not",
+		"dropped optimizer.nesterov true",
+		"note: schedule.warmup_start_lr 0.004, which " + base + " set, exceeds the peak lr 0.001 that " + derived + " sets: reset to 0",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notes lack %q:\n%s", want, joined)
+		}
+	}
+	if len(notes) != 3 {
+		t.Errorf("want 3 notes, got %d:\n%s", len(notes), joined)
+	}
+
+	// The same switch with --set.
+	cfg, notes, err = LoadNotes(base, []string{"optimizer.name=lamb", "optimizer.lr=0.002"})
+	if err != nil || cfg.Optimizer.Nesterov || cfg.Optimizer.Momentum != -1 || len(notes) != 3 {
+		t.Errorf("--set optimizer.name=lamb on mnist_fast: %v, %+v\n%s", err, cfg.Optimizer, strings.Join(notes, "\n"))
+	}
+	// rmsprop_tf has momentum: the base's is kept; nesterov is not.
+	cfg, notes, err = LoadNotes(base, []string{"optimizer.name=rmsprop_tf", "optimizer.lr=0.01"})
+	if err != nil || cfg.Optimizer.Momentum != 0.9 || cfg.Optimizer.Nesterov || len(notes) != 1 {
+		t.Errorf("--set optimizer.name=rmsprop_tf on mnist_fast: %v, %+v\n%s", err, cfg.Optimizer, strings.Join(notes, "\n"))
+	}
+	// A switching layer that writes a key the new optimizer lacks is refused, not corrected.
+	own := filepath.Join(dir, "own.yaml")
+	os.WriteFile(own, []byte("base: "+base+"\noptimizer:\n  name: adamw\n  lr: 0.001\n  nesterov: true\n"), 0o644)
+	if _, err := Load(own, nil); err == nil || !strings.Contains(err.Error(), "optimizer.nesterov: only sgd has a Nesterov form") {
+		t.Errorf("nesterov written beside the switch: %v", err)
+	}
+	// Without a switch nothing is dropped.
+	if _, notes, err := LoadNotes(base, []string{"optimizer.lr=0.2"}); err != nil || len(notes) != 0 {
+		t.Errorf("no switch: %v, notes %v", err, notes)
+	}
+}
+
+// TestKeyWithoutValueResets: `key:` with no value in a derived recipe takes the key back to its
+// default (a whole section too), and a reset of a key the schema does not have is refused naming the
+// file.
+func TestKeyWithoutValueResets(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := filepath.Abs(filepath.Join("..", "configs", "mnist_fast.yaml"))
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("base: "+base+"\n"+body), 0o644)
+		return p
+	}
+	def := Defaults()
+	cfg, err := Load(write("reset.yaml", "optimizer:\n  nesterov:\n  momentum:\nloss:\nschedule:\n  warmup_start_lr:\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Optimizer.Nesterov || cfg.Optimizer.Momentum != def.Optimizer.Momentum || cfg.Loss.LabelSmoothing != def.Loss.LabelSmoothing ||
+		cfg.Schedule.WarmupStartLR != 0 || cfg.Schedule.WarmupEpochs != 0.3 || cfg.Optimizer.LR != 0.1 {
+		t.Errorf("after resets: optimizer %+v, loss %+v, schedule %+v", cfg.Optimizer, cfg.Loss, cfg.Schedule)
+	}
+	typo := write("typo.yaml", "optimizer:\n  momentun:\n")
+	if _, err := Load(typo, nil); err == nil || !strings.Contains(err.Error(), typo+": optimizer.momentun: unknown key") {
+		t.Errorf("reset of an unknown key: %v", err)
+	}
+	// A later layer's value wins over an earlier reset.
+	cfg, err = Load(write("again.yaml", "loss:\n  label_smoothing:\n"), []string{"loss.label_smoothing=0.2"})
+	if err != nil || cfg.Loss.LabelSmoothing != 0.2 {
+		t.Errorf("--set after a reset: %v, %g", err, cfg.Loss.LabelSmoothing)
+	}
+}

@@ -91,7 +91,7 @@ func formatFloat(f float64) string {
 // keyMeanings says what each key does: the one place the docs' key tables take their meanings from.
 // Markdown; links are relative to docs/.
 var keyMeanings = map[string]string{
-	"name":     "run name (at most 255 bytes, no `/`); the run writes `run_dir/name/`; empty: the recipe file's base name",
+	"name":     "run name (at most 255 bytes, no `/`); the run writes `run_dir/name/`, or `run_dir/name-2/`, `-3`, ... when that holds an earlier run (`--resume` takes the newest); empty: the recipe file's base name",
 	"backend":  "`go` (pure Go, embedded), `go:<simplego options>`, `xla:cpu`, `xla:cuda`, `xla:tpu`, or the path of a PJRT plugin `.so`",
 	"replicas": "data-parallel replicas: `data.batch_size` is the global batch of one step and must divide by it (each replica gets `data.batch_size / replicas`); the backend needs that many devices: `go` opens itself with them (`go:devices=R`, in-process devices sharing the cores), an XLA backend needs R GPUs or TPU chips; see [distributed.md](distributed.md)",
 	"seed":     "seeds the initial weights (a pure function of seed and variable name) and the data order (a pure function of seed and epoch); the dropout and drop-path masks start from it too",

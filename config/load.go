@@ -17,45 +17,71 @@ import (
 // overrides, and returns the config validated by Validate and by world (nil: config's own rules only);
 // every problem is reported with the file (or --set) that set the key, the key and what was expected.
 func LoadChecked(path string, overrides []string, world Checker) (Config, error) {
+	cfg, _, err := LoadCheckedNotes(path, overrides, world)
+	return cfg, err
+}
+
+// LoadNotes is Load, also returning the notes on what composing the layers changed that no layer
+// wrote: the keys an optimizer switch dropped (compose.go).
+func LoadNotes(path string, overrides []string) (Config, []string, error) {
+	return LoadCheckedNotes(path, overrides, nil)
+}
+
+// LoadCheckedNotes is LoadChecked, also returning LoadNotes' notes. The commands that train print them.
+func LoadCheckedNotes(path string, overrides []string, world Checker) (Config, []string, error) {
+	cfg, l, err := load(path, overrides, world)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	return cfg, l.notes, nil
+}
+
+func load(path string, overrides []string, world Checker) (Config, *layered, error) {
 	l := newLayered()
 	if err := l.readFile(path, nil); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	for _, o := range overrides {
 		key, raw, ok := strings.Cut(o, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
 		if !ok || key == "" {
-			return Config{}, fmt.Errorf("--set %s: expected key=value, e.g. --set optimizer.lr=0.05", echo.Quote(o))
+			return Config{}, nil, fmt.Errorf("--set %s: expected key=value, e.g. --set optimizer.lr=0.05", echo.Quote(o))
 		}
 		var value any
 		if err := yaml.Unmarshal([]byte(raw), &value); err != nil {
-			return Config{}, fmt.Errorf("--set %s: cannot parse value %s: %v", echo.Cut(key), echo.Quote(raw), err)
+			return Config{}, nil, fmt.Errorf("--set %s: cannot parse value %s: %v", echo.Cut(key), echo.Quote(raw), err)
 		}
 		if value == nil {
 			// `key=` and `key=null` would leave the key as it was: a --set that silently does nothing.
-			return Config{}, fmt.Errorf("--set %s: no value (got %s): expected key=value with a value; "+
-				"leave the --set out to keep the recipe's value", echo.Cut(key), echo.Quote(raw))
+			return Config{}, nil, fmt.Errorf("--set %s: no value (got %s): expected key=value with a value; "+
+				"leave the --set out to keep the recipe's value (in a recipe file, `key:` with no value resets a base's key "+
+				"to its default)", echo.Cut(key), echo.Quote(raw))
 		}
 		l.set(key, value)
+	}
+	l.dropStaleOptimizerKeys()
+	if err := l.checkResets(); err != nil {
+		return Config{}, nil, err
 	}
 	cfg := Defaults()
 	source := func(key string) string { return l.source(path, key) }
 	if err := decode(reflect.ValueOf(&cfg).Elem(), l.tree, "", source); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	if err := cfg.Data.expandPaths(source); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	if err := cfg.Net.resolveSpec(l, path, source, world); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
+	l.dropStaleLRs(&cfg)
 	if err := cfg.ValidateIn(world, 0); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, l.attribute(path, err))
+		return Config{}, nil, fmt.Errorf("config %s: %w", path, l.attribute(path, err))
 	}
-	return cfg, nil
+	return cfg, l, nil
 }
 
 // decode copies settings into the struct dst, strictly: unknown keys and wrong types are errors.

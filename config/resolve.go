@@ -3,8 +3,10 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -94,6 +96,32 @@ func (s ScheduleConfig) WarmupLength(perEpoch float64) int {
 		return s.WarmupSteps
 	}
 	return int(math.Round(s.WarmupEpochs * perEpoch))
+}
+
+// RunWarmup is the warmup a run of total optimizer steps runs: WarmupLength, or, when that is not
+// shorter than the run (a quick try, --set steps=40, of a recipe that warms up over epochs), a tenth
+// of the run (at least one step), so that the short run still reaches its peak lr and decays from it.
+// A pure function of the config and the run's length, so a resumed run and a plot shorten alike.
+func (s ScheduleConfig) RunWarmup(perEpoch float64, total int) int {
+	w := s.WarmupLength(perEpoch)
+	if w > 0 && w >= total {
+		return max(1, total/10)
+	}
+	return w
+}
+
+// WarmupNote is the line a run prints when RunWarmup shortens the recipe's warmup; "" otherwise.
+func (s ScheduleConfig) WarmupNote(perEpoch float64, total int) string {
+	w := s.WarmupLength(perEpoch)
+	if got := s.RunWarmup(perEpoch, total); got != w {
+		key := "warmup_epochs " + strconv.FormatFloat(s.WarmupEpochs, 'g', -1, 64)
+		if s.WarmupSteps > 0 {
+			key = "warmup_steps " + strconv.Itoa(s.WarmupSteps)
+		}
+		return fmt.Sprintf("note: schedule.%s is %d steps, not shorter than this %d-step run:\n"+
+			"  warming up over %d steps (a tenth of the run) instead", key, w, total, got)
+	}
+	return ""
 }
 
 // SkipsNonFinite reports whether the policy holds back a non-finite step's update (skip, reduce_lr),

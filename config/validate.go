@@ -275,20 +275,14 @@ func (c Config) validateReplicas(cs *checks, devices int) {
 //   - the run length and the schedule length disagreeing: there is one length, `epochs` (or `steps`,
 //     which replaces it), and the loop computes the schedule's total from that same number
 //     (schedule.LearningRate's total), so a cosine always ends where the run ends. What can still
-//     disagree are schedule positions given in epochs (warmup, step decay, milestones):
-//     CheckScheduleLength checks them against the run's optimizer steps once the split is open, as the
-//     epochs of a `steps` run depend on the split's size;
+//     disagree are schedule positions given in epochs (step decay, milestones): CheckScheduleLength
+//     checks them against the run's optimizer steps once the split is open, as the epochs of a `steps`
+//     run depend on the split's size (a warmup as long as the run is shortened: RunWarmup);
 //   - a global batch not divisible by replicas × accumulation: the global batch is defined as
 //     data.batch_size × optimizer.accumulate_steps (data.batch_size is the micro-batch), so it always
 //     divides by the accumulation; validateReplicas checks it divides by the replicas.
 func (c Config) validateRecipeTraps(cs *checks) {
 	s := c.Schedule
-	if c.Steps > 0 {
-		cs.check(s.WarmupSteps < c.Steps, "schedule.warmup_steps",
-			"%d warmup steps in a run of %d steps (steps): the peak lr would never be reached; expected fewer than steps",
-			s.WarmupSteps, c.Steps)
-	}
-
 	// Settings of one section that only act with another one on: a value other than the default
 	// where it cannot act is a recipe that silently does less than it says.
 	cs.check(s.WarmupStartLR == 0 || s.WarmupEpochs > 0 || s.WarmupSteps > 0, "schedule.warmup_start_lr",
@@ -314,22 +308,14 @@ func (c Config) validateRecipeTraps(cs *checks) {
 
 // CheckScheduleLength checks the schedule's positions given in epochs against the run's length, known
 // once the training split is open: total optimizer steps, perEpoch optimizer steps per epoch. It
-// refuses a warmup as long as the run, a step or staircase decay period as long as the run (the lr
-// would never decay) and a multistep milestone at or past the end (a schedule written for more epochs
-// than the run has). trainer.Run and trainer.ScheduleLength call it before building anything.
+// refuses a step or staircase decay period as long as the run (the lr would never decay) and a
+// multistep milestone at or past the end (a schedule written for more epochs than the run has); a
+// warmup as long as the run is shortened instead (ScheduleConfig.RunWarmup, with a note). trainer.Run and trainer.ScheduleLength call it before building anything.
 func (c Config) CheckScheduleLength(total int, perEpoch float64) error {
 	s := c.Schedule
 	epochs := float64(total) / perEpoch
 	length := fmt.Sprintf("the run is %d optimizer steps (%.4g epochs of %.4g steps)", total, epochs, perEpoch)
 	var errs []error
-	if w := s.WarmupLength(perEpoch); w > 0 && w >= total {
-		key := "schedule.warmup_epochs"
-		if s.WarmupSteps > 0 {
-			key = "schedule.warmup_steps"
-		}
-		errs = append(errs, fmt.Errorf("%s: the warmup is %d optimizer steps, %s: the peak lr would never be reached; "+
-			"expected a warmup shorter than the run", key, w, length))
-	}
 	if (s.Name == "step" || (s.Name == "exponential" && s.Staircase)) && s.DecayEpochs >= epochs-1e-9 {
 		errs = append(errs, fmt.Errorf("schedule.decay_epochs: the %s schedule decays every %g epochs, %s: the lr would never decay; "+
 			"expected decay_epochs below the run's epochs", s.Name, s.DecayEpochs, length))

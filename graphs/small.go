@@ -50,11 +50,11 @@ func init() {
 		Name:        "mnist_cnn",
 		Description: "conv3x3(32), conv3x3(64), max-pool 2, dense 128, dense head (PyTorch's MNIST example)",
 		InputShape:  mnist, NumClasses: 10,
-		Reference: "pytorch/examples mnist Net (without dropout); fc1 reads NHWC-flattened features",
+		Reference: "pytorch/examples mnist Net (its dropouts, which have no weights, left out)",
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
 			x = ReLU(Conv(ctx.In("conv1"), ToCompute(x, opts), ConvConfig{Filters: scaled(32, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
 			x = ReLU(Conv(ctx.In("conv2"), x, ConvConfig{Filters: scaled(64, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
-			x = Flatten(MaxPool2D(x, 2, 2, 0))
+			x = Flatten(TransposeAllDims(MaxPool2D(x, 2, 2, 0), 0, 3, 1, 2)) // channel-major, as PyTorch flattens
 			x = ReLU(Linear(ctx.In("fc1"), x, LinearConfig{Units: scaled(128, opts.Width)}, opts))
 			return FromCompute(Linear(ctx.In("fc2"), x, LinearConfig{Units: classes(opts, 10)}, opts), opts)
 		},

@@ -52,6 +52,9 @@ type RunOptions struct {
 	LogLoss bool
 	// Smooth is the weight of the train curves' smoothing (Smooth), in [0, 1); 0 draws them raw.
 	Smooth float64
+	// TrainLoss names the train loss in the legend; "" says "train". A run whose train loss is not
+	// the eval loss's (label smoothing, mixed targets) says so, as that loss sits above the eval loss.
+	TrainLoss string
 }
 
 // RunCharts are the panels of each file `plot run` writes: loss.png (train and eval loss), lr.png (the
@@ -68,7 +71,11 @@ func RunCharts(m Metrics, o RunOptions) map[string][]*Chart {
 		height = log10
 		loss.Plot.Y.Label.Text = "loss (nats, log scale)"
 	}
-	loss.noisy("train", tr.Step, tr.Loss, blue, o.Smooth, height)
+	trainLoss := o.TrainLoss
+	if trainLoss == "" {
+		trainLoss = "train"
+	}
+	loss.noisy(trainLoss, tr.Step, tr.Loss, blue, o.Smooth, height)
 	loss.points("eval", ev.Step, height.apply(ev.Loss), orange, draw.CircleGlyph{})
 	if hasEMA {
 		loss.points("eval, EMA weights", ev.Step, height.apply(ev.EMALoss), green, draw.PyramidGlyph{})

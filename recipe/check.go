@@ -20,6 +20,12 @@ func Load(path string, overrides []string) (config.Config, error) {
 	return config.LoadChecked(path, overrides, World{})
 }
 
+// LoadNotes is Load, also returning the notes on what composing the recipe's layers changed that no
+// layer wrote (config.LoadNotes): the commands that train print them.
+func LoadNotes(path string, overrides []string) (config.Config, []string, error) {
+	return config.LoadCheckedNotes(path, overrides, World{})
+}
+
 // Validate checks cfg by config's rules and the world's.
 func Validate(cfg config.Config) error { return ValidateWithDevices(cfg, 0) }
 

@@ -11,7 +11,8 @@ import (
 // It is a pure function, so a resumed run and a plotted schedule see exactly the rates the
 // uninterrupted run used.
 //
-// Warmup (step < W): start + (peak − start)·(step+1)/W, so its last step reaches the peak. After it:
+// Warmup (step < W, W = RunWarmup: the recipe's, or a tenth of a run not longer than it):
+// start + (peak − start)·(step+1)/W, so its last step reaches the peak. After it:
 // constant; cosine from the peak at W to min_lr at `total`; step: peak·rate^⌊epoch/decay_epochs⌋;
 // multistep: peak·rate^(milestones ≤ epoch); exponential: peak·rate^(epoch/decay_epochs), the exponent
 // floored with staircase. The decays count epochs from the start of the run (epoch = step/perEpoch),
@@ -19,7 +20,7 @@ import (
 func LearningRate(c config.Config, step, total int, perEpoch float64) float64 {
 	peak := c.PeakLR()
 	s := c.Schedule
-	warmup := s.WarmupLength(perEpoch)
+	warmup := s.RunWarmup(perEpoch, total)
 	if step < warmup {
 		return s.WarmupStartLR + (peak-s.WarmupStartLR)*float64(step+1)/float64(warmup)
 	}

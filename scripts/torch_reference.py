@@ -13,7 +13,8 @@ constant-initialised parameter (so that eval mode and each branch really count),
     io.safetensors       "input" [B, H, W, C] float32 (NHWC), "logits" [B, classes] float32 (eval mode),
                          "logits_f64" (the same model and input in float64)
 
-with metadata net, width, size, classes, batch. The Go test TestTorchFixtures (weights/torch_test.go)
+with metadata net, width, size, classes, batch, and output ("logits", or "log_softmax" where the
+reference's forward ends with it, as pytorch/examples' mnist Net does). The Go test TestTorchFixtures (weights/torch_test.go)
 imports the weights into our net and compares its logits; --check runs it on the fresh fixture
 (TRAINER_TORCH_FIXTURES=DIR go test ./weights -run TestTorchFixtures).
 
@@ -92,20 +93,45 @@ class MnistMLP(nn.Module):
 
 
 class MnistCNN(nn.Module):
-    """graphs' mnist_cnn: PyTorch's MNIST example without dropout; fc1 reads NHWC-flattened features."""
+    """pytorch/examples' mnist Net, module for module and op for op (its widths scaled): two dropouts
+    (no weights; identity in eval), a channel-major flatten, and log_softmax on the output, so that the
+    fixture holds what a PyTorch user's own Net computes from our weights (OUTPUTS marks the
+    log-probabilities for the Go comparison)."""
 
     def __init__(self, width, classes):
         super().__init__()
         c1, c2, h = scaled(32, width), scaled(64, width), scaled(128, width)
-        self.conv1 = nn.Conv2d(1, c1, 3)
-        self.conv2 = nn.Conv2d(c1, c2, 3)
+        self.conv1 = nn.Conv2d(1, c1, 3, 1)
+        self.conv2 = nn.Conv2d(c1, c2, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
         self.fc1 = nn.Linear(12 * 12 * c2, h)
         self.fc2 = nn.Linear(h, classes)
 
     def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
-        x = torch.flatten(x.permute(0, 2, 3, 1), 1)
-        return self.fc2(F.relu(self.fc1(x)))
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = self.dropout1(F.max_pool2d(x, 2))
+        x = torch.flatten(x, 1)
+        x = self.dropout2(F.relu(self.fc1(x)))
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+# What a reference's forward returns when it is not the logits: the Go comparison applies the same
+# function to our logits (metadata "output").
+OUTPUTS = {"mnist_cnn": "log_softmax"}
+
+
+class FeaturesClassifier(nn.Module):
+    """features, a channel-major flatten, classifier: the module names graphs' mnist_fast declares."""
+
+    def __init__(self, features, classifier):
+        super().__init__()
+        self.features = features
+        self.classifier = classifier
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
 
 
 class Cifar(nn.Module):
@@ -298,7 +324,7 @@ def build(net, width, size, classes):
             layers += [nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
             cin = cout
         side = (size + 3) // 4
-        return nn.Sequential(*layers, nn.Flatten(), nn.Linear(cin * side * side, classes))
+        return FeaturesClassifier(nn.Sequential(*layers), nn.Linear(cin * side * side, classes))
     if net == "cifar_cnn":
         return Cifar([scaled(32, width), scaled(32, width), 0, scaled(64, width), scaled(64, width), 0],
                      False, scaled(512, width), classes)
@@ -491,6 +517,7 @@ def eval_exported(d):
     with torch.no_grad():
         logits = model(x)
         logits64 = model.double()(x.double())
+    meta = dict(meta, output=OUTPUTS.get(net, "logits"))
     write_safetensors(os.path.join(d, "torch.safetensors"), {"logits": logits, "logits_f64": logits64}, meta)
     print("%s: loaded %d tensors with strict=True" % (d, len(sd)))
 
@@ -519,7 +546,7 @@ def make_fixture(args):
     os.makedirs(args.out, exist_ok=True)
     meta = {"net": args.net, "width": repr(float(args.width)), "size": size, "classes": classes,
             "batch": args.batch, "seed": args.seed, "torch": torch.__version__,
-            "torchvision": torchvision.__version__, "format": "pt"}
+            "torchvision": torchvision.__version__, "format": "pt", "output": OUTPUTS.get(args.net, "logits")}
     write_safetensors(os.path.join(args.out, "weights.safetensors"), sd, meta)
     write_safetensors(os.path.join(args.out, "io.safetensors"), {
         "input": x.permute(0, 2, 3, 1).contiguous(), "logits": logits, "logits_f64": logits64}, meta)

@@ -30,8 +30,9 @@ type progressHook struct {
 }
 
 func newProgressHook(out io.Writer, redraw bool, st *loopState) *progressHook {
-	return &progressHook{bar: newProgress(out, redraw, st.step, st.total, st.perEpoch), redraw: redraw,
-		batch: st.cfg.Data.BatchSize}
+	images := st.cfg.Data.BatchSize * max(st.cfg.Optimizer.AccumulateSteps, 1)
+	return &progressHook{bar: newProgress(out, redraw, st.step, st.total, st.perEpoch, progressImagesPerStep(images)),
+		redraw: redraw, batch: st.cfg.Data.BatchSize}
 }
 
 // say prints one line.

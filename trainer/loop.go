@@ -457,6 +457,9 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	if err := cfg.CheckScheduleLength(total, perEpoch); err != nil {
 		return res, err
 	}
+	if note := cfg.Schedule.WarmupNote(perEpoch, total); note != "" {
+		fmt.Fprintln(out, note)
+	}
 	res.Dir = cfg.Dir()
 	rd, err := s.openRunDir(opts, out, total)
 	if err != nil {
@@ -489,9 +492,10 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	if cfg.Replicas > 1 {
 		replicasNote = fmt.Sprintf(" (%d replicas of %d)", cfg.Replicas, cfg.ReplicaBatch())
 	}
-	fmt.Fprintf(out, "training %s (%s) on %s: %d steps, %.4g per epoch, batch %d%s x %d\n",
+	// One fact per line, so that the header fits a terminal of 80 columns (paths aside).
+	fmt.Fprintf(out, "training %s (%s) on %s\n  %d steps, %.4g per epoch, batch %d%s x %d\n",
 		cfg.Name, cfg.Net.Label(), cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
-	fmt.Fprintf(out, "backend %s; run directory %s\nmetrics log %s\n", s.backend.Name(), res.Dir, rd.metrics.path)
+	fmt.Fprintf(out, "  backend %s; run directory %s\n  metrics log %s\n", s.backend.Name(), res.Dir, rd.metrics.path)
 	s.printDevices(out)
 
 	err = l.run(st)

@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -37,6 +38,16 @@ type progress struct {
 	rateFrom int
 	rateAt   time.Time
 
+	// Throughput: with imagesPerStep set, the images/s shown is measured here between Updates and
+	// smoothed (time constant throughputTau), and an interval in which a phase ran (compiling,
+	// evaluating) is left out, so that neither the compile, an eval nor the bursts in which the loop
+	// reads back steps it ran ahead make the figure jump. Without it, the caller's figure is shown.
+	imagesPerStep float64
+	meanRate      float64   // images/s; 0 until the first measured interval
+	measureStep   int       // the step and time the current interval started at
+	measureAt     time.Time // zero: no interval started
+	phased        bool      // a phase ran since measureAt
+
 	// Terminal state.
 	bar        *progressbar.ProgressBar // the live bar; nil when the line holds none
 	barWidth   int
@@ -55,6 +66,12 @@ type progressUpdate struct {
 // progressOption adjusts a progress at creation.
 type progressOption func(*progress)
 
+// progressImagesPerStep makes the bar measure and smooth the images/s itself, from the images one
+// optimizer step trains.
+func progressImagesPerStep(n int) progressOption {
+	return func(p *progress) { p.imagesPerStep = float64(n) }
+}
+
 // progressWidth fixes the line width instead of asking the terminal (tests draw into a buffer).
 func progressWidth(columns int) progressOption {
 	return func(p *progress) { p.columns = func() int { return columns } }
@@ -67,6 +84,10 @@ const (
 	spinnerOverhead = 12                     // spinner, spaces and "[1h2m3s]" around a phase's message
 	fieldSep        = "  "                   // between fields
 	redrawEvery     = 100 * time.Millisecond // a terminal line is redrawn at most this often
+	// throughputTau is the time constant of the images/s average; throughputMinInterval the shortest
+	// interval measured (the loop reads back the steps it ran ahead in bursts).
+	throughputTau         = 5 * time.Second
+	throughputMinInterval = 500 * time.Millisecond
 )
 
 // fieldRank lists the fields (indices into progress.fields) in the order they get room on a narrow
@@ -106,6 +127,7 @@ func terminalColumns(out io.Writer) int {
 // Phase shows msg with a spinner and its running time until the next Update, Write, Phase or Done.
 // Off a terminal it prints nothing.
 func (p *progress) Phase(msg string) {
+	p.phased = true
 	if !p.terminal {
 		return
 	}
@@ -128,6 +150,9 @@ func (p *progress) Update(step int, loss, lr, imagesPerSec float64) {
 	if p.rateAt.IsZero() {
 		p.rateFrom, p.rateAt = step, now
 	}
+	if p.imagesPerStep > 0 {
+		imagesPerSec = p.measure(step, now)
+	}
 	u := &progressUpdate{step: step, loss: loss, lr: lr, imagesPerSec: imagesPerSec}
 	if !p.terminal {
 		fmt.Fprintln(p.out, strings.Join(p.fields(u, now), fieldSep))
@@ -139,6 +164,27 @@ func (p *progress) Update(step int, loss, lr, imagesPerSec float64) {
 		return
 	}
 	p.draw(u, now)
+}
+
+// measure adds the interval since the last measured Update to the images/s average and returns the
+// average (0: none yet). An interval in which a phase ran starts afresh instead.
+func (p *progress) measure(step int, now time.Time) float64 {
+	if p.measureAt.IsZero() || p.phased || step < p.measureStep {
+		p.measureStep, p.measureAt, p.phased = step, now, false
+		return p.meanRate
+	}
+	dt := now.Sub(p.measureAt)
+	if dt < throughputMinInterval {
+		return p.meanRate
+	}
+	rate := float64(step-p.measureStep) * p.imagesPerStep / dt.Seconds()
+	if p.meanRate == 0 {
+		p.meanRate = rate
+	} else {
+		p.meanRate += (1 - math.Exp(-dt.Seconds()/throughputTau.Seconds())) * (rate - p.meanRate)
+	}
+	p.measureStep, p.measureAt = step, now
+	return p.meanRate
 }
 
 // Write prints a message: it ends the live line first, so the message starts on a line of its own.
@@ -202,10 +248,18 @@ func (p *progress) fields(u *progressUpdate, now time.Time) []string {
 		fmt.Sprintf("%d/%d", u.step, p.total),
 		fmt.Sprintf("loss %.4f", u.loss),
 		fmt.Sprintf("lr %.4g", u.lr),
-		fmt.Sprintf("%.0f img/s", u.imagesPerSec),
+		imagesPerSecField(u.imagesPerSec),
 		"elapsed " + now.Sub(p.started).Round(time.Second).String(),
 		"eta " + p.eta(u.step, now),
 	}
+}
+
+// imagesPerSecField is the throughput field; "? img/s" before the first measurement.
+func imagesPerSecField(v float64) string {
+	if v <= 0 {
+		return "? img/s"
+	}
+	return fmt.Sprintf("%.0f img/s", v)
 }
 
 // describe joins the most important fields that fit in room columns and says how many columns it

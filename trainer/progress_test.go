@@ -98,3 +98,52 @@ func TestProgressPlainLines(t *testing.T) {
 		t.Errorf("last line %q: want step 10/10 and eta 0s", lines[1])
 	}
 }
+
+// TestProgressThroughputLeavesOutPhases: with the images per step known, the bar measures images/s
+// itself: "?" before a measured interval, then the steps' rate, and an eval between two Updates
+// (however long) does not pull the figure down, as it did when the window's time included it.
+func TestProgressThroughputLeavesOutPhases(t *testing.T) {
+	var out strings.Builder
+	p := newProgress(&out, false, 0, 1000, 100, progressImagesPerStep(100))
+	rate := func() float64 {
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		m := regexp.MustCompile(`(\S+) img/s`).FindStringSubmatch(lines[len(lines)-1])
+		if m == nil {
+			t.Fatalf("no img/s in %q", lines[len(lines)-1])
+		}
+		if m[1] == "?" {
+			return 0
+		}
+		var v float64
+		fmt.Sscan(m[1], &v)
+		return v
+	}
+	p.Phase("compiling train step…")
+	p.Update(1, 1, 0.1, 1) // the first step: it compiled, and the caller's figure is not shown
+	if r := rate(); r != 0 {
+		t.Errorf("first Update shows %g img/s, want ?", r)
+	}
+	step := 1
+	for range 3 { // 50 steps of 100 images per 0.6 s: about 8,333 images/s
+		time.Sleep(600 * time.Millisecond)
+		step += 50
+		p.Update(step, 1, 0.1, 1)
+	}
+	before := rate()
+	if before < 2000 || before > 9000 {
+		t.Errorf("measured %g img/s, want about 8,333 (at most 9,000; a loaded machine only lowers it)", before)
+	}
+	p.Phase("evaluating…")
+	time.Sleep(2 * time.Second) // an eval four times longer than the steps' interval
+	step += 50
+	p.Update(step, 1, 0.1, 1)
+	if after := rate(); after != before {
+		t.Errorf("after an eval: %g img/s, want the figure before it (%g): the eval's interval is left out", after, before)
+	}
+	time.Sleep(600 * time.Millisecond)
+	step += 50
+	p.Update(step, 1, 0.1, 1)
+	if after := rate(); after < before/2 {
+		t.Errorf("the first interval after the eval: %g img/s, before it %g", after, before)
+	}
+}

@@ -178,3 +178,88 @@ func (rd *runDir) finishedResult(res Result, total int, out io.Writer) Result {
 	res.Step, res.Checkpoint, res.AlreadyFinished = step, rd.resumed.Path, true
 	return res
 }
+
+// HoldsRun reports whether dir holds a run: a resolved config, a metrics log or a checkpoint that a
+// new run there would mix with or overwrite.
+func HoldsRun(dir string) bool {
+	for _, name := range []string{"config.yaml", "metrics.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return len(checkpointFiles(filepath.Join(dir, "checkpoints"))) > 0
+}
+
+// runNumber returns n when entry is name-n (n ≥ 2, decimal, no leading zero), the name a repeated run of
+// name takes; 1 for name itself; 0 for anything else.
+func runNumber(name, entry string) int {
+	if entry == name {
+		return 1
+	}
+	rest, ok := strings.CutPrefix(entry, name+"-")
+	if !ok || rest == "" || rest[0] == '0' || len(rest) > 9 {
+		return 0
+	}
+	n := 0
+	for _, r := range rest {
+		if r < '0' || r > '9' {
+			return 0
+		}
+		n = n*10 + int(r-'0')
+	}
+	if n < 2 {
+		return 0
+	}
+	return n
+}
+
+// latestRun returns the highest number among name's runs under runDir (1 for name itself, n for
+// name-n) whose directory holds a run, or 0 when none does.
+func latestRun(runDir, name string) int {
+	latest := 0
+	entries, _ := os.ReadDir(runDir)
+	for _, e := range entries {
+		if n := runNumber(name, e.Name()); n > latest && e.IsDir() && HoldsRun(filepath.Join(runDir, e.Name())) {
+			latest = n
+		}
+	}
+	return latest
+}
+
+func numberedRun(name string, n int) string {
+	if n <= 1 {
+		return name
+	}
+	return fmt.Sprintf("%s-%d", name, n)
+}
+
+// FreshRunName is the name a new run of name takes under runDir, as timm and YOLO number repeated
+// experiments: name itself while runDir/name holds no run, else name-N for N one above the highest
+// run of that name, so that nothing an earlier run wrote is touched and the newest run has the
+// highest number.
+func FreshRunName(runDir, name string) string {
+	return numberedRun(name, latestRun(runDir, name)+1)
+}
+
+// NewestRunName is the run of name that --resume continues: the highest-numbered of name, name-2,
+// name-3, ... under runDir that holds a run (name itself when none does).
+func NewestRunName(runDir, name string) string {
+	return numberedRun(name, latestRun(runDir, name))
+}
+
+// RunNameOf returns the run of name (name or name-N) whose checkpoints/ holds the checkpoint path,
+// and false when the checkpoint belongs to no such run under runDir (an imported one, another
+// recipe's).
+func RunNameOf(runDir, name, path string) (string, bool) {
+	abs, err1 := filepath.Abs(path)
+	root, err2 := filepath.Abs(runDir)
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	ckptDir := filepath.Dir(abs)
+	run := filepath.Dir(ckptDir)
+	if filepath.Base(ckptDir) != "checkpoints" || filepath.Dir(run) != root || runNumber(name, filepath.Base(run)) == 0 {
+		return "", false
+	}
+	return filepath.Base(run), true
+}

@@ -166,3 +166,63 @@ func TestRunSaysWhereItWritesAndHowToResume(t *testing.T) {
 		}
 	}
 }
+
+// TestRunNames: a new run of a name whose directory holds a run takes the next number above the
+// highest one (deleted or empty ones in between are not reused, so the newest has the highest
+// number); --resume takes the highest that holds a run; other names sharing the prefix do not count.
+func TestRunNames(t *testing.T) {
+	root := t.TempDir()
+	mk := func(dir string, files ...string) {
+		t.Helper()
+		for _, f := range files {
+			p := filepath.Join(root, dir, f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.MkdirAll(filepath.Join(root, dir), 0o755)
+	}
+	check := func(when, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: %q, want %q", when, got, want)
+		}
+	}
+	check("no run yet: fresh", FreshRunName(root, "m"), "m")
+	check("no run yet: newest", NewestRunName(root, "m"), "m")
+	mk("m", LockName) // a lock alone (a run that never started) holds no run
+	check("only a lock: fresh", FreshRunName(root, "m"), "m")
+	mk("m", "config.yaml")
+	check("one run: fresh", FreshRunName(root, "m"), "m-2")
+	check("one run: newest", NewestRunName(root, "m"), "m")
+	mk("m-3", "checkpoints/"+checkpoint.FileName(10))
+	mk("m-4")                  // empty: holds no run
+	mk("m-7x", "config.yaml")  // not a number
+	mk("m-07", "config.yaml")  // a leading zero: another name
+	mk("m-x-9", "config.yaml") // another name
+	mk("mm-12", "config.yaml") // another name
+	check("runs 1 and 3: fresh", FreshRunName(root, "m"), "m-4")
+	check("runs 1 and 3: newest", NewestRunName(root, "m"), "m-3")
+	mk("m-10", "metrics.jsonl")
+	check("runs 1, 3, 10: fresh", FreshRunName(root, "m"), "m-11")
+	check("runs 1, 3, 10: newest", NewestRunName(root, "m"), "m-10")
+
+	for _, c := range []struct {
+		path, want string
+		ok         bool
+	}{
+		{filepath.Join(root, "m-3", "checkpoints", checkpoint.FileName(10)), "m-3", true},
+		{filepath.Join(root, "m", "checkpoints", "best.tckpt"), "m", true},
+		{filepath.Join(root, "mm-12", "checkpoints", "best.tckpt"), "", false},
+		{filepath.Join(root, "imported.tckpt"), "", false},
+		{filepath.Join(t.TempDir(), "m", "checkpoints", "best.tckpt"), "", false},
+	} {
+		got, ok := RunNameOf(root, "m", c.path)
+		if got != c.want || ok != c.ok {
+			t.Errorf("RunNameOf(%s) = %q, %v; want %q, %v", c.path, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -85,7 +85,7 @@ type peakReport struct {
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [CONFIG]",
-		Short: "Time one train step of a recipe or of a registered net on synthetic data",
+		Short: "Time a train step of a recipe or a net on synthetic data",
 		Long:  benchDescription,
 		Args:  cobra.MaximumNArgs(1),
 	}

@@ -24,6 +24,8 @@ func init() {
 const (
 	rootDescription = "trainer trains image-classification nets with GoMLX."
 	backendsNote    = "Backends: go (pure Go, default), xla:cpu, xla:cuda, xla:tpu, or the path of a PJRT plugin .so."
+	// helpWidth is the terminal width help text is laid out for.
+	helpWidth = 80
 	// The annotation cobra's MarkFlagsMutuallyExclusive puts on each flag of a group: its value lists
 	// the group's flag names, space-separated.
 	mutuallyExclusiveAnnotation = "cobra_annotation_mutually_exclusive"
@@ -193,23 +195,102 @@ func flagSynopsis(f *pflag.Flag) string {
 	return "--" + f.Name + " " + value
 }
 
-// writeHelp prints cmd's description, the synopsis of it or of each of its subcommands, and its flags.
+// writeHelp prints cmd's description and then, for the root and a command with subcommands, each
+// command's name with its one-line purpose (cobra's Short); for a command, its synopsis and its flags.
+// Everything but a command's own long description fits helpWidth columns.
 func writeHelp(w io.Writer, cmd *cobra.Command) {
 	description := cmd.Long
 	if description == "" {
 		description = cmd.Short
 	}
-	fmt.Fprintf(w, "%s\n\nUsage:\n", strings.TrimSpace(description))
-	for _, line := range commandList(cmd) {
-		fmt.Fprintf(w, "  %s\n", line)
+	fmt.Fprintf(w, "%s\n\n", strings.TrimSpace(description))
+	if !cmd.HasSubCommands() {
+		fmt.Fprintf(w, "Usage:\n%s\n", wrapWords(synopsis(cmd), helpWidth, "  ", "      "))
+		fmt.Fprintf(w, "\nFlags:\n%s", cmd.Flags().FlagUsagesWrapped(helpWidth))
+		return
 	}
-	switch {
-	case !cmd.HasParent():
-		fmt.Fprintf(w, "\n%s\n\n'%s help CMD' or '%[2]s CMD --help' describes a command and its flags;\n"+
-			"'%[2]s completion bash|zsh|fish|powershell' writes a shell completion script.\n", backendsNote, cmd.Name())
-	case cmd.HasSubCommands():
-		fmt.Fprintf(w, "\n'%s CMD --help' describes a subcommand and its flags.\n", cmd.CommandPath())
-	default:
-		fmt.Fprintf(w, "\nFlags:\n%s", cmd.Flags().FlagUsages())
+	fmt.Fprintf(w, "Usage: %s COMMAND ...\n\nCommands:\n", cmd.CommandPath())
+	writeCommandTable(w, cmd)
+	if cmd.HasParent() {
+		fmt.Fprintf(w, "\n'%s CMD --help' gives a subcommand's synopsis and flags.\n", cmd.CommandPath())
+		return
 	}
+	fmt.Fprintf(w, "\n%s\n\n'%s help CMD' or '%[2]s CMD --help' gives a command's synopsis and flags;\n"+
+		"'%[2]s completion bash|zsh|fish|powershell' writes a shell completion script.\n",
+		wrapWords(backendsNote, helpWidth, "", ""), cmd.Name())
+}
+
+// writeCommandTable lists every command under cmd, by its path below cmd, with its Short.
+func writeCommandTable(w io.Writer, cmd *cobra.Command) {
+	type row struct{ name, purpose string }
+	var rows []row
+	width := 0
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if !sub.IsAvailableCommand() {
+				continue
+			}
+			if sub.HasSubCommands() {
+				walk(sub)
+				continue
+			}
+			name := strings.TrimPrefix(sub.CommandPath(), cmd.CommandPath()+" ")
+			rows = append(rows, row{name, sub.Short})
+			width = max(width, len(name))
+		}
+	}
+	walk(cmd)
+	for _, r := range rows {
+		fmt.Fprintln(w, wrapWords(r.purpose, helpWidth, fmt.Sprintf("  %-*s  ", width, r.name), strings.Repeat(" ", 2+width+2)))
+	}
+}
+
+// wrapWords breaks text between words so that no line is longer than width (a word longer than that
+// keeps its own line): the first line starts with first, the others with rest. A bracketed group
+// ("[--set key=value]...") is one word.
+func wrapWords(text string, width int, first, rest string) string {
+	var b strings.Builder
+	line := first
+	fresh := true // nothing but the indent on the line yet
+	for _, word := range groupedWords(text) {
+		if !fresh && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line, fresh = rest, true
+		}
+		if !fresh {
+			line += " "
+		}
+		line += word
+		fresh = false
+	}
+	b.WriteString(line)
+	return b.String()
+}
+
+// groupedWords splits text at the spaces outside brackets.
+func groupedWords(text string) []string {
+	var words []string
+	depth, start := 0, -1
+	for i, r := range text {
+		switch {
+		case r == '[':
+			depth++
+		case r == ']':
+			depth = max(depth-1, 0)
+		case r == ' ' && depth == 0:
+			if start >= 0 {
+				words = append(words, text[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		words = append(words, text[start:])
+	}
+	return words
 }

@@ -25,7 +25,7 @@ const mirrorEnv = "TRAINER_DATA_MIRROR"
 func newDataFetchCommand() *cobra.Command {
 	fetch := &cobra.Command{
 		Use:   "fetch DATASET OUT",
-		Short: "Download a dataset's official archive and pack it into shards",
+		Short: "Download a dataset's archive and pack it into shards",
 		Long: `Downloads DATASET's official archive into OUT (resuming a partial download, checking its size and
 SHA-256), then packs it into OUT/train and OUT/val, which a recipe reads with data.source: shards and
 data.dir: OUT. The archive stays in OUT for a later re-pack; delete it once done. A split already packed

@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/config"
@@ -35,12 +37,19 @@ func main() {
 // setFlagUsage describes --set, a StringArray: repeatable, and the commas of a list value stay in it.
 const setFlagUsage = "override a config key, `key=value`: --set optimizer.lr=0.05 (repeatable)"
 
-// loadConfig reads the recipe at path with its overrides; --backend is one more override.
-func loadConfig(path string, sets []string, backend string) (config.Config, error) {
+// loadConfig reads the recipe at path with its overrides; --backend is one more override. Notes on
+// what composing the recipe changed (an optimizer switch's dropped keys) go to notes when it is not nil.
+func loadConfig(path string, sets []string, backend string, notes io.Writer) (config.Config, error) {
 	if backend != "" {
 		sets = append(sets, "backend="+backend)
 	}
-	return recipe.Load(path, sets)
+	cfg, lines, err := recipe.LoadNotes(path, sets)
+	if err == nil && notes != nil {
+		for _, n := range lines {
+			fmt.Fprintln(notes, n)
+		}
+	}
+	return cfg, err
 }
 
 // newRunCommand declares `trainer run` and its flags.
@@ -48,11 +57,12 @@ func newRunCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run CONFIG",
 		Short: "Train the net of a recipe",
-		Long: `Trains the net of the recipe CONFIG (docs/configs.md) and writes runs/NAME/: the resolved
-config.yaml, metrics.jsonl and checkpoints/; run.lock keeps a second process out while it trains.
+		Long: `Trains the net of the recipe CONFIG (docs/configs.md) and writes runs/NAME/ (runs/NAME-2, -3, ...
+when that holds an earlier run): the resolved config.yaml, metrics.jsonl and checkpoints/; run.lock keeps
+a second process out while it trains.
 Ctrl-C or SIGTERM finishes the step in flight, writes a checkpoint, prints the command that resumes and
-exits 0; a second signal exits at once. --resume continues with the run's own config.yaml, changed only
-by the --set keys given; CONFIG then only locates the run.`,
+exits 0; a second signal exits at once. --resume continues the newest run of the name with its own
+config.yaml, changed only by the --set keys given; CONFIG then only locates the run.`,
 		Args: cobra.ExactArgs(1),
 	}
 	fs := cmd.Flags()
@@ -63,8 +73,15 @@ by the --set keys given; CONFIG then only locates the run.`,
 	smoke := fs.Bool("smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
 	noProgress := fs.Bool("no-progress", false, "print log lines instead of redrawing a progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run to the file `F`")
+	plan := fs.Bool("plan", false, "print the run's steps, data, checkpoints and an ETA from a few timed steps, and stop: nothing is trained or written")
 	cmd.MarkFlagsMutuallyExclusive("resume", "resume-from")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		if *plan {
+			if *resume || *resumeFrom != "" {
+				return errors.New("run: --plan plans a new run; it does not take --resume or --resume-from")
+			}
+			return planMain(positional[0], cmd.OutOrStdout(), *sets, *backend, *smoke)
+		}
 		return runMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), *sets, resume, resumeFrom, backend, noProgress, cpuProfile, smoke)
 	}
 	return cmd
@@ -82,6 +99,8 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 	if err != nil {
 		return err
 	}
+	recipeName := cfg.Name
+	cfg.Name = runName(cfg, *resume, *resumeFrom, stdout)
 	if *resume || *resumeFrom != "" {
 		// The run continues with its own config.yaml; only the keys given here are set again.
 		overrides := sets
@@ -104,9 +123,80 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 	_, err = trainer.Run(cfg, trainer.RunOptions{
 		Resume: *resume, ResumeFrom: *resumeFrom, Out: stdout,
 		Progress: !*noProgress && isTerminal(stdout), Stop: stop,
-		ResumeCommand: resumeCommand(positional[0], sets, *backend, *smoke),
+		ResumeCommand: resumeCommand(positional[0], runSets(sets, recipeName, cfg.Name), *backend, *smoke),
 	})
 	return err
+}
+
+// planSteps is how many optimizer steps `run --plan` times after the one that compiles.
+const planSteps = 10
+
+// planMain is `trainer run CONFIG --plan`: what the run would do and an estimate of its time, from
+// planSteps steps of its real loop on its backend and data, without a run directory.
+func planMain(path string, stdout io.Writer, sets []string, backend string, smoke bool) error {
+	cfg, err := loadRunConfig(path, sets, backend, smoke, stdout)
+	if err != nil {
+		return err
+	}
+	name := trainer.FreshRunName(cfg.RunDir, cfg.Name)
+	p, err := trainer.PlanRun(cfg, planSteps)
+	if err != nil {
+		return err
+	}
+	p.Print(stdout, cfg, filepath.Join(cfg.RunDir, name))
+	return nil
+}
+
+// runName picks the run directory under cfg.RunDir: a fresh run of a name whose directory already
+// holds a run gets the next numbered one (NAME-2, NAME-3, ...), so that repeating a command never
+// touches an earlier run; --resume continues the newest of the name, and --resume-from the run
+// whose checkpoint it names (a fresh one for a checkpoint from elsewhere, such as an import).
+func runName(cfg config.Config, resume bool, resumeFrom string, stdout io.Writer) string {
+	name := cfg.Name
+	switch {
+	case resume:
+		name = trainer.NewestRunName(cfg.RunDir, cfg.Name)
+		if name != cfg.Name {
+			fmt.Fprintf(stdout, "resuming the newest run of %s: %s\n", cfg.Name, filepath.Join(cfg.RunDir, name))
+		}
+		return name
+	case resumeFrom != "":
+		if of, ok := trainer.RunNameOf(cfg.RunDir, cfg.Name, resumeFrom); ok {
+			return of
+		}
+	}
+	name = trainer.FreshRunName(cfg.RunDir, cfg.Name)
+	if name != cfg.Name {
+		fmt.Fprintf(stdout, "%s holds an earlier run; this one writes %s\n", filepath.Join(cfg.RunDir, cfg.Name),
+			filepath.Join(cfg.RunDir, name))
+	}
+	return name
+}
+
+// runSets are the --set flags that address the run again: the given ones, plus the run's name when it
+// is not the recipe's (a numbered repeat), so that the resume command continues this run even after
+// newer ones of the name exist.
+func runSets(sets []string, recipeName, name string) []string {
+	if name == recipeName {
+		return sets
+	}
+	return append(sets[:len(sets):len(sets)], "name="+name)
+}
+
+// selfCommand is how the user started this program, for the commands it prints: "go run ./cmd/trainer"
+// under `go run` (whose binary lives in a temporary go-build directory, on no PATH), else "trainer"
+// (as `go install ./cmd/trainer` puts it in $(go env GOPATH)/bin).
+func selfCommand() string {
+	if exe, err := os.Executable(); err == nil && isGoRunBinary(exe) {
+		return "go run ./cmd/trainer"
+	}
+	return "trainer"
+}
+
+// isGoRunBinary reports whether exe is a binary `go run` built: GOTMPDIR/go-buildNNN/bNNN/exe/NAME.
+func isGoRunBinary(exe string) bool {
+	dir := filepath.Dir(exe)
+	return filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build")
 }
 
 // precisionNote is the line `run` and `bench` print when cfg computes in bfloat16 on the pure-Go
@@ -125,7 +215,7 @@ func precisionNote(cfg config.Config) string {
 
 // resumeCommand is the command line that continues a run started with these arguments.
 func resumeCommand(path string, sets []string, backend string, smoke bool) string {
-	args := []string{"trainer", "run", path}
+	args := []string{"run", path}
 	if smoke {
 		args = append(args, "--smoke")
 	}
@@ -139,7 +229,7 @@ func resumeCommand(path string, sets []string, backend string, smoke bool) strin
 	for i, a := range args {
 		args[i] = shellQuote(a)
 	}
-	return strings.Join(args, " ")
+	return selfCommand() + " " + strings.Join(args, " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but plain word characters.
@@ -153,8 +243,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// stopOnSignal turns the first SIGINT/SIGTERM into a request to finish the step in flight, checkpoint
-// and exit 0; a second one exits at once (checkpoint writes are atomic, so nothing is left half-written).
+// stopOnSignal turns the first SIGINT/SIGTERM into a request to dispatch no further step, let the
+// ones dispatched finish (the progress line, redrawn when the loop reads results back, may show an
+// earlier step than the one reached), checkpoint and exit 0; a second one exits at once (checkpoint writes are atomic, so nothing is left half-written).
 func stopOnSignal(stderr io.Writer) (stop <-chan struct{}, release func()) {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -163,7 +254,8 @@ func stopOnSignal(stderr io.Writer) (stop <-chan struct{}, release func()) {
 	go func() {
 		select {
 		case sig := <-signals:
-			fmt.Fprintf(stderr, "\n%v: finishing the current step and writing a checkpoint (again to quit at once)\n", sig)
+			fmt.Fprintf(stderr, "\n%v: no new step starts; the steps already dispatched finish, then a checkpoint is written "+
+				"(again to quit at once)\n", sig)
 			close(requested)
 		case <-done:
 			return
@@ -206,7 +298,7 @@ predicted class (docs/data.md#per-image-results), which trainer compare pairs wi
 
 // evalMain is `trainer eval` with its parsed flags.
 func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, backend *string, ema *bool, perImage string) error {
-	cfg, err := loadConfig(positional[0], sets, *backend)
+	cfg, err := loadConfig(positional[0], sets, *backend, nil)
 	if err != nil {
 		return err
 	}
@@ -237,6 +329,7 @@ layer's output shape, parameters and multiply-accumulates per example, and the t
 		Args: cobra.NoArgs,
 	}
 	asJSON := cmd.Flags().Bool("json", false, "print JSON")
+	wide := cmd.Flags().Bool("wide", false, "add each net's description (lines wider than 80 columns)")
 	spec := cmd.Flags().String("spec", "", "print the layers of the NetSpec in `FILE` instead")
 	size := cmd.Flags().Int("size", 0, "with --spec: input size `S` (net.image_size; 0: the spec's input entry)")
 	classes := cmd.Flags().Int("num-classes", 0, "with --spec: number `N` of classes (net.num_classes; 0: the spec's input entry)")
@@ -247,7 +340,7 @@ layer's output shape, parameters and multiply-accumulates per example, and the t
 		if cmd.Flags().Changed("size") || cmd.Flags().Changed("num-classes") {
 			return errors.New("nets: --size and --num-classes need --spec FILE")
 		}
-		return netsMain(cmd.OutOrStdout(), asJSON)
+		return netsMain(cmd.OutOrStdout(), asJSON, wide)
 	}
 	return cmd
 }
@@ -299,22 +392,22 @@ func netSpecMain(stdout io.Writer, path string, sizes netspec.Sizes, asJSON bool
 		enc.SetIndent("", "  ")
 		return enc.Encode(table)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LAYER\tKIND\tNAME\tOUTPUT\tPARAMETERS\tMACs")
+	cols := []column{{"LAYER", false}, {"KIND", false}, {"NAME", false}, {"OUTPUT", false}, {"PARAMETERS", true}, {"MACs", true}}
+	var cells [][]string
 	for _, l := range table.Layers {
 		indent := strings.Repeat("  ", l.Depth-1)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", l.Index, indent+l.Kind, l.Name, netspec.ShapeString(l.Output), l.Parameters, l.MACs)
+		cells = append(cells, []string{l.Index, indent + l.Kind, l.Name, netspec.ShapeString(l.Output),
+			humanize.Comma(l.Parameters), humanize.Comma(l.MACs)})
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "total: %d parameters, %d MACs (%.2f forward MFLOPs) per example; input %dx%dx%d, %d classes\n",
-		params, macs, float64(2*macs)/1e6, table.InputShape[0], table.InputShape[1], table.InputShape[2], table.NumClasses)
+	writeTable(stdout, cols, cells, 0)
+	fmt.Fprintf(stdout, "total: %s parameters, %s MACs (%.2f forward MFLOPs) per example\ninput %dx%dx%d, %d classes\n",
+		humanize.Comma(params), humanize.Comma(macs), float64(2*macs)/1e6, table.InputShape[0], table.InputShape[1],
+		table.InputShape[2], table.NumClasses)
 	return nil
 }
 
 // netsMain is `trainer nets` with its parsed flags.
-func netsMain(stdout io.Writer, asJSON *bool) error {
+func netsMain(stdout io.Writer, asJSON, wide *bool) error {
 	backend, err := pjrt.Open("go")
 	if err != nil {
 		return err
@@ -333,13 +426,37 @@ func netsMain(stdout io.Writer, asJSON *bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(sums)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NET\tPARAMETERS\tINPUT (HxWxC)\tCLASSES\tFORWARD MFLOPs\tDESCRIPTION")
-	for _, s := range sums {
-		fmt.Fprintf(tw, "%s\t%d\t%dx%dx%d\t%d\t%.2f\t%s\n", s.Name, s.Parameters,
-			s.InputShape[0], s.InputShape[1], s.InputShape[2], s.NumClasses, float64(s.ForwardFLOPs)/1e6, s.Description)
+	cols := []column{{"NET", false}, {"PARAMETERS", true}, {"INPUT", false}, {"CLASSES", true}, {"MFLOPs", true}}
+	if *wide {
+		cols = append(cols, column{"DESCRIPTION", false})
 	}
-	return tw.Flush()
+	var rows [][]string
+	for _, s := range sums {
+		row := []string{s.Name, humanize.Comma(int64(s.Parameters)),
+			fmt.Sprintf("%dx%dx%d", s.InputShape[0], s.InputShape[1], s.InputShape[2]),
+			humanize.Comma(int64(s.NumClasses)), commaDecimal(float64(s.ForwardFLOPs) / 1e6)}
+		if *wide {
+			row = append(row, s.Description)
+		}
+		rows = append(rows, row)
+	}
+	writeTable(stdout, cols, rows, 0)
+	if !*wide {
+		fmt.Fprintln(stdout, "MFLOPs: forward, per example; --wide adds descriptions, --json has everything")
+	}
+	return nil
+}
+
+// commaDecimal writes x ≥ 0 with thousands separators and one decimal (two below 1: the linear net's
+// 0.02 MFLOPs).
+func commaDecimal(x float64) string {
+	digits := 1
+	if x < 1 {
+		digits = 2
+	}
+	whole, frac, _ := strings.Cut(strconv.FormatFloat(x, 'f', digits, 64), ".")
+	n, _ := strconv.ParseInt(whole, 10, 64)
+	return humanize.Comma(n) + "." + frac
 }
 
 // newDevicesCommand declares `trainer devices` and its flags.

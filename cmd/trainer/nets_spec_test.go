@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -21,8 +22,8 @@ func TestNetsSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"LAYER", "conv1", "[14, 14, 16]", "flatten10", "[3136]", "dense11", "31370",
-		"total: 54778 parameters, 1188544 MACs (2.38 forward MFLOPs) per example; input 28x28x1, 10 classes"} {
+	for _, want := range []string{"LAYER", "conv1", "[14, 14, 16]", "flatten10", "[3136]", "dense11", "31,370",
+		"total: 54,778 parameters, 1,188,544 MACs (2.38 forward MFLOPs) per example\ninput 28x28x1, 10 classes\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("nets --spec output lacks %q:\n%s", want, out)
 		}
@@ -122,5 +123,27 @@ func TestSpecNetExportImportRoundTrip(t *testing.T) {
 		if !found {
 			t.Errorf("the checkpoint has no tensor named like %s", name)
 		}
+	}
+}
+
+// TestNetsTableFits80Columns: `trainer nets` fits 80 columns with thousands separators in the counts;
+// --wide adds the descriptions.
+func TestNetsTableFits80Columns(t *testing.T) {
+	out, _, err := runCLI(t, "nets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if len([]rune(line)) > 80 {
+			t.Errorf("a line of %d columns: %q", len([]rune(line)), line)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^resnet50 +25,557,032  224x224x3 +1,000 +8,178\.4$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^linear +7,850  28x28x1 +10 +0\.02$`).MatchString(out) {
+		t.Errorf("nets rows:\n%s", out)
+	}
+	wide, _, err := runCLI(t, "nets", "--wide")
+	if err != nil || !strings.Contains(wide, "DESCRIPTION") || !strings.Contains(wide, "torchvision resnet50: 7x7/2 stem") {
+		t.Errorf("nets --wide: %v\n%s", err, wide)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,10 +25,10 @@ func newPlotCommand() *cobra.Command {
 	}
 	scheduleCmd := &cobra.Command{
 		Use:   "schedule CONFIG",
-		Short: "Draw the learning rate and EMA decay over a whole run of a recipe",
+		Short: "Draw a recipe's learning rate and EMA decay over its run",
 		Args:  cobra.ExactArgs(1),
 	}
-	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default NAME_schedule.png)")
+	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default RUN_DIR/NAME_schedule.png, beside the run)")
 	sets := scheduleCmd.Flags().StringArray("set", nil, setFlagUsage)
 	trainExamples := scheduleCmd.Flags().Int("train-examples", 0, "the training split's size `N` (default: the split's own, or, without the data, the known size of data.dataset)")
 	scheduleCmd.RunE = func(cmd *cobra.Command, positional []string) error {
@@ -35,7 +36,7 @@ func newPlotCommand() *cobra.Command {
 	}
 	runPlot := &cobra.Command{
 		Use:   "run DIR",
-		Short: "Draw the loss, lr and accuracy of a run from DIR/metrics.jsonl",
+		Short: "Draw a run's loss, lr and accuracy from its metrics.jsonl",
 		Args:  cobra.ExactArgs(1),
 	}
 	runOut := runPlot.Flags().String("out", "", "output directory `DIR` (default the run's)")
@@ -53,7 +54,7 @@ func plotScheduleMain(configPath string, out *string, sets []string, trainExampl
 	if trainExamples < 0 {
 		return fmt.Errorf("plot schedule: --train-examples %d, expected >= 1 (0: the split's own size)", trainExamples)
 	}
-	cfg, err := loadConfig(configPath, sets, "")
+	cfg, err := loadConfig(configPath, sets, "", nil)
 	if err != nil {
 		return err
 	}
@@ -63,12 +64,19 @@ func plotScheduleMain(configPath string, out *string, sets []string, trainExampl
 	}
 	path := *out
 	if path == "" {
-		path = cfg.Name + "_schedule.png"
+		// Beside the run's directory, not in it: planning a run must not create or change a run.
+		path = filepath.Join(cfg.RunDir, cfg.Name+"_schedule.png")
+		if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+			return fmt.Errorf("plot schedule: %w", err)
+		}
 	}
 	if err := plot.WritePNGFile(path, plot.ScheduleCharts(scheduleOf(cfg, total, perEpoch))...); err != nil {
 		return fmt.Errorf("plot schedule: %w", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch, from %s), peak lr %g, last lr %g\n",
+	if note := cfg.Schedule.WarmupNote(perEpoch, total); note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	fmt.Fprintf(stdout, "%s: %d optimizer steps (%.4g per epoch, from %s), peak lr %.4g, last lr %.4g\n",
 		path, total, perEpoch, from, cfg.PeakLR(), schedule.LearningRate(cfg, total-1, total, perEpoch))
 	return nil
 }
@@ -85,7 +93,8 @@ func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdou
 	for _, note := range metrics.Notes {
 		fmt.Fprintf(stderr, "plot run: %s\n", note)
 	}
-	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: logLoss, Smooth: smooth})
+	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: logLoss, Smooth: smooth,
+		TrainLoss: trainLossLabel(filepath.Join(runDir, "config.yaml"))})
 	dir := *out
 	if dir == "" {
 		dir = runDir
@@ -106,6 +115,27 @@ func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdou
 		fmt.Fprintln(stdout, path)
 	}
 	return nil
+}
+
+// trainLossLabel names the train loss of the run whose resolved config is at path: "train", or, when
+// the run trained on softened targets (label smoothing, mixup or cutmix), a label that says so, since
+// that loss then lies above the eval loss on hard labels. A config it cannot read says "train".
+func trainLossLabel(path string) string {
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		return "train"
+	}
+	var soft []string
+	if ls := cfg.Loss.LabelSmoothing; ls > 0 {
+		soft = append(soft, fmt.Sprintf("label-smoothed %g", ls))
+	}
+	if cfg.Data.Augment.Mixing() {
+		soft = append(soft, "mixup/cutmix")
+	}
+	if len(soft) == 0 {
+		return "train"
+	}
+	return "train (" + strings.Join(soft, ", ") + " targets)"
 }
 
 // scheduleOf is the learning rate and (with ema.decay) the EMA decay at every optimizer step of the run,

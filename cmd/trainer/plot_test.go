@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -176,5 +177,54 @@ func TestPlotScheduleWithoutData(t *testing.T) {
 	present := []string{"schedule", "../../configs/resnet50_sgd_imagenette.yaml", "--out", out, "--set", "data.batch_size=2", "--set", "net.num_classes=2"}
 	if err := cmdPlot(present, &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "120 optimizer steps (3 per epoch, from the training split") {
 		t.Errorf("shards present: %v, %q", err, stdout.String())
+	}
+}
+
+// TestPlotScheduleWritesBesideTheRun: without --out the schedule goes to RUN_DIR/NAME_schedule.png,
+// not into the working directory nor into the run's own directory, and the printed rates are rounded
+// to 4 significant digits.
+func TestPlotScheduleWritesBesideTheRun(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	var stdout, stderr bytes.Buffer
+	recipe, _ := filepath.Abs("../../configs/mnist_fast.yaml")
+	if err := cmdPlot([]string{"schedule", recipe, "--set", "run_dir=" + runs, "--set", "epochs=3"}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v (%s)", err, stderr.String())
+	}
+	want := filepath.Join(runs, "mnist_fast_schedule.png")
+	if _, err := os.Stat(want); err != nil || !strings.HasPrefix(stdout.String(), want+": ") {
+		t.Errorf("want %s written and named: %v\n%s", want, err, stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(runs, "mnist_fast")); err == nil {
+		t.Errorf("plotting a schedule created the run directory")
+	}
+	m := regexp.MustCompile(`last lr (\S+)\n`).FindStringSubmatch(stdout.String())
+	if m == nil || len(strings.TrimLeft(strings.Split(strings.Replace(m[1], ".", "", 1), "e")[0], "0")) > 4 {
+		t.Errorf("last lr not rounded to 4 significant digits: %q", stdout.String())
+	}
+}
+
+// TestTrainLossLabelSaysWhenTargetsAreSoft: the loss plot's train curve is named for what it is: a
+// label-smoothed loss (mnist_fast) lies above the eval loss by design; a plain one is "train".
+func TestTrainLossLabelSaysWhenTargetsAreSoft(t *testing.T) {
+	dir := t.TempDir()
+	for recipe, want := range map[string]string{
+		"mnist_fast.yaml": "train (label-smoothed 0.1 targets)",
+		"mnist_cnn.yaml":  "train",
+	} {
+		cfg, err := config.Load(filepath.Join("../../configs", recipe), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, recipe)
+		if err := os.WriteFile(path, cfg.YAML(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := trainLossLabel(path); got != want {
+			t.Errorf("%s: %q, want %q", recipe, got, want)
+		}
+	}
+	if got := trainLossLabel(filepath.Join(dir, "missing.yaml")); got != "train" {
+		t.Errorf("no config: %q", got)
 	}
 }

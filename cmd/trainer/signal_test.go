@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 func TestSIGINTCheckpointsAndExitsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "long.yaml")
-	body := "net:\n  name: linear\nsteps: 1000000\ndata:\n  batch_size: 16\ncheckpoint:\n  every_steps: 0\nlog:\n  every_steps: 1\nrun_dir: " + filepath.Join(dir, "runs") + "\n"
+	body := "net:\n  name: mnist_cnn\n  width: 0.25\nsteps: 1000000\ndata:\n  batch_size: 32\ncheckpoint:\n  every_steps: 0\nlog:\n  every_steps: 1\nrun_dir: " + filepath.Join(dir, "runs") + "\n"
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestSIGINTCheckpointsAndExitsCleanly(t *testing.T) {
 	metrics := filepath.Join(dir, "runs", "long", "metrics.jsonl")
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if data, _ := os.ReadFile(metrics); bytes.Contains(data, []byte(`"type":"train"`)) {
+		if data, _ := os.ReadFile(metrics); bytes.Count(data, []byte(`"type":"train"`)) >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -41,6 +42,10 @@ func TestSIGINTCheckpointsAndExitsCleanly(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The steps logged when the signal goes out: one record per step (log.every_steps 1), each written
+	// once its step ran.
+	data, _ := os.ReadFile(metrics)
+	atSignal := bytes.Count(data, []byte(`"type":"train"`))
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +69,13 @@ func TestSIGINTCheckpointsAndExitsCleanly(t *testing.T) {
 	}
 	ckpts, _ := filepath.Glob(filepath.Join(dir, "runs", "long", "checkpoints", "ckpt-*.tckpt"))
 	if len(ckpts) != 1 {
-		t.Errorf("want one checkpoint written at the stop, found %v", ckpts)
+		t.Fatalf("want one checkpoint written at the stop, found %v", ckpts)
+	}
+	// No step starts after the signal: the run stops within the step in flight (and the one whose
+	// record was being written when the file was read), not a second of steps later.
+	var stopped int
+	fmt.Sscanf(filepath.Base(ckpts[0]), "ckpt-%d.tckpt", &stopped)
+	if stopped < atSignal || stopped > atSignal+2 {
+		t.Errorf("signalled after step %d, stopped at step %d: want at most 2 steps more", atSignal, stopped)
 	}
 }

@@ -16,9 +16,9 @@ import (
 // the user's --set and --backend still applying on top. It prints the overrides it applied.
 func loadRunConfig(path string, sets []string, backend string, smoke bool, stdout io.Writer) (config.Config, error) {
 	if !smoke {
-		return loadConfig(path, sets, backend)
+		return loadConfig(path, sets, backend, stdout)
 	}
-	full, err := loadConfig(path, sets, backend)
+	full, err := loadConfig(path, sets, backend, stdout)
 	if err != nil {
 		return config.Config{}, err
 	}

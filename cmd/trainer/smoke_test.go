@@ -23,7 +23,7 @@ func TestFlagshipRecipeThroughTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"smoke mode: --set name=effnet_b0_rmsprop_smoke", "--set net.width=0.0625",
-		"training effnet_b0_rmsprop_smoke (efficientnet_b0) on imagefolder: 3 steps", "EMA top-1", "done in"} {
+		"training effnet_b0_rmsprop_smoke (efficientnet_b0) on imagefolder\n  3 steps", "EMA top-1", "done in"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("smoke run output lacks %q:\n%s", want, out)
 		}

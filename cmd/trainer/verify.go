@@ -7,7 +7,6 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -43,16 +42,17 @@ It fails when any check fails; run it first on a new PJRT plugin.`,
 	coords := fs.Int("coords", 3, "sampled coordinates `N` per parameter tensor in the net checks")
 	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
 	asJSON := fs.Bool("json", false, "print JSON")
+	wide := fs.Bool("wide", false, "add the operands' shapes, the absolute error and the whole note (lines wider than 80 columns)")
 	cmd.MarkFlagsMutuallyExclusive("ops-only", "nets-only")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return verifyMain(cmd.OutOrStdout(), cmd.ErrOrStderr(), backendName, nets, checkPattern, opsOnly, netsOnly, coords, asJSON)
+		return verifyMain(cmd.OutOrStdout(), cmd.ErrOrStderr(), backendName, nets, checkPattern, opsOnly, netsOnly, coords, asJSON, wide)
 	}
 	return cmd
 }
 
 // verifyMain runs the gradient certificates: every op check and every registered net's gradient check
 // (docs/verification.md), on the chosen backend. It fails when any check fails.
-func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *string, opsOnly, netsOnly *bool, coords *int, asJSON *bool) error {
+func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *string, opsOnly, netsOnly *bool, coords *int, asJSON, wide *bool) error {
 	var filter *regexp.Regexp
 	if *checkPattern != "" {
 		var err error
@@ -75,26 +75,16 @@ func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *strin
 	}
 	defer backend.Finalize()
 
-	var tw *tabwriter.Writer
-	if !*asJSON {
-		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHECK\tSHAPES\tMAX ABS ERR\tMAX REL ERR\tTOLERANCE\tPASS\tNOTE")
-	}
 	report := verifyReport{Backend: *backendName}
+	if !*asJSON && !*wide {
+		fmt.Fprintf(stdout, "%-*s  %11s  %9s  %s\n", termWidth-verifyNumbersWidth, "CHECK", "MAX REL ERR", "TOLERANCE", "PASS")
+	}
 	emit := func(results []verify.Result) {
 		report.Results = append(report.Results, results...)
-		if tw == nil {
-			return
+		if !*asJSON {
+			// Rows appear as checks finish, one group at a time, each laid out for its own widths.
+			writeVerifyTable(stdout, results, *wide)
 		}
-		for _, r := range results {
-			pass := "ok"
-			if !r.Pass {
-				pass = "FAIL"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%.2e\t%.2e\t%.0e\t%s\t%s\n", r.Name, shortShapes(r.Shapes, verifyShapesWidth), r.MaxAbsErr, r.MaxRelErr, r.Tolerance, pass, r.Note)
-		}
-		// Rows appear as checks finish; a flush realigns the columns of what is printed so far.
-		_ = tw.Flush()
 	}
 	if !*netsOnly {
 		checks.Register() // the bestiary's rows, after verify's own op checks
@@ -126,6 +116,40 @@ func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *strin
 	}
 	return nil
 }
+
+// writeVerifyTable prints results as a table: CHECK, MAX REL ERR, TOLERANCE, PASS in 80 columns (a
+// check's note on the line below it, cut to fit); wide adds SHAPES and MAX ABS ERR and keeps the note
+// in its column.
+func writeVerifyTable(w io.Writer, results []verify.Result, wide bool) {
+	pass := func(r verify.Result) string {
+		if r.Pass {
+			return "ok"
+		}
+		return "FAIL"
+	}
+	if wide {
+		cols := []column{{"CHECK", false}, {"SHAPES", false}, {"MAX ABS ERR", true}, {"MAX REL ERR", true},
+			{"TOLERANCE", true}, {"PASS", false}, {"NOTE", false}}
+		var rows [][]string
+		for _, r := range results {
+			rows = append(rows, []string{r.Name, shortShapes(r.Shapes, verifyShapesWidth), fmt.Sprintf("%.2e", r.MaxAbsErr),
+				fmt.Sprintf("%.2e", r.MaxRelErr), fmt.Sprintf("%.0e", r.Tolerance), pass(r), r.Note})
+		}
+		writeTable(w, cols, rows, 0)
+		return
+	}
+	for _, r := range results {
+		name := cutTo(r.Name, termWidth-verifyNumbersWidth)
+		fmt.Fprintf(w, "%-*s  %11.2e  %9.0e  %s\n", termWidth-verifyNumbersWidth, name, r.MaxRelErr, r.Tolerance, pass(r))
+		if r.Note != "" {
+			fmt.Fprintln(w, cutTo("    "+r.Note, termWidth))
+		}
+	}
+}
+
+// verifyNumbersWidth is the width of the narrow table's columns after CHECK: MAX REL ERR, TOLERANCE
+// and PASS, two spaces apart; CHECK takes the rest of the 80 columns.
+const verifyNumbersWidth = 2 + 11 + 2 + 9 + 2 + 4
 
 // verifyShapesWidth bounds the table's SHAPES column: a layer with dozens of parameters (the bestiary's
 // Swin stage, Evoformer) would otherwise widen every row. --json keeps the whole description.

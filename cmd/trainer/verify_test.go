@@ -51,26 +51,45 @@ func TestVerifyOpsJSON(t *testing.T) {
 	}
 }
 
+// TestVerifyNetTable: the table fits 80 columns (CHECK, MAX REL ERR, TOLERANCE, PASS); --wide adds
+// the operands and the absolute error.
 func TestVerifyNetTable(t *testing.T) {
 	out, err := runVerify(t, "--nets-only", "--net", "linear", "--coords", "2")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "CHECK") || !strings.Contains(lines[0], "MAX REL ERR") {
-		t.Fatalf("want a header, two rows and a summary:\n%s", out)
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if len([]rune(line)) > 80 {
+			t.Errorf("a line of %d columns: %q", len([]rune(line)), line)
+		}
+		if !strings.HasPrefix(line, "    ") { // a check's note, below its row
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "CHECK") || !strings.HasSuffix(lines[0], "MAX REL ERR  TOLERANCE  PASS") ||
+		!strings.Contains(out, "\n    not applicable: the loss does not change with the drop-path rate") {
+		t.Fatalf("want a header, two rows (the second with its note below) and a summary:\n%s", out)
 	}
 	for _, row := range lines[1:3] {
 		f := strings.Fields(row)
-		if !strings.HasPrefix(f[0], "net:linear/") || !strings.Contains(row, " ok ") {
+		if !strings.HasPrefix(f[0], "net:linear/") || f[len(f)-1] != "ok" || len(f) != 4 {
 			t.Errorf("row %q", row)
 		}
 	}
-	if !strings.Contains(lines[1], "2 tensors (7850 params), 4 coords") {
-		t.Errorf("the plain pass should check 2 coords of each of linear's 2 tensors: %q", lines[1])
-	}
 	if lines[3] != "2 checks, 0 failed" {
 		t.Errorf("summary %q", lines[3])
+	}
+	wide, err := runVerify(t, "--nets-only", "--net", "linear", "--coords", "2", "--wide")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, wide)
+	}
+	lines = strings.Split(strings.TrimSpace(wide), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "SHAPES") || !strings.Contains(lines[0], "MAX ABS ERR") {
+		t.Fatalf("--wide: want a header with SHAPES and MAX ABS ERR, two rows and a summary:\n%s", wide)
+	}
+	if !strings.Contains(lines[1], "2 tensors (7850 params), 4 coords") {
+		t.Errorf("the plain pass should check 2 coords of each of linear's 2 tensors: %q", lines[1])
 	}
 }
 

@@ -219,8 +219,8 @@ func importMain(ctx stdcontext.Context, positional []string, stdout, stderr io.W
 	if err := checkpoint.SaveFile(*out, model, header); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d variables of %s from %s (step 0: `trainer eval` scores it, `trainer run --resume-from` fine-tunes it)\n",
-		*out, n, spec.Name, path)
+	fmt.Fprintf(stdout, "wrote %s: %d variables of %s from %s (step 0: `%[5]s eval` scores it, `%[5]s run --resume-from` fine-tunes it)\n",
+		*out, n, spec.Name, path, selfCommand())
 	return nil
 }
 

@@ -57,7 +57,7 @@ const mnistCNN = `
 - conv: {name: conv2, filters: 64, kernel: 3, padding: valid}
 - relu
 - maxpool: {kernel: 2}
-- flatten
+- flatten: {order: chw}
 - dense: {name: fc1, units: 128}
 - relu
 - dense: {name: fc2, units: classes}
