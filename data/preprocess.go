@@ -14,13 +14,8 @@ import (
 )
 
 // Eval preprocessing of single images, as the references evaluate: torchvision's
-// Resize(⌊size/crop_pct⌋) + CenterCrop(size) + ToTensor + Normalize(mean, std) on a PIL image.
-
-// ImageNet's per-channel statistics (torchvision and timm).
-var (
-	ImageNetMean = []float64{0.485, 0.456, 0.406}
-	ImageNetStd  = []float64{0.229, 0.224, 0.225}
-)
+// Resize(⌊size/crop_pct⌋) + CenterCrop(size) + ToTensor + Normalize(mean, std) on a PIL image. The
+// values (each net's mean, std, crop fraction and filter) live with the net in the graphs registry.
 
 // EvalTransform turns a decoded image into one normalised HWC float32 example.
 type EvalTransform struct {
@@ -32,14 +27,11 @@ type EvalTransform struct {
 	// Mean and Std normalise each channel of the [0,1] pixels; their length is the number of channels
 	// (3: RGB, 1: grey by ITU-R 601 luma, as PIL's convert("L")).
 	Mean, Std []float64
+	// Interp is the resize filter (Bilinear, the zero value, or Bicubic).
+	Interp Interp
 	// MaxPixels refuses (LoadFile) an image whose header declares more pixels; 0 means
 	// DefaultMaxImagePixels.
 	MaxPixels int64
-}
-
-// ImageNetEval is the ImageNet eval transform at the given size (224: resize 256, crop 224).
-func ImageNetEval(size int) EvalTransform {
-	return EvalTransform{Size: size, CropPct: 0.875, Mean: ImageNetMean, Std: ImageNetStd}
 }
 
 // ResizeSize is the shorter side after resizing: ⌊Size/CropPct⌋ (timm's rule; 256 for 224).
@@ -117,7 +109,8 @@ func (t EvalTransform) Apply(img image.Image) ([]float32, error) {
 	}
 	resized := src
 	if w != src.w || h != src.h {
-		resized = resizeBilinear(src, w, h)
+		var tmp, dst []uint8
+		resized = resize(src, w, h, t.Interp, &tmp, &dst)
 	}
 	if t.Size > w || t.Size > h {
 		return nil, fmt.Errorf("crop %d larger than the resized %dx%d image", t.Size, w, h)
@@ -281,12 +274,6 @@ func clip8(v int64) uint8 {
 		return 255
 	}
 	return uint8(v)
-}
-
-// resizeBilinear resizes to w×h (Pillow's Image.resize(..., BILINEAR)).
-func resizeBilinear(src pixels, w, h int) pixels {
-	var tmp, dst []uint8
-	return resize(src, w, h, Bilinear, &tmp, &dst)
 }
 
 // resize resizes to w×h with filter (Pillow's Image.resize). The result lives in *dst, the

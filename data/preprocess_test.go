@@ -50,9 +50,20 @@ func writePNG(t testing.TB, path string, img image.Image) {
 	}
 }
 
+// ImageNet's channel statistics and torchvision's eval crop (resize 256, crop 224), the RGB nets'
+// eval preprocessing in the graphs registry.
+var (
+	imageNetMean = []float64{0.485, 0.456, 0.406}
+	imageNetStd  = []float64{0.229, 0.224, 0.225}
+)
+
+func imageNetEval(size int) EvalTransform {
+	return EvalTransform{Size: size, CropPct: 0.875, Mean: imageNetMean, Std: imageNetStd}
+}
+
 func TestResizeSize(t *testing.T) {
 	for size, want := range map[int]int{224: 256, 32: 36, 256: 292, 288: 329} {
-		if got := ImageNetEval(size).ResizeSize(); got != want {
+		if got := imageNetEval(size).ResizeSize(); got != want {
 			t.Errorf("size %d: resize to %d, want %d", size, got, want)
 		}
 	}
@@ -66,7 +77,7 @@ func TestConstantImageNormalises(t *testing.T) {
 	for i := 0; i < len(img.Pix); i += 4 {
 		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = 200, 100, 0, 255
 	}
-	out, err := ImageNetEval(16).Apply(img)
+	out, err := imageNetEval(16).Apply(img)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +86,7 @@ func TestConstantImageNormalises(t *testing.T) {
 	}
 	for i, v := range out {
 		c := i % 3
-		want := (float32([]float64{200, 100, 0}[c])/255 - float32(ImageNetMean[c])) / float32(ImageNetStd[c])
+		want := (float32([]float64{200, 100, 0}[c])/255 - float32(imageNetMean[c])) / float32(imageNetStd[c])
 		if v != want {
 			t.Fatalf("value %d (channel %d) = %v, want %v", i, c, v, want)
 		}
@@ -96,7 +107,7 @@ func TestEvalTransformErrors(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "x.png")
 	os.WriteFile(path, []byte("not an image"), 0o644)
-	if _, err := ImageNetEval(4).LoadFile(path); err == nil || !strings.Contains(err.Error(), path) {
+	if _, err := imageNetEval(4).LoadFile(path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("undecodable file: %v", err)
 	}
 }
@@ -108,7 +119,8 @@ import sys, json
 from PIL import Image
 from torchvision import transforms as T
 for j in json.loads(sys.argv[1]):
-    tf = T.Compose([T.Resize(j["resize"]), T.CenterCrop(j["size"]), T.ToTensor(), T.Normalize(j["mean"], j["std"])])
+    interp = T.InterpolationMode.BICUBIC if j["interp"] == "bicubic" else T.InterpolationMode.BILINEAR
+    tf = T.Compose([T.Resize(j["resize"], interp), T.CenterCrop(j["size"]), T.ToTensor(), T.Normalize(j["mean"], j["std"])])
     x = tf(Image.open(j["src"]).convert(j["mode"]))
     x.permute(1, 2, 0).contiguous().numpy().astype("<f4").tofile(j["dst"])
 `
@@ -138,9 +150,10 @@ func TestEvalTransformMatchesTorchvision(t *testing.T) {
 		w, h int
 		tr   EvalTransform
 	}{
-		{"landscape 224", 500, 375, ImageNetEval(224)},
-		{"portrait 64", 97, 131, ImageNetEval(64)},
-		{"upscale", 20, 30, ImageNetEval(32)},
+		{"landscape 224", 500, 375, imageNetEval(224)},
+		{"portrait 64", 97, 131, imageNetEval(64)},
+		{"upscale", 20, 30, imageNetEval(32)},
+		{"bicubic", 131, 97, EvalTransform{Size: 48, CropPct: 0.9, Mean: imageNetMean, Std: imageNetStd, Interp: Bicubic}},
 		{"grey crop 1", 61, 45, EvalTransform{Size: 28, CropPct: 1, Mean: []float64{0.1307}, Std: []float64{0.3081}}},
 	}
 	var jobs []map[string]any
@@ -152,7 +165,7 @@ func TestEvalTransformMatchesTorchvision(t *testing.T) {
 			mode = "L"
 		}
 		jobs = append(jobs, map[string]any{"size": c.tr.Size, "resize": c.tr.ResizeSize(), "mode": mode,
-			"mean": c.tr.Mean, "std": c.tr.Std, "src": src, "dst": src + ".f32"})
+			"interp": c.tr.Interp.String(), "mean": c.tr.Mean, "std": c.tr.Std, "src": src, "dst": src + ".f32"})
 	}
 	arg, _ := json.Marshal(jobs)
 	if out, err := exec.Command(python, "-c", pilScript, string(arg)).CombinedOutput(); err != nil {

@@ -56,7 +56,7 @@ func init() {
 		Description: "the book's 2-stage CIFAR-CNN as we reconstruct it: [conv3x3(32) pad 1, ReLU]x2, max-pool 2, " +
 			"[conv3x3(64), ReLU]x2, max-pool 2, flatten (channel-major, as PyTorch), Linear 512, ReLU, Linear 10; " +
 			"PyTorch default init",
-		InputShape: cifar, NumClasses: 10,
+		InputShape: cifar, NumClasses: 10, Eval: ImageNetEval,
 		Reference: "our assumption of the book's CIFAR-CNN: nn.Sequential features.{0,2,5,7} convs, " +
 			"classifier.{0,2} linears",
 		Build: buildCIFARCNN,
@@ -67,7 +67,7 @@ func init() {
 			Name: "cifar8",
 			Description: "the book's CIFAR-8 as we reconstruct it: 8 conv3x3 pad 1 + ReLU, VGG stages " +
 				"64,64,pool,128,128,pool,256,256,pool,512,512,pool, global average pool, Linear 10; PyTorch default init",
-			InputShape: cifar, NumClasses: 10,
+			InputShape: cifar, NumClasses: 10, Eval: ImageNetEval,
 			Reference: "our assumption of the book's CIFAR-8: nn.Sequential features (conv, ReLU, pool), nn.Linear classifier",
 			Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {
 				x = ToCompute(x, opts)

@@ -40,6 +40,7 @@ func init() {
 		Name:        "convnext_tiny",
 		Description: "ConvNeXt-T: depths (3,3,9,3), dims (96,192,384,768), 7x7 depthwise, layer scale, drop path 0.1",
 		InputShape:  [3]int{224, 224, 3}, NumClasses: 1000,
+		Eval:          ImageNetEval,
 		Reference:     "torchvision 0.14 convnext_tiny (state_dict names; layer_scale stored [C] instead of [C,1,1])",
 		NoWeightDecay: convNeXtNoWeightDecay,
 		TorchShape:    LayerScaleTorchShape,

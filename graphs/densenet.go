@@ -30,6 +30,7 @@ func init() {
 			"(BN-ReLU-1x1-BN-ReLU-3x3, growth 32, bottleneck 4x) joined by transitions (BN-ReLU-1x1 halving the " +
 			"channels, 2x2 avg-pool), BN-ReLU, avg-pool, fc; kaiming-normal(fan_in) convs; 8.0M params",
 		InputShape:     [3]int{224, 224, 3},
+		Eval:           ImageNetEval,
 		NumClasses:     1000,
 		Reference:      "torchvision 0.14 densenet121",
 		NoWeightDecay:  denseNetNoWeightDecay,

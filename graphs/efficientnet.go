@@ -392,6 +392,7 @@ func (d *mobileDef) register(name, description, reference string) {
 	Register(Spec{
 		Name: name, Description: description, Reference: reference,
 		InputShape: [3]int{224, 224, 3}, NumClasses: 1000,
+		Eval: ImageNetEval,
 		Build: func(ctx *context.Context, images *Node, train bool, opts Options) *Node {
 			return buildMobile(d, ctx, images, train, opts)
 		},

@@ -44,6 +44,7 @@ func init() {
 			"ceil-mode max-pools, 9 inception modules (1x1 | 1x1-3x3 | 1x1-3x3 | pool-1x1), avg-pool, dropout 0.2, fc; " +
 			"truncated-normal(0.01) init; 6.6M params",
 		InputShape:    [3]int{224, 224, 3},
+		Eval:          ImageNetEval,
 		NumClasses:    1000,
 		Reference:     "torchvision 0.14 googlenet (aux_logits=False)",
 		NoWeightDecay: googLeNetNoWeightDecay,

@@ -2,6 +2,7 @@ package graphs
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -127,6 +128,57 @@ type Spec struct {
 	// leaves out on purpose (googlenet's auxiliary heads): weight import skips them instead of refusing
 	// the file.
 	TorchIgnoredKey func(key string) bool
+	// Eval is how an image is made into the net's input at eval time (what timm's pretrained cfg
+	// says): predict applies it, and recipes that leave data.mean/std empty normalise as it does.
+	Eval EvalPreprocessing
+}
+
+// EvalPreprocessing is a net's eval preprocessing, the reference's Resize(⌊size/CropPct⌋, Interpolation)
+// + CenterCrop(size) + Normalize(Mean, Std) on [0,1] pixels; size is the net's input.
+type EvalPreprocessing struct {
+	// Mean and Std normalise each channel; their length is the net's input channels.
+	Mean, Std []float64
+	// CropPct is the fraction of the resized shorter side that the center crop keeps, in (0, 1].
+	CropPct float64
+	// Interpolation is the resize filter: "bilinear" or "bicubic".
+	Interpolation string
+}
+
+// The eval preprocessing of the registered nets: torchvision's ImageNet eval (resize 256, crop 224,
+// ImageNet's channel statistics) for RGB nets, and for the grey 28×28 nets MNIST's statistics with no
+// crop (the images are the net's size already).
+var (
+	ImageNetEval = EvalPreprocessing{Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225},
+		CropPct: 0.875, Interpolation: "bilinear"}
+	MNISTEval = EvalPreprocessing{Mean: []float64{0.1307}, Std: []float64{0.3081}, CropPct: 1, Interpolation: "bilinear"}
+)
+
+// DefaultEval is the eval preprocessing of a net described rather than registered (a NetSpec), by its
+// input channels: MNISTEval for grey input, ImageNetEval otherwise.
+func DefaultEval(channels int) EvalPreprocessing {
+	if channels == 1 {
+		return MNISTEval
+	}
+	return ImageNetEval
+}
+
+// Check says what is wrong with p for a net of channels input channels, or nil.
+func (p EvalPreprocessing) Check(channels int) error {
+	if len(p.Mean) != channels || len(p.Std) != channels {
+		return fmt.Errorf("eval preprocessing: %d means and %d stds for %d input channels", len(p.Mean), len(p.Std), channels)
+	}
+	for i, s := range p.Std {
+		if !(s > 0) || math.IsInf(s, 0) || math.IsNaN(p.Mean[i]) || math.IsInf(p.Mean[i], 0) {
+			return fmt.Errorf("eval preprocessing: mean %v, std %v: expected finite means and positive finite stds", p.Mean, p.Std)
+		}
+	}
+	if !(p.CropPct > 0 && p.CropPct <= 1) {
+		return fmt.Errorf("eval preprocessing: crop fraction %g, expected in (0, 1]", p.CropPct)
+	}
+	if p.Interpolation != "bilinear" && p.Interpolation != "bicubic" {
+		return fmt.Errorf("eval preprocessing: interpolation %q, expected bilinear or bicubic", p.Interpolation)
+	}
+	return nil
 }
 
 // TorchBuffer is one constant int64 buffer of a reference state_dict.

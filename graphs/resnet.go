@@ -44,6 +44,7 @@ func init() {
 			Name:          r.name,
 			Description:   fmt.Sprintf(desc, r.name, kind, arch.blocks),
 			InputShape:    [3]int{224, 224, 3},
+			Eval:          ImageNetEval,
 			NumClasses:    1000,
 			Reference:     "torchvision 0.14 " + r.name,
 			NoWeightDecay: resnetNoWeightDecay,

@@ -27,6 +27,7 @@ func init() {
 		Description: "ShuffleNet V2 1.0x (torchvision): 3x3/2 stem, max-pool, units with channel split, depthwise 3x3 " +
 			"and channel shuffle (stages of 4, 8, 4), 1x1 conv to 1024, avg-pool, fc; PyTorch's default init; 2.3M params",
 		InputShape:    [3]int{224, 224, 3},
+		Eval:          ImageNetEval,
 		NumClasses:    1000,
 		Reference:     "torchvision 0.14 shufflenet_v2_x1_0",
 		NoWeightDecay: shuffleNetV2NoWeightDecay,

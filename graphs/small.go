@@ -12,7 +12,7 @@ func init() {
 	Register(Spec{
 		Name:        "linear",
 		Description: "softmax regression: flatten, one dense layer",
-		InputShape:  mnist, NumClasses: 10,
+		InputShape:  mnist, NumClasses: 10, Eval: MNISTEval,
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
 			x = ToCompute(x, opts)
 			return FromCompute(Linear(ctx.In("fc"), Flatten(x), LinearConfig{Units: classes(opts, 10)}, opts), opts)
@@ -21,7 +21,7 @@ func init() {
 	Register(Spec{
 		Name:        "mlp",
 		Description: "two ReLU hidden layers (512, 256) and a dense head",
-		InputShape:  mnist, NumClasses: 10,
+		InputShape:  mnist, NumClasses: 10, Eval: MNISTEval,
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
 			x = Flatten(ToCompute(x, opts))
 			x = ReLU(Linear(ctx.In("fc1"), x, LinearConfig{Units: scaled(512, opts.Width)}, opts))
@@ -36,7 +36,7 @@ func init() {
 		Name: "mnist_fast",
 		Description: "a small BatchNorm CNN built for speed: conv3x3 stride 2 (16), conv3x3 stride 2 (32), conv3x3 (64), " +
 			"each without bias + BatchNorm + ReLU (28 -> 14 -> 7 px), flatten, Linear 10",
-		InputShape: mnist, NumClasses: 10,
+		InputShape: mnist, NumClasses: 10, Eval: MNISTEval,
 		Reference: "ours (configs/mnist_fast.yaml): nn.Sequential features (Conv2d(bias=False), BatchNorm2d, ReLU) x3, " +
 			"flatten (channel-major), nn.Linear classifier",
 		Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {
@@ -49,7 +49,7 @@ func init() {
 	Register(Spec{
 		Name:        "mnist_cnn",
 		Description: "conv3x3(32), conv3x3(64), max-pool 2, dense 128, dense head (PyTorch's MNIST example)",
-		InputShape:  mnist, NumClasses: 10,
+		InputShape:  mnist, NumClasses: 10, Eval: MNISTEval,
 		Reference: "pytorch/examples mnist Net (its dropouts, which have no weights, left out)",
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
 			x = ReLU(Conv(ctx.In("conv1"), ToCompute(x, opts), ConvConfig{Filters: scaled(32, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))

@@ -46,6 +46,7 @@ func init() {
 		Description: "Swin-T (torchvision): 4x4 patches, dim 96, stages of 2, 2, 6, 2 blocks with 3, 6, 12, 24 heads, " +
 			"7x7 windows (shifted every second block, relative position bias), patch merging, drop path 0.2; 28.3M params",
 		InputShape:    [3]int{224, 224, 3},
+		Eval:          ImageNetEval,
 		NumClasses:    1000,
 		Reference:     "torchvision 0.14 swin_t",
 		NoWeightDecay: swinNoWeightDecay,

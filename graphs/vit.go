@@ -41,6 +41,7 @@ func init() {
 		Name:        "vit_tiny",
 		Description: "ViT-Tiny/16: 12 pre-norm blocks, dim 192, 3 heads, MLP 768, class token",
 		InputShape:  [3]int{224, 224, 3}, NumClasses: 1000, FixedInputSize: true,
+		Eval:          ImageNetEval,
 		Reference:     "timm vit_tiny_patch16_224 (state_dict names, timm default init)",
 		NoWeightDecay: vitNoWeightDecay,
 		Build: func(ctx *context.Context, x *Node, train bool, opts Options) *Node {

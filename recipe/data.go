@@ -5,6 +5,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
 )
 
@@ -14,17 +15,19 @@ func BadInput(d config.DataConfig, opts *data.LoaderOptions) {
 	opts.MaxImagePixels = int64(d.MaxImagePixels)
 }
 
-// Normalisation returns data.mean and data.std, or the source's statistics when they are empty.
+// Normalisation returns data.mean and data.std, or the source's statistics when they are empty: the
+// registry's grey nets' eval normalisation (MNIST's) for the MNIST sources, CIFAR-10's for cifar10,
+// and the RGB nets' (ImageNet's) for the image sources.
 func Normalisation(d config.DataConfig) (mean, std []float32) {
 	m, s := d.Mean, d.Std
 	if len(m) == 0 {
 		switch d.Source {
 		case "mnist", "fashion-mnist":
-			m, s = []float64{0.1307}, []float64{0.3081}
+			m, s = graphs.MNISTEval.Mean, graphs.MNISTEval.Std
 		case "cifar10":
 			m, s = []float64{0.4914, 0.4822, 0.4465}, []float64{0.2470, 0.2435, 0.2616}
 		default:
-			m, s = data.ImageNetMean, data.ImageNetStd
+			m, s = graphs.ImageNetEval.Mean, graphs.ImageNetEval.Std
 		}
 	}
 	for i := range m {

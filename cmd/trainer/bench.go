@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/pjrt"
@@ -236,8 +235,8 @@ func peerConfig(net, backend string, n, size int, width float64, precision strin
 	}
 	cfg.Data.Mean, cfg.Data.Std = nil, nil
 	for i := range spec.InputShape[2] {
-		cfg.Data.Mean = append(cfg.Data.Mean, data.ImageNetMean[i%3])
-		cfg.Data.Std = append(cfg.Data.Std, data.ImageNetStd[i%3])
+		cfg.Data.Mean = append(cfg.Data.Mean, graphs.ImageNetEval.Mean[i%3])
+		cfg.Data.Std = append(cfg.Data.Std, graphs.ImageNetEval.Std[i%3])
 	}
 	cfg.Optimizer = config.OptimizerConfig{Name: "sgd", LR: 0.01, Momentum: 0.9, Beta1: -1, Beta2: -1, Epsilon: -1, Rho: -1,
 		AccumulateSteps: 1}

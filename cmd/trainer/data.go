@@ -87,15 +87,6 @@ type packJob struct {
 	out  string
 }
 
-// ImageNet's archives as image-net.org and Kaggle name them.
-const (
-	ilsvrcTrainTar = "ILSVRC2012_img_train.tar"
-	ilsvrcValTar   = "ILSVRC2012_img_val.tar"
-)
-
-// ilsvrcLabelFiles are the files that label ImageNet's validation tar, looked for beside it.
-var ilsvrcLabelFiles = []string{"ILSVRC2012_devkit_t12.tar.gz", "ILSVRC2012_devkit_t12.tar", "LOC_val_solution.csv"}
-
 // packJobs recognises what SRC is; closeAll releases the archives the jobs read.
 func packJobs(src, out, labels string) (jobs []packJob, closeAll func(), err error) {
 	var archives []*data.Archive
@@ -146,33 +137,32 @@ func packJobs(src, out, labels string) (jobs []packJob, closeAll func(), err err
 	}
 	isDir := func(p string) bool { s, err := os.Stat(p); return err == nil && s.IsDir() }
 	isFile := func(p string) bool { s, err := os.Stat(p); return err == nil && !s.IsDir() }
+	var ilsvrc data.ILSVRCFiles
+	var isILSVRC bool
+	var ilsvrcErr error
+	if st.IsDir() {
+		ilsvrc, isILSVRC, ilsvrcErr = data.FindILSVRC(src, labels)
+	}
 	switch {
 	case !st.IsDir() && data.IsArchive(src):
-		if labels == "" && filepath.Base(src) == ilsvrcValTar {
-			labels = besideLabels(filepath.Dir(src))
-		}
-		if err := archive(src, out, labels); err != nil {
+		if err := archive(src, out, data.ILSVRCValLabels(src, labels)); err != nil {
 			return nil, closeAll, err
 		}
 		return jobs, closeAll, sameClasses(jobs)
 	case !st.IsDir():
 		return []packJob{{filepath.Base(src), bin(src), out}}, closeAll, nil
-	case isFile(filepath.Join(src, ilsvrcTrainTar)) || isFile(filepath.Join(src, ilsvrcValTar)):
-		if isFile(filepath.Join(src, ilsvrcTrainTar)) {
-			if err := archive(filepath.Join(src, ilsvrcTrainTar), filepath.Join(out, "train"), ""); err != nil {
+	case isILSVRC:
+		if ilsvrcErr != nil {
+			return nil, closeAll, fmt.Errorf("data pack: %w, or pass --labels FILE", ilsvrcErr)
+		}
+		if ilsvrc.TrainTar != "" {
+			if err := archive(ilsvrc.TrainTar, filepath.Join(out, "train"), ""); err != nil {
 				return nil, closeAll, err
 			}
 			jobs[len(jobs)-1].name = "train"
 		}
-		if isFile(filepath.Join(src, ilsvrcValTar)) {
-			if labels == "" {
-				labels = besideLabels(src)
-			}
-			if labels == "" {
-				return nil, closeAll, fmt.Errorf("data pack: %s needs its labels: put one of %s in %s, or pass --labels FILE",
-					ilsvrcValTar, strings.Join(ilsvrcLabelFiles, ", "), src)
-			}
-			if err := archive(filepath.Join(src, ilsvrcValTar), filepath.Join(out, "val"), labels); err != nil {
+		if ilsvrc.ValTar != "" {
+			if err := archive(ilsvrc.ValTar, filepath.Join(out, "val"), ilsvrc.ValLabels); err != nil {
 				return nil, closeAll, err
 			}
 			jobs[len(jobs)-1].name = "val"
@@ -210,21 +200,6 @@ func archiveStem(path string) string {
 		name = strings.TrimSuffix(name, ext)
 	}
 	return name
-}
-
-// besideLabels returns the first of ilsvrcLabelFiles in dir, or "".
-func besideLabels(dir string) string {
-	for _, name := range ilsvrcLabelFiles {
-		if p := filepath.Join(dir, name); fileExists(p) {
-			return p
-		}
-	}
-	return ""
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
 }
 
 // sameClasses refuses archive splits whose classes differ: a label is a class's position in its

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -341,30 +339,20 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 	if names != nil && len(names) != classes {
 		return fmt.Errorf("%s has %d class names, the net has %d classes", *classesPath, len(names), classes)
 	}
-	in := weights.InputShape(spec, opts)
-	size, channels := in[1], in[3]
-	tr := data.EvalTransform{Size: size, CropPct: *cropPct, Mean: data.ImageNetMean, Std: data.ImageNetStd, MaxPixels: *maxPixels}
-	if channels == 1 {
-		tr.Mean, tr.Std = []float64{0.1307}, []float64{0.3081}
-		if tr.CropPct == 0 {
-			tr.CropPct = 1
-		}
-	}
-	if tr.CropPct == 0 {
-		tr.CropPct = 0.875
-	}
+	over := trainer.PredictOverrides{CropPct: *cropPct}
 	if *meanFlag != "" {
-		if tr.Mean, err = floatList(*meanFlag); err != nil {
+		if over.Mean, err = floatList(*meanFlag); err != nil {
 			return fmt.Errorf("--mean: %w", err)
 		}
 	}
 	if *stdFlag != "" {
-		if tr.Std, err = floatList(*stdFlag); err != nil {
+		if over.Std, err = floatList(*stdFlag); err != nil {
 			return fmt.Errorf("--std: %w", err)
 		}
 	}
-	if len(tr.Mean) != channels || len(tr.Std) != channels {
-		return fmt.Errorf("--mean/--std: %d and %d values for a net with %d input channels", len(tr.Mean), len(tr.Std), channels)
+	tr, err := trainer.PredictTransform(spec, opts, over, *maxPixels)
+	if err != nil {
+		return err
 	}
 
 	var ctx *context.Context
@@ -390,69 +378,16 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 	if err != nil {
 		return err
 	}
-	ev, err := weights.NewEvaluator(backend, ctx, spec, opts, true)
-	if err != nil {
-		return err
-	}
-	defer ev.Finalize()
-
-	const batch = 16 // one compiled shape for every chunk but the last
-	for start := 0; start < len(images); start += batch {
-		chunk := images[start:min(start+batch, len(images))]
-		var pixels []float32
-		for _, path := range chunk {
-			x, err := tr.LoadFile(path)
-			if err != nil {
-				return err
+	p := trainer.Predictor{Backend: backend, Variables: ctx, Spec: spec, Options: opts, Transform: tr, Top: *top}
+	return p.Predict(images, func(pred trainer.Prediction) error {
+		fmt.Fprintln(stdout, pred.Path)
+		for rank, c := range pred.Classes {
+			name := "class " + strconv.Itoa(c.Index)
+			if names != nil {
+				name = names[c.Index]
 			}
-			pixels = append(pixels, x...)
+			fmt.Fprintf(stdout, "  %d  %7.3f%%  %s\n", rank+1, 100*c.P, name)
 		}
-		rows, err := ev.Logits(pixels, len(chunk), size, size, channels)
-		if err != nil {
-			return err
-		}
-		for i, path := range chunk {
-			fmt.Fprintln(stdout, path)
-			for rank, c := range topK(softmax(rows[i]), *top) {
-				name := "class " + strconv.Itoa(c.index)
-				if names != nil {
-					name = names[c.index]
-				}
-				fmt.Fprintf(stdout, "  %d  %7.3f%%  %s\n", rank+1, 100*c.p, name)
-			}
-		}
-	}
-	return nil
-}
-
-func softmax(logits []float64) []float64 {
-	m := math.Inf(-1)
-	for _, v := range logits {
-		m = math.Max(m, v)
-	}
-	out := make([]float64, len(logits))
-	var sum float64
-	for i, v := range logits {
-		out[i] = math.Exp(v - m)
-		sum += out[i]
-	}
-	for i := range out {
-		out[i] /= sum
-	}
-	return out
-}
-
-type classProb struct {
-	index int
-	p     float64
-}
-
-// topK returns the k most probable classes, most probable first (ties: lower index first).
-func topK(p []float64, k int) []classProb {
-	all := make([]classProb, len(p))
-	for i, v := range p {
-		all[i] = classProb{i, v}
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].p > all[j].p })
-	return all[:min(max(k, 0), len(all))]
+		return nil
+	})
 }

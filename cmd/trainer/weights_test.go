@@ -26,6 +26,7 @@ import (
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/trainer"
 	"github.com/trainer/trainer/weights"
 )
 
@@ -130,7 +131,7 @@ func TestPredictEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := topK(softmax(rows[0]), 5)
+	want := trainer.TopK(trainer.Probabilities(rows[0]), 5)
 	prev := 2.0
 	for i, line := range lines[1:] {
 		m := predictLine.FindStringSubmatch(line)
@@ -138,8 +139,8 @@ func TestPredictEndToEnd(t *testing.T) {
 			t.Fatalf("line %q is not 'rank  p%%  name'", line)
 		}
 		p, _ := strconv.ParseFloat(m[2], 64)
-		if m[1] != strconv.Itoa(i+1) || m[3] != names[want[i].index] || math.Abs(p-100*want[i].p) > 0.0006 || p/100 > prev {
-			t.Errorf("rank %d: got %q, want %s at %.3f%%", i+1, line, names[want[i].index], 100*want[i].p)
+		if m[1] != strconv.Itoa(i+1) || m[3] != names[want[i].Index] || math.Abs(p-100*want[i].P) > 0.0006 || p/100 > prev {
+			t.Errorf("rank %d: got %q, want %s at %.3f%%", i+1, line, names[want[i].Index], 100*want[i].P)
 		}
 		prev = p / 100
 	}
@@ -150,7 +151,7 @@ func TestPredictEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2 := strings.Split(strings.TrimSpace(out2), "\n")
-	if len(l2) != 6 || l2[1] != l2[4] || !strings.HasSuffix(l2[1], "class "+strconv.Itoa(want[0].index)) {
+	if len(l2) != 6 || l2[1] != l2[4] || !strings.HasSuffix(l2[1], "class "+strconv.Itoa(want[0].Index)) {
 		t.Errorf("two images, top 2:\n%s", out2)
 	}
 

@@ -445,6 +445,7 @@ func (n *Net) Spec(label string) graphs.Spec {
 		NoWeightDecay:  n.NoWeightDecay,
 		FixedInputSize: n.FixedInputSize,
 		Reference:      "a NetSpec; state_dict keys are the layers' scopes joined with dots (conv1.weight)",
+		Eval:           graphs.DefaultEval(n.Input[2]),
 	}
 }
 

@@ -26,7 +26,7 @@ const (
 func init() {
 	graphs.Register(graphs.Spec{
 		Name: BNDropoutMLP, Description: "test only: fc1 16, BatchNorm, ReLU, dropout 0.25, fc2",
-		InputShape: [3]int{28, 28, 1}, NumClasses: 10,
+		InputShape: [3]int{28, 28, 1}, NumClasses: 10, Eval: graphs.MNISTEval,
 		Build: func(ctx *context.Context, x *Node, train bool, opts graphs.Options) *Node {
 			x = graphs.Flatten(graphs.ToCompute(x, opts))
 			x = graphs.Linear(ctx.In("fc1"), x, graphs.LinearConfig{Units: 16, Init: graphs.InitTorchDefault}, opts)
@@ -38,7 +38,7 @@ func init() {
 	})
 	graphs.Register(graphs.Spec{
 		Name: Regression, Description: "test only: softmax regression on 2x2x1 images, 3 classes",
-		InputShape: [3]int{2, 2, 1}, NumClasses: RegressionClasses,
+		InputShape: [3]int{2, 2, 1}, NumClasses: RegressionClasses, Eval: graphs.MNISTEval,
 		Build: func(ctx *context.Context, x *Node, _ bool, opts graphs.Options) *Node {
 			x = graphs.Flatten(graphs.ToCompute(x, opts))
 			fc := graphs.LinearConfig{Units: RegressionClasses, Init: graphs.InitNormal(0.5), BiasInit: graphs.InitNormal(0.5)}
