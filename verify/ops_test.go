@@ -4,28 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/graphs/gomlxfix"
+	"github.com/trainer/trainer/internal/testbackend"
 	"github.com/trainer/trainer/verify/reference"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend {
-	gomlxfix.Install()
-	b, err := gobackend.New("")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
+var testBackend = testbackend.Go
 
 func TestOpChecks(t *testing.T) {
 	debugPanics = true

@@ -6,26 +6,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/internal/testbackend"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend {
-	b, err := gobackend.New("")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
+var testBackend = testbackend.Go
 
 // testNet has one of every kind of variable the layout rules treat: a conv kernel, a depthwise kernel,
 // BatchNorm (with running statistics), LayerNorm, a rank-1 layer_scale (torch [C,1,1]), a rank-3

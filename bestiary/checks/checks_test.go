@@ -2,24 +2,13 @@ package checks
 
 import (
 	"slices"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
-
-	"github.com/trainer/trainer/gobackend"
-	"github.com/trainer/trainer/graphs/gomlxfix"
+	"github.com/trainer/trainer/internal/testbackend"
 	"github.com/trainer/trainer/verify"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend {
-	gomlxfix.Install()
-	b, err := gobackend.New("")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
+var testBackend = testbackend.Go
 
 // rowNames are the names of the bestiary's rows in Register's order.
 func rowNames() []string {

@@ -5,29 +5,19 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/graphs/gomlxfix"
+	"github.com/trainer/trainer/internal/testbackend"
 )
 
-var testBackend = sync.OnceValue(func() backends.Backend {
-	gomlxfix.Install()
-	backend, err := gobackend.New("")
-	if err != nil {
-		panic(err)
-	}
-	return backend
-})
+var testBackend = testbackend.Go
 
 // parse reads a YAML list as the config loader hands it over.
 func parse(t *testing.T, text string) []any {
