@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Tar archives of images read as Sources without unpacking them: Imagenette's .tgz (an ImageFolder
@@ -98,7 +100,7 @@ func OpenArchive(p string, opts ArchiveOptions) (*Archive, error) {
 	}
 	a := &Archive{Path: p, compressed: isGzip(p)}
 	if !a.compressed {
-		f, err := os.Open(p)
+		f, _, err := bounded.Open(p)
 		if err != nil {
 			return nil, fmt.Errorf("data: %w", err)
 		}
@@ -202,7 +204,7 @@ func (a *Archive) walk(visit func(archiveEntry, io.Reader) error) error {
 		}
 		return walkTar(&seekCounter{r: a.file}, a.file, 0, "", visit)
 	}
-	f, err := os.Open(a.Path)
+	f, _, err := bounded.Open(a.Path)
 	if err != nil {
 		return err
 	}

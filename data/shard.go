@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // The shard format (docs/data.md has it byte by byte): a fixed header, the records back to back, an
@@ -410,7 +412,7 @@ func OpenShards(dir string) (*Shards, error) {
 	}()
 	seen := map[int]string{}
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, _, err := bounded.Open(p)
 		if err != nil {
 			return nil, fmt.Errorf("data: %w", err)
 		}
@@ -527,7 +529,7 @@ func (s *Shards) Example(i int, buf []byte) (Example, error) {
 // VerifyShard checks a shard file completely: header, index, class names and the records' CRC-32C
 // (in a version 2 shard, each record's, naming the damaged ones).
 func VerifyShard(path string) (*ShardInfo, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}

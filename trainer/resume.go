@@ -20,6 +20,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/trainstep"
 )
@@ -31,7 +32,7 @@ func checkpointConfig(ckpt *checkpoint.Checkpoint) (cfg config.Config, source st
 	text, source := []byte(ckpt.Header.Config), ckpt.Path
 	if len(text) == 0 {
 		source = filepath.Join(filepath.Dir(filepath.Dir(ckpt.Path)), "config.yaml")
-		text, err = os.ReadFile(source)
+		text, err = bounded.ReadFile(source, config.MaxRecipeBytes)
 		if err != nil {
 			return cfg, "", false, nil
 		}
@@ -92,7 +93,7 @@ func resumeRecord(ckpt *checkpoint.Checkpoint, changes []config.Change, dropped 
 // which an interrupted run wrote past its last checkpoint and the resumed run writes again, and without
 // a torn last line; it returns how many lines it dropped. A missing log is not an error.
 func truncateMetrics(path string, step int) (dropped int, err error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Pretrained weights named by URL are downloaded once into the cache directory and checked against a
@@ -125,7 +127,7 @@ func (v verifier) check(digest string) error {
 
 // fileSHA256 hashes a file.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainer"
 	"github.com/trainer/trainer/weights"
@@ -267,7 +268,7 @@ func floatList(s string) ([]float64, error) {
 
 // readClassNames reads one class name per line (a trailing empty line is ignored).
 func readClassNames(path string) ([]string, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}
