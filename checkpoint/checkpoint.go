@@ -95,6 +95,11 @@ func Save(dir string, ctx *context.Context, header Header, keep int) (string, er
 // SaveFile writes every variable of ctx as a checkpoint at exactly path, atomically, for
 // checkpoints made outside a run (`trainer import`); it never prunes the files beside it.
 func SaveFile(path string, ctx *context.Context, header Header) error {
+	// Load refuses a ckpt-N file whose header is not step N: such a file is not written either.
+	if err := checkFileName(path, header.Step); err != nil {
+		return fmt.Errorf("checkpoint %s not written: %w (a checkpoint made outside a run, step %d, takes another name)",
+			path, err, header.Step)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}

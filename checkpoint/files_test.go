@@ -59,3 +59,26 @@ func TestCheckpointNamesAreParsedStrictly(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveFileRefusesAnotherStepsName: `trainer import --out runs/X/checkpoints/ckpt-000000100.tckpt`
+// would write a step-0 checkpoint under a step-100 name, which Load then refuses: SaveFile refuses it
+// and writes nothing; under its own step's name, or any other name, it writes.
+func TestSaveFileRefusesAnotherStepsName(t *testing.T) {
+	dir := t.TempDir()
+	ctx := contextWithVariables(t)
+	wrong := filepath.Join(dir, FileName(100))
+	if err := SaveFile(wrong, ctx, testHeader(0)); err == nil || !strings.Contains(err.Error(), "named for step 100") {
+		t.Errorf("a step-0 checkpoint named for step 100: %v", err)
+	}
+	if _, err := os.Stat(wrong); err == nil {
+		t.Error("the misnamed checkpoint was written")
+	}
+	for _, name := range []string{FileName(0), "imported.tckpt"} {
+		p := filepath.Join(dir, name)
+		if err := SaveFile(p, ctx, testHeader(0)); err != nil {
+			t.Errorf("SaveFile(%s): %v", name, err)
+		} else if _, err := Load(p); err != nil {
+			t.Errorf("Load(%s): %v", name, err)
+		}
+	}
+}

@@ -1,10 +1,14 @@
 package weights
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // selfHoldingPickles are dicts that hold themselves under the keys stateDictOf looks into, as
@@ -73,4 +77,71 @@ func FuzzTorchPickle(f *testing.F) {
 			t.Error("an empty state_dict accepted")
 		}
 	})
+}
+
+// TestFetchGivesUpOnAStalledServer: a server that sends 100 bytes and stalls ends the download
+// within a few idle timeouts, leaving nothing in the cache.
+func TestFetchGivesUpOnAStalledServer(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+		_, _ = w.Write(payload[:100])
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	dir := t.TempDir()
+	start := time.Now()
+	_, err := Fetch(t.Context(), srv.URL+"/x.pth", FetchOptions{CacheDir: dir, SHA256: payloadSHA(), IdleTimeout: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no data received for 100ms") {
+		t.Errorf("a stalled server: %v; want an idle-timeout error", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+	if got := cacheEntries(t, dir); len(got) != 0 {
+		t.Errorf("the cache holds %v", got)
+	}
+}
+
+// TestFetchRemovesTemporariesOfKilledDownloads: a temporary left by a killed download (unwritten for
+// longer than stalePartAge) is removed by the next download of that name; a fresh one, which a live
+// download may be writing, is left.
+func TestFetchRemovesTemporariesOfKilledDownloads(t *testing.T) {
+	srv, _ := weightsServer(t, nil)
+	dir := t.TempDir()
+	stale, fresh := filepath.Join(dir, ".x.pth.123.part"), filepath.Join(dir, ".x.pth.456.part")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, payload[:1000], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-stalePartAge(0) - time.Minute)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Fetch(t.Context(), srv.URL+"/x.pth", FetchOptions{CacheDir: dir, SHA256: payloadSHA()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cacheEntries(t, dir), ","); got != ".x.pth.456.part,x.pth" {
+		t.Errorf("the cache holds %s; want the fresh temporary and the download", got)
+	}
+}
+
+// TestFetchRedactsCredentials: the password of a user:password@ URL appears in no error.
+func TestFetchRedactsCredentials(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	withCreds := strings.Replace(srv.URL, "http://", "http://alice:s3cret-pw@", 1)
+	for _, u := range []string{withCreds + "/x.pth", withCreds + "/plain.pth", "http://alice:s3cret-pw@example.com/x.pth",
+		"https://alice:s3cret-pw@exa mple.com/x.pth", withCreds + "/"} {
+		_, err := Fetch(t.Context(), u, FetchOptions{CacheDir: t.TempDir()})
+		if err == nil || strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("Fetch(%s): %v; want an error without the password", u, err)
+		}
+	}
 }
