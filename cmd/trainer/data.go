@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // newDataCommand declares `trainer data pack|inspect|verify|bench` and their flags.
@@ -334,7 +335,7 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 	defer sh.Close()
 	for k, info := range sh.Infos {
 		fmt.Fprintf(stdout, "%s: format v%d, shard %d of %d, %d %s records, %d bytes",
-			sh.Paths[k], info.Version, info.Shard, info.Shards, info.Count, info.Kind, info.FileSize)
+			echo.Terminal(sh.Paths[k]), info.Version, info.Shard, info.Shards, info.Count, info.Kind, info.FileSize)
 		if info.Kind == data.ShardPixels {
 			fmt.Fprintf(stdout, ", %dx%dx%d pixels", info.Height, info.Width, info.Channels)
 		} else if info.Height > 0 {
@@ -356,7 +357,7 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "  ... %d more classes\n", len(counts)-20)
 			break
 		}
-		fmt.Fprintf(stdout, "  %4d %-24s %d\n", c, name, counts[c])
+		fmt.Fprintf(stdout, "  %4d %-24s %d\n", c, echo.Terminal(name), counts[c]) // class names come from the file
 	}
 	for i := range min(3, sh.Len()) {
 		ex, err := sh.Example(i, nil)

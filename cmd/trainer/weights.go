@@ -23,6 +23,7 @@ import (
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/bounded"
+	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainer"
 	"github.com/trainer/trainer/weights"
@@ -413,11 +414,11 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 			return err
 		}
 		for i, path := range chunk {
-			fmt.Fprintln(stdout, path)
+			fmt.Fprintln(stdout, echo.Terminal(path))
 			for rank, c := range topK(softmax(rows[i]), *top) {
 				name := "class " + strconv.Itoa(c.index)
 				if names != nil {
-					name = names[c.index]
+					name = echo.Terminal(names[c.index]) // from a file the user was given
 				}
 				fmt.Fprintf(stdout, "  %d  %7.3f%%  %s\n", rank+1, 100*c.p, name)
 			}
