@@ -141,7 +141,7 @@ func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) err
 	if err := sameClasses(jobs); err != nil {
 		return err
 	}
-	if err := runPackJobs(jobs, stdout, stderr, f.pack, size); err != nil {
+	if err := runPackJobs(jobs, stdout, stderr, f.pack, size, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s is ready: data.source: shards, data.dir: %s (the archive %s stays; delete it if you will not re-pack)\n",

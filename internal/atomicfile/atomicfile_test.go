@@ -93,3 +93,31 @@ func TestWriteReplacesOnlyRegularFiles(t *testing.T) {
 		t.Errorf("the directory holds %d entries, want the 3 made", len(entries))
 	}
 }
+
+// TestReplaceDirSwapsWholeDirectories: the staged tree takes dir's name whole and the old tree is gone.
+func TestReplaceDirSwapsWholeDirectories(t *testing.T) {
+	parent := t.TempDir()
+	dir, staged := filepath.Join(parent, "out"), filepath.Join(parent, ".out.new")
+	for _, f := range []struct{ path, body string }{{"out/train/a", "old a"}, {"out/val/b", "old b"},
+		{".out.new/train/a", "new a"}, {".out.new/val/c", "new c"}} {
+		p := filepath.Join(parent, f.path)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ReplaceDir(staged, dir); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"train/a": "new a", "val/c": "new c"} {
+		if got, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", p, got, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "val/b")); err == nil {
+		t.Error("the old tree's val/b survived")
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("the parent holds %d entries, want only out", len(entries))
+	}
+}
