@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Options describe what to fetch and what it must be.
@@ -260,7 +262,7 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 
 // check compares the file at p with the expected size (0: any) and SHA-256.
 func check(p, want string, size int64) error {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p)
 	if err != nil {
 		return err
 	}
