@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,7 +261,12 @@ func CreateShard(path string, kind ShardKind, classes []string, height, width, c
 			return nil, fmt.Errorf("data: shard %s: class name of %d bytes, at most 65535", path, len(c))
 		}
 	}
-	f, err := os.Create(path)
+	// A fresh file of its own: whatever is at path (a temporary of a killed pack, a link) is removed,
+	// not written through.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}

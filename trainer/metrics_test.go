@@ -125,3 +125,25 @@ func TestTruncateMetricsReportsADamagedMiddleLine(t *testing.T) {
 		t.Errorf("the log was changed: %q", data)
 	}
 }
+
+// TestMetricsLogIsNotWrittenThroughALink: a metrics.jsonl that is a link to a user's file is refused,
+// and that file is not appended to.
+func TestMetricsLogIsNotWrittenThroughALink(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(outside, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "metrics.jsonl")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := openMetrics(link); err == nil {
+		m.f.Close()
+		t.Error("a metrics log that is a link was opened")
+	} else if !strings.Contains(err.Error(), link) {
+		t.Errorf("error %v does not name the log", err)
+	}
+	if got, _ := os.ReadFile(outside); string(got) != "mine\n" {
+		t.Errorf("the link's target holds %q", got)
+	}
+}
