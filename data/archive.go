@@ -74,7 +74,7 @@ type archiveEntry struct {
 // IsArchive says whether the file at p starts as a tar or a gzip stream (which OpenArchive reads as
 // a compressed tar).
 func IsArchive(p string) bool {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p) // a device or a pipe is no archive
 	if err != nil {
 		return false
 	}
@@ -166,7 +166,7 @@ func (a *Archive) Close() error {
 }
 
 func isGzip(p string) bool {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p) // a device or a pipe is no archive
 	if err != nil {
 		return false
 	}
