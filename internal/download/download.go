@@ -49,7 +49,7 @@ func File(url, dest string, opts Options) (downloaded bool, err error) {
 	shown := Redact(url)
 	defer func() {
 		if err != nil && shown != url {
-			err = errors.New(strings.ReplaceAll(err.Error(), url, shown))
+			err = &redactedError{msg: strings.ReplaceAll(err.Error(), url, shown), err: err}
 		}
 	}()
 	want := strings.ToLower(strings.TrimPrefix(opts.SHA256, "sha256:"))
@@ -105,6 +105,15 @@ func File(url, dest string, opts Options) (downloaded bool, err error) {
 	}
 	return true, nil
 }
+
+// redactedError is an error whose message had a URL's password taken out; it still wraps the error.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // fatalError is a failure that resuming cannot cure (a 404, a file larger than expected).
 type fatalError struct{ err error }
