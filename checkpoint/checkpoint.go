@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -21,6 +20,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Checkpoint file layout (little-endian), version 1:
@@ -95,6 +95,11 @@ func Save(dir string, ctx *context.Context, header Header, keep int) (string, er
 // SaveFile writes every variable of ctx as a checkpoint at exactly path, atomically, for
 // checkpoints made outside a run (`trainer import`); it never prunes the files beside it.
 func SaveFile(path string, ctx *context.Context, header Header) error {
+	// Load refuses a ckpt-N file whose header is not step N: such a file is not written either.
+	if err := checkFileName(path, header.Step); err != nil {
+		return fmt.Errorf("checkpoint %s not written: %w (a checkpoint made outside a run, step %d, takes another name)",
+			path, err, header.Step)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -154,7 +159,8 @@ func encode(ctx *context.Context, header Header) ([]byte, error) {
 // --resume never picks it (it is not a ckpt-* file) and pruning never deletes it.
 const BestName = "best" + ext
 
-// List returns the periodic checkpoint files in dir (ckpt-*), oldest first.
+// List returns the periodic checkpoint files in dir, oldest first: exactly the names FileName makes
+// (ckpt-, nine digits, .tckpt), so a file such as ckpt-old.tckpt is neither resumed from nor pruned.
 func List(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -165,7 +171,7 @@ func List(dir string) ([]string, error) {
 	}
 	var paths []string
 	for _, e := range entries {
-		if !e.IsDir() && strings.HasPrefix(e.Name(), "ckpt-") && strings.HasSuffix(e.Name(), ext) {
+		if !e.IsDir() && fileNamePattern.MatchString(e.Name()) {
 			paths = append(paths, filepath.Join(dir, e.Name()))
 		}
 	}
@@ -190,7 +196,7 @@ func prune(dir string, keep int) error {
 // Load reads and verifies a checkpoint file; any mismatch is an error naming the file and
 // what was expected.
 func Load(path string) (*Checkpoint, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}

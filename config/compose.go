@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
 )
 
@@ -47,6 +47,10 @@ func newLayered() *layered {
 	return &layered{tree: map[string]any{}, origin: map[string]string{}, resets: map[string]string{}}
 }
 
+// MaxRecipeBytes bounds a recipe or base file, read whole before parsing (the shipped ones are a few
+// KiB; a device such as /dev/zero is refused as no regular file).
+const MaxRecipeBytes = 1 << 20
+
 // readFile merges the recipe at path into l, its base chain first. chain holds the files that led
 // here (the top file first), to refuse a cycle and name the chain of a missing base.
 func (l *layered) readFile(path string, chain []string) error {
@@ -59,7 +63,7 @@ func (l *layered) readFile(path string, chain []string) error {
 			return fmt.Errorf("config %s: base cycle: %s", chain[0], strings.Join(append(chain, path), " -> "))
 		}
 	}
-	text, err := os.ReadFile(path)
+	text, err := bounded.ReadFile(path, MaxRecipeBytes)
 	if err != nil {
 		if len(chain) > 0 {
 			return fmt.Errorf("config %s: base %s: %w", chain[0], strings.Join(append(chain, path), " -> "), err)

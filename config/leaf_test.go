@@ -14,7 +14,7 @@ const module = "github.com/trainer/trainer"
 // leafImports are the imports config may have beyond the standard library: YAML, and packages of this
 // module that are leaves themselves. Anything that knows the nets, the data, the weights or the
 // backends belongs to recipe, which imports config.
-var leafImports = []string{"go.yaml.in/yaml/v3", module + "/internal/echo"}
+var leafImports = []string{"go.yaml.in/yaml/v3", module + "/internal/bounded", module + "/internal/echo"}
 
 // foreignImports walks the non-test files of the package in dir and of every leafImports package of
 // this module it reaches, and returns each import beyond the standard library and leafImports, as

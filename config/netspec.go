@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // A net is a registered one (net.name) or a NetSpec (net.spec, or net.spec_file read into it): the
@@ -78,17 +78,9 @@ func (n *NetConfig) resolveSpec(l *layered, top string, source func(string) stri
 // ReadSpecFile reads a NetSpec file: a YAML list of layers, keys lower-cased as a recipe's, at most
 // MaxSpecFileBytes.
 func ReadSpecFile(path string) ([]any, error) {
-	f, err := os.Open(path)
+	text, err := bounded.ReadFile(path, MaxSpecFileBytes)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	text, err := io.ReadAll(io.LimitReader(f, MaxSpecFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(text) > MaxSpecFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes, the most a spec file may hold", path, MaxSpecFileBytes)
 	}
 	var v any
 	if err := yaml.Unmarshal(text, &v); err != nil {

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Tar archives of images read as Sources without unpacking them: Imagenette's .tgz (an ImageFolder
@@ -72,7 +74,7 @@ type archiveEntry struct {
 // IsArchive says whether the file at p starts as a tar or a gzip stream (which OpenArchive reads as
 // a compressed tar).
 func IsArchive(p string) bool {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p) // a device or a pipe is no archive
 	if err != nil {
 		return false
 	}
@@ -98,7 +100,7 @@ func OpenArchive(p string, opts ArchiveOptions) (*Archive, error) {
 	}
 	a := &Archive{Path: p, compressed: isGzip(p)}
 	if !a.compressed {
-		f, err := os.Open(p)
+		f, _, err := bounded.Open(p)
 		if err != nil {
 			return nil, fmt.Errorf("data: %w", err)
 		}
@@ -164,7 +166,7 @@ func (a *Archive) Close() error {
 }
 
 func isGzip(p string) bool {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p) // a device or a pipe is no archive
 	if err != nil {
 		return false
 	}
@@ -202,7 +204,7 @@ func (a *Archive) walk(visit func(archiveEntry, io.Reader) error) error {
 		}
 		return walkTar(&seekCounter{r: a.file}, a.file, 0, "", visit)
 	}
-	f, err := os.Open(a.Path)
+	f, _, err := bounded.Open(a.Path)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // CIFAR10Classes are CIFAR-10's label names (batches.meta.txt).
@@ -40,7 +42,7 @@ func LoadCIFAR10(dir, split string) (*Dataset, error) {
 		ClassNames: CIFAR10Classes}
 	for _, name := range names {
 		path := filepath.Join(dir, name)
-		raw, err := os.ReadFile(path)
+		raw, err := bounded.ReadFile(path, 0)
 		if err != nil {
 			return nil, fmt.Errorf("data: CIFAR-10 %s: %w (want the binary version, cifar-10-binary.tar.gz, unpacked)", split, err)
 		}
@@ -91,7 +93,7 @@ func LoadImagenetteBin(path string, height, width, numClasses int) (*Dataset, er
 	if numClasses <= 0 {
 		numClasses = 10
 	}
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: imagenette-bin: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Magic numbers of the idx format: 0x08 (unsigned byte) then the number of dimensions.
@@ -74,7 +76,7 @@ func ReadIDXLabels(path string) ([]uint8, error) {
 // openMaybeGzip opens path and, when it starts with the gzip magic 0x1f 0x8b, wraps it in a gzip
 // reader. The returned reader reports the path in none of its errors: callers add it.
 func openMaybeGzip(path string) (io.Reader, func(), error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil, fmt.Errorf("data: %s: file not found: %w", path, err)

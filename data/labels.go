@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // ImageLabels name the class of each image of a split whose images are not in class folders:
@@ -63,7 +64,7 @@ func ReadImageLabels(p string) (*ImageLabels, error) {
 
 // readLOCSolution reads Kaggle's LOC_val_solution.csv.
 func readLOCSolution(p string) (*ImageLabels, error) {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func readLOCSolution(p string) (*ImageLabels, error) {
 
 // readDevkit reads the ground truth and meta.mat out of the devkit archive.
 func readDevkit(p string) (*ImageLabels, error) {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p)
 	if err != nil {
 		return nil, err
 	}

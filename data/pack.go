@@ -12,6 +12,10 @@ import (
 	"strings"
 )
 
+// MaxShards bounds the shards one Pack writes: a shard size far below the images' (`--shard-size 1`)
+// would otherwise write a file per image, tens of thousands of them.
+var MaxShards = 10000
+
 // PackOptions configures Pack.
 type PackOptions struct {
 	// Resize, for encoded sources, bounds the shorter side: larger images are resized (bilinear,
@@ -96,6 +100,10 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 	var eb bytes.Buffer
 	for i := range src.Len() {
 		if sw == nil {
+			if len(tmpPaths) == MaxShards {
+				return fail(fmt.Errorf("data: pack: a shard size of %d bytes makes more than %d shards (%d of the %d examples packed): "+
+					"expected a larger shard size (--shard-size)", opts.ShardSize, MaxShards, i, src.Len()))
+			}
 			p := filepath.Join(outDir, fmt.Sprintf("%s-%05d%s.tmp", prefix, len(tmpPaths), ShardExt))
 			var err error
 			if sw, err = CreateShard(p, kind, classes, h, w, c); err != nil {

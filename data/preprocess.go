@@ -8,8 +8,8 @@ import (
 	_ "image/jpeg" // registers the JPEG decoder for image.Decode
 	_ "image/png"  // registers the PNG decoder for image.Decode
 	"math"
-	"os"
 
+	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
 )
 
@@ -61,7 +61,7 @@ func (t EvalTransform) validate() error {
 // LoadImage decodes a JPEG or PNG file, refusing from its header an image of more than maxPixels
 // pixels (0: DefaultMaxImagePixels) before decoding it.
 func LoadImage(path string, maxPixels int64) (image.Image, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // The shard format (docs/data.md has it byte by byte): a fixed header, the records back to back, an
@@ -257,7 +261,12 @@ func CreateShard(path string, kind ShardKind, classes []string, height, width, c
 			return nil, fmt.Errorf("data: shard %s: class name of %d bytes, at most 65535", path, len(c))
 		}
 	}
-	f, err := os.Create(path)
+	// A fresh file of its own: whatever is at path (a temporary of a killed pack, a link) is removed,
+	// not written through.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
@@ -372,8 +381,79 @@ type Shards struct {
 	Dir   string
 	Paths []string
 	Infos []*ShardInfo
-	files []*os.File
 	start []int // start[s] is the global index of shard s's first record; start[len] = total
+	files openFiles
+}
+
+// maxOpenShards bounds how many files of a set are open at once: a set of many small shards (`data
+// pack --shard-size 1`) would otherwise need a descriptor per shard and hit the process's limit.
+const maxOpenShards = 64
+
+// openFiles opens a set's shard files as records are read, keeping at most maxOpenShards open (the
+// least recently used idle one is closed to make room; files in use by a reader are never closed).
+type openFiles struct {
+	mu    sync.Mutex
+	open  map[int]*openShard
+	clock uint64
+}
+
+type openShard struct {
+	f     *os.File
+	users int
+	used  uint64
+}
+
+// acquire returns shard k's open file, opening it if needed; release(k) must follow.
+func (s *Shards) acquire(k int) (*os.File, error) {
+	o := &s.files
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.clock++
+	if sh := o.open[k]; sh != nil {
+		sh.users++
+		sh.used = o.clock
+		return sh.f, nil
+	}
+	if len(o.open) >= maxOpenShards {
+		victim, oldest := -1, uint64(0)
+		for j, sh := range o.open {
+			if sh.users == 0 && (victim < 0 || sh.used < oldest) {
+				victim, oldest = j, sh.used
+			}
+		}
+		if victim >= 0 {
+			o.open[victim].f.Close()
+			delete(o.open, victim)
+		}
+	}
+	f, size, err := bounded.Open(s.Paths[k])
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	if size != s.Infos[k].FileSize {
+		f.Close()
+		return nil, fmt.Errorf("data: shard %s is %d bytes, %d when the set was opened: it changed while in use", s.Paths[k], size, s.Infos[k].FileSize)
+	}
+	if o.open == nil {
+		o.open = map[int]*openShard{}
+	}
+	o.open[k] = &openShard{f: f, users: 1, used: o.clock}
+	return f, nil
+}
+
+func (s *Shards) release(k int) {
+	s.files.mu.Lock()
+	defer s.files.mu.Unlock()
+	if sh := s.files.open[k]; sh != nil {
+		sh.users--
+	}
+}
+
+// openCount is how many shard files are open now.
+func (s *Shards) openCount() int {
+	s.files.mu.Lock()
+	defer s.files.mu.Unlock()
+	return len(s.files.open)
 }
 
 // OpenShards opens every *.shard file of dir (or the single shard file dir names) and checks they form
@@ -402,26 +482,13 @@ func OpenShards(dir string) (*Shards, error) {
 	}
 	sort.Strings(paths)
 	s := &Shards{Dir: dir, Paths: paths}
-	ok := false
-	defer func() {
-		if !ok {
-			s.Close()
-		}
-	}()
 	seen := map[int]string{}
 	for _, p := range paths {
-		f, err := os.Open(p)
+		// Each file is open only while its header and index are read: records open it again as
+		// they are read (acquire), at most maxOpenShards at a time.
+		info, err := parseShardFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("data: %w", err)
-		}
-		s.files = append(s.files, f)
-		fst, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("data: %w", err)
-		}
-		info, err := ParseShard(f, fst.Size())
-		if err != nil {
-			return nil, fmt.Errorf("data: shard %s: %w", p, err)
+			return nil, err
 		}
 		if len(s.Infos) > 0 {
 			a := s.Infos[0]
@@ -446,17 +513,32 @@ func OpenShards(dir string) (*Shards, error) {
 	if s.Len() == 0 {
 		return nil, fmt.Errorf("data: shards: %s holds no records", dir)
 	}
-	ok = true
 	return s, nil
 }
 
-// Close closes the shard files.
-func (s *Shards) Close() error {
-	var errs []error
-	for _, f := range s.files {
-		errs = append(errs, f.Close())
+// parseShardFile reads the header and index of the shard file at p.
+func parseShardFile(p string) (*ShardInfo, error) {
+	f, size, err := bounded.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
 	}
-	s.files = nil
+	defer f.Close()
+	info, err := ParseShard(f, size)
+	if err != nil {
+		return nil, fmt.Errorf("data: shard %s: %w", p, err)
+	}
+	return info, nil
+}
+
+// Close closes the shard files open now.
+func (s *Shards) Close() error {
+	s.files.mu.Lock()
+	defer s.files.mu.Unlock()
+	var errs []error
+	for _, sh := range s.files.open {
+		errs = append(errs, sh.f.Close())
+	}
+	s.files.open = nil
 	return errors.Join(errs...)
 }
 
@@ -505,7 +587,13 @@ func (s *Shards) Example(i int, buf []byte) (Example, error) {
 	info := s.Infos[k]
 	n := info.Len(j)
 	buf = slices.Grow(buf[:0], n)[:n]
-	if _, err := s.files[k].ReadAt(buf, info.Offsets[j]); err != nil {
+	f, err := s.acquire(k)
+	if err != nil {
+		return Example{}, err
+	}
+	_, err = f.ReadAt(buf, info.Offsets[j])
+	s.release(k)
+	if err != nil {
 		return Example{}, fmt.Errorf("data: reading %s record %d: %w", s.Paths[k], j, err)
 	}
 	if info.CRCs != nil {
@@ -527,7 +615,7 @@ func (s *Shards) Example(i int, buf []byte) (Example, error) {
 // VerifyShard checks a shard file completely: header, index, class names and the records' CRC-32C
 // (in a version 2 shard, each record's, naming the damaged ones).
 func VerifyShard(path string) (*ShardInfo, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}

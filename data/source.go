@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Source is what a Loader reads: a fixed list of labelled examples addressed by index. Each example is
@@ -128,7 +130,7 @@ func (f *ImageFolder) Describe(i int) string { return filepath.Join(f.Root, f.Fi
 // Example reads the file of example i into buf (grown as needed).
 func (f *ImageFolder) Example(i int, buf []byte) (Example, error) {
 	path := f.Describe(i)
-	file, err := os.Open(path)
+	file, _, err := bounded.Open(path)
 	if err != nil {
 		return Example{}, fmt.Errorf("data: %w", err)
 	}

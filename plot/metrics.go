@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Metrics are the columns of a run's metrics.jsonl, one entry per train or eval record. A value the loop
@@ -73,7 +74,7 @@ const maxMetricsLine = 1 << 20
 // Notes; any other line that does not parse is an error naming the file and the line.
 func ReadMetrics(path string) (Metrics, error) {
 	var m Metrics
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return m, err
 	}

@@ -44,27 +44,29 @@ func TestLoadConfigErrorsNameFileKeyAndExpectation(t *testing.T) {
 	}
 }
 
-// TestLoadConfigErrorsQuoteValuesBriefly: a 10 MB value (the run name, any string, a list, a key) is
+// TestLoadConfigErrorsQuoteValuesBriefly: a 900 KB value in a recipe or a 10 MB one by --set (the run name, any string, a list, a key) is
 // refused in an error of a few hundred bytes that quotes its start and gives its length.
 func TestLoadConfigErrorsQuoteValuesBriefly(t *testing.T) {
+	// A value in a file stays under MaxRecipeBytes (a larger file is refused by its size alone).
 	big := strings.Repeat("n", 10<<20)
-	list := "[" + strings.Repeat("0.5, ", 1<<20) + "0.5]"
+	inFile := big[:900<<10]
+	list := "[" + strings.Repeat("0.5, ", 150<<10) + "0.5]"
 	cases := []struct {
 		name, body string
 		sets       []string
 		want       []string
 	}{
-		{"run name", "name: " + big + "\n", nil, []string{"recipe.yaml: name", `"nnnn`, "(10485760 bytes)"}},
+		{"run name", "name: " + inFile + "\n", nil, []string{"recipe.yaml: name", `"nnnn`, "(921600 bytes)"}},
 		{"run name by --set", "seed: 1\n", []string{"name=" + big}, []string{"--set name", "(10485760 bytes)"}},
 		{"run name past NAME_MAX", "name: " + big[:300] + "\n", nil, []string{"name", "at most 255 bytes", "(300 bytes)"}},
-		{"net name", "net:\n  name: " + big + "\n", nil, []string{"net.name", "(10485760 bytes)"}},
+		{"net name", "net:\n  name: " + inFile + "\n", nil, []string{"net.name", "(921600 bytes)"}},
 		{"source", "data:\n  source: " + big[:4000] + "\n", nil, []string{"data.source", "(4000 bytes)", "expected one of"}},
 		{"rand augment", "data:\n  source: imagefolder\n  augment:\n    rand_augment: " + big[:4000] + "\n", nil,
 			[]string{"data.augment.rand_augment", "(4000 bytes)"}},
 		{"list", "data:\n  source: imagefolder\n  augment:\n    random_resized_crop_scale: " + list + "\n", nil,
 			[]string{"data.augment.random_resized_crop_scale", "got [0.5 0.5", "bytes), expected"}},
 		{"unknown key", "seed: 1\n", []string{big + "=1"}, []string{"--set nnnn", "(10485760 bytes): unknown key"}},
-		{"wrong type", "epochs: " + big + "\n", nil, []string{"epochs", "expected an integer", "(10485760 bytes)"}},
+		{"wrong type", "epochs: " + inFile + "\n", nil, []string{"epochs", "expected an integer", "(921600 bytes)"}},
 		{"unparsable --set", "seed: 1\n", []string{"epochs=[" + big}, []string{"--set epochs", "cannot parse", "(10485761 bytes)"}},
 		{"--set without =", "seed: 1\n", []string{big}, []string{"--set", "key=value", "(10485760 bytes)"}},
 	}

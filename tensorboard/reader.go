@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Event is a decoded event: what this package writes, read back (tests, tools).
@@ -33,7 +34,7 @@ type Value struct {
 // ReadFile reads every record of an event file, checking both masked CRC-32Cs of each, and decodes
 // the events.
 func ReadFile(path string) ([]Event, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}

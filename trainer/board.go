@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/tensorboard"
 )
 
@@ -183,7 +183,7 @@ func (t *summaryTable) add(rec map[string]any) bool {
 // replay adds the records of the metrics log at path (none when it does not exist; a torn last line
 // is passed over, as plot run does).
 func (t *summaryTable) replay(path string) error {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -114,6 +114,8 @@ type checkpointHook struct {
 	dir string
 	// from is the checkpoint the run continues, whose tensors every checkpoint it writes must carry.
 	from *checkpoint.Checkpoint
+	// writes counts the checkpoints written, periodic and final.
+	writes int
 }
 
 // header describes the state at optimizer step st.step.
@@ -154,6 +156,7 @@ func (h *checkpointHook) save(st *loopState) error {
 	if err != nil {
 		return err
 	}
+	h.writes++
 	st.lastCheckpoint = path
 	return nil
 }
@@ -173,11 +176,13 @@ func (h *checkpointHook) afterStep(st *loopState) error {
 
 // final is the hook that checkpoints the state the run ends with (stopped or done), after the
 // final eval.
-func (h *checkpointHook) final() finalCheckpoint { return finalCheckpoint{h} }
+func (h *checkpointHook) final() finalCheckpoint { return finalCheckpoint{periodic: h} }
 
-type finalCheckpoint struct{ *checkpointHook }
+// finalCheckpoint holds the periodic hook by name, not embedded: embedding would promote its
+// afterStep and wantsState, and the loop would fire them twice, writing each periodic checkpoint twice.
+type finalCheckpoint struct{ periodic *checkpointHook }
 
-func (h finalCheckpoint) atEnd(st *loopState) error { return h.save(st) }
+func (h finalCheckpoint) atEnd(st *loopState) error { return h.periodic.save(st) }
 
 // signalHook asks the loop to stop after the optimizer step in flight once stop is closed.
 type signalHook struct{ stop <-chan struct{} }

@@ -37,11 +37,18 @@ type appendFile interface {
 }
 
 func openMetrics(path string) (*metricsLog, error) {
+	// The log is the run's own file: a link there (to a user's file) is not appended through.
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("metrics log %s is not a regular file (a link?): refused, the run writes its own log", path)
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("metrics log %s is not a regular file: refused", path)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err

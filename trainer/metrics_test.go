@@ -107,3 +107,43 @@ func TestTruncateMetricsDropsATornLastLine(t *testing.T) {
 		t.Errorf("log after truncation: %q", data)
 	}
 }
+
+// TestTruncateMetricsReportsADamagedMiddleLine: a line that does not parse in the middle of the log
+// (not what a crash leaves) is reported naming the file and the line, and the log is left as it was
+// (before: it was deleted on resume without a word).
+func TestTruncateMetricsReportsADamagedMiddleLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	body := `{"type":"train","step":5}` + "\n" + `{"type":"tr` + "\n" + `{"type":"train","step":6}` + "\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := truncateMetrics(path, 5)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a damaged second line: %v; want an error naming the file and line 2", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != body {
+		t.Errorf("the log was changed: %q", data)
+	}
+}
+
+// TestMetricsLogIsNotWrittenThroughALink: a metrics.jsonl that is a link to a user's file is refused,
+// and that file is not appended to.
+func TestMetricsLogIsNotWrittenThroughALink(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(outside, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "metrics.jsonl")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := openMetrics(link); err == nil {
+		m.f.Close()
+		t.Error("a metrics log that is a link was opened")
+	} else if !strings.Contains(err.Error(), link) {
+		t.Errorf("error %v does not name the log", err)
+	}
+	if got, _ := os.ReadFile(outside); string(got) != "mine\n" {
+		t.Errorf("the link's target holds %q", got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
@@ -32,7 +33,7 @@ func checkpointConfig(ckpt *checkpoint.Checkpoint) (cfg config.Config, source st
 	text, source := []byte(ckpt.Header.Config), ckpt.Path
 	if len(text) == 0 {
 		source = filepath.Join(filepath.Dir(filepath.Dir(ckpt.Path)), "config.yaml")
-		text, err = os.ReadFile(source)
+		text, err = bounded.ReadFile(source, config.MaxRecipeBytes)
 		if err != nil {
 			return cfg, "", false, nil
 		}
@@ -93,7 +94,7 @@ func resumeRecord(ckpt *checkpoint.Checkpoint, changes []config.Change, dropped 
 // which an interrupted run wrote past its last checkpoint and the resumed run writes again, and without
 // a torn last line; it returns how many lines it dropped. A missing log is not an error.
 func truncateMetrics(path string, step int) (dropped int, err error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -101,15 +102,26 @@ func truncateMetrics(path string, step int) (dropped int, err error) {
 		return 0, fmt.Errorf("metrics log %s: %w", path, err)
 	}
 	var kept bytes.Buffer
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	last := len(lines) - 1 // the last line that holds anything: the only one a crash can tear
+	for last > 0 && len(bytes.TrimSpace(lines[last])) == 0 {
+		last--
+	}
+	for i, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var record struct {
 			Step *float64 `json:"step"`
 		}
-		if !bytes.HasSuffix(line, []byte("\n")) || json.Unmarshal(line, &record) != nil ||
-			(record.Step != nil && *record.Step > float64(step)) {
+		damaged := !bytes.HasSuffix(line, []byte("\n")) || json.Unmarshal(line, &record) != nil
+		if damaged && i != last {
+			// Not what an interrupted append leaves: someone's edit or a disk fault, reported rather
+			// than silently deleted with the records after the checkpoint.
+			return 0, fmt.Errorf("metrics log %s: line %d is not a JSON record (%s), and it is not the last line, "+
+				"which a crash may leave torn: repair or delete that line, then resume", path, i+1, echo.Value(string(bytes.TrimSpace(line))))
+		}
+		if damaged || (record.Step != nil && *record.Step > float64(step)) {
 			dropped++
 			continue
 		}
@@ -174,8 +186,8 @@ func imported(ckpt *checkpoint.Checkpoint) bool {
 // checkComplete refuses a checkpoint that lacks a variable the session's train step keeps (the net's
 // weights and statistics, the optimizer's slots, the EMA shadows the config asks for, the RNG state),
 // or holds one in another shape: continuing from it would start that state afresh, and the run would
-// no longer be the one it continues. An imported checkpoint needs only the net's variables; with
-// modelOnly (eval) so does any.
+// no longer be the one it continues. It also refuses, on resume, a tensor the step does not keep. An
+// imported checkpoint needs only the net's variables; with modelOnly (eval) so does any.
 func (s *session) checkComplete(ckpt *checkpoint.Checkpoint, modelOnly bool) error {
 	want, err := trainstep.Variables(s.backend, s.cfg, s.net)
 	if err != nil {
@@ -195,7 +207,21 @@ func (s *session) checkComplete(ckpt *checkpoint.Checkpoint, modelOnly bool) err
 			reshaped = append(reshaped, fmt.Sprintf("%s is %s, %s needs %s", name, t.Shape(), s.cfg.Net.Label(), want[name]))
 		}
 	}
+	var extra []string
+	if !modelOnly {
+		// A tensor the step does not keep would never be loaded, and every checkpoint the run writes
+		// would drop it: refused here, before training, not at the first write.
+		for _, name := range slices.Sorted(maps.Keys(ckpt.Tensors)) {
+			if _, ok := want[name]; !ok {
+				extra = append(extra, name)
+			}
+		}
+	}
 	var problems []string
+	if len(extra) > 0 {
+		problems = append(problems, fmt.Sprintf("it holds %d tensors this config does not keep (another optimizer, EMA or net?): %s",
+			len(extra), echo.List(extra, 10)))
+	}
 	if len(missing) > 0 {
 		problems = append(problems, fmt.Sprintf("it lacks %d of the %d tensors this config keeps: %s", len(missing),
 			len(want), echo.List(missing, 10)))
@@ -206,7 +232,11 @@ func (s *session) checkComplete(ckpt *checkpoint.Checkpoint, modelOnly bool) err
 	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("checkpoint %s is incomplete for this config: %s", ckpt.Path, strings.Join(problems, "; "))
+	what := "is incomplete for this config"
+	if len(missing) == 0 && len(reshaped) == 0 {
+		what = "does not match this config"
+	}
+	return fmt.Errorf("checkpoint %s %s: %s", ckpt.Path, what, strings.Join(problems, "; "))
 }
 
 // ResumeConfig is the config a resumed run continues with: its run directory's config.yaml (the

@@ -18,13 +18,20 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/trainer/trainer/internal/bounded"
+	dl "github.com/trainer/trainer/internal/download"
 )
 
 // Pretrained weights named by URL are downloaded once into the cache directory and checked against a
 // SHA-256: the full digest the user gives, or the prefix torch hub's convention puts in the file name
 // (torchvision's resnet50-0676ba61.pth: the digest starts with 0676ba61). A download goes to a
 // temporary file beside its final name, resumes with a Range request when the connection drops, is
-// checked, synced and only then renamed: the cache never holds a partial or unverified file.
+// checked, synced and only then renamed: the cache never holds a partial or unverified file. A
+// transfer that receives nothing for FetchOptions.IdleTimeout is dropped (and resumed like a cut
+// one); a temporary left by a killed process is removed by the next download of that name, once it
+// has not grown for stalePartAge (a live download writes at least once per idle timeout). URLs in
+// errors have their password redacted.
 
 // DefaultMaxDownload bounds a download (ViT-H/14's weights are 2.5 GB).
 const DefaultMaxDownload = 8 << 30
@@ -44,6 +51,17 @@ type FetchOptions struct {
 	MaxBytes int64
 	// Client makes the requests; nil means a client with connection and header timeouts.
 	Client *http.Client
+	// IdleTimeout bounds the wait for each next bytes of a transfer; 0 means dl.DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// stalePartAge is how long a temporary download must have been left unwritten before another
+// download of the same name removes it as left by a killed process.
+func stalePartAge(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		idle = dl.DefaultIdleTimeout
+	}
+	return max(10*idle, 10*time.Minute)
 }
 
 // CacheDir is where downloaded weights are kept: $XDG_CACHE_HOME/trainer/weights, else
@@ -70,8 +88,13 @@ func IsURL(s string) bool {
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("weights URL %q: %w", raw, err)
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // its message would repeat the URL, password and all
+		}
+		return nil, fmt.Errorf("weights URL of %d bytes does not parse: %w", len(raw), err)
 	}
+	raw = u.Redacted()
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && isLoopback(u.Hostname()):
@@ -125,7 +148,7 @@ func (v verifier) check(digest string) error {
 
 // fileSHA256 hashes a file.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -168,6 +191,7 @@ func Fetch(ctx context.Context, rawURL string, opts FetchOptions) (string, error
 	if err != nil {
 		return "", err
 	}
+	rawURL = u.Redacted() // what errors and output show
 	name := path.Base(u.Path)
 	want := verifier{full: opts.SHA256, prefix: HashPrefix(name)}
 	if want.full != "" {
@@ -219,6 +243,7 @@ func download(ctx context.Context, u *url.URL, dir, name string, want verifier, 
 			ResponseHeaderTimeout: 60 * time.Second,
 		}}
 	}
+	removeStaleParts(dir, name, stalePartAge(opts.IdleTimeout))
 	tmp, err := os.CreateTemp(dir, "."+name+".*.part")
 	if err != nil {
 		return err
@@ -245,7 +270,7 @@ func download(ctx context.Context, u *url.URL, dir, name string, want verifier, 
 			}
 			_ = bar.Set64(start)
 			return io.MultiWriter(tmp, bar)
-		}, h, tmp)
+		}, h, tmp, opts.IdleTimeout)
 		if restarted {
 			got = 0 // the server ignored the Range request and sent the whole file again
 		}
@@ -295,8 +320,10 @@ func (e *permanentError) Unwrap() error { return e.err }
 // file's total size (-1: unknown) and whether the server restarted from byte 0, in which case file and
 // h were reset first.
 func fetchFrom(ctx context.Context, client *http.Client, u *url.URL, offset, maxBytes int64,
-	sink func(size, start int64) io.Writer, h io.Writer, file *os.File) (n, total int64, restarted bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	sink func(size, start int64) io.Writer, h io.Writer, file *os.File, idleTimeout time.Duration) (n, total int64, restarted bool, err error) {
+	rctx, idle := dl.WithIdleTimeout(ctx, idleTimeout)
+	defer idle.Stop()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return 0, -1, false, &permanentError{err}
 	}
@@ -305,7 +332,7 @@ func fetchFrom(ctx context.Context, client *http.Client, u *url.URL, offset, max
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, -1, false, err
+		return 0, -1, false, idle.Err(err)
 	}
 	defer resp.Body.Close()
 	total = -1
@@ -339,7 +366,8 @@ func fetchFrom(ctx context.Context, client *http.Client, u *url.URL, offset, max
 		start = 0
 	}
 	// One byte past the limit tells a server that sends more than it announced (or than allowed).
-	n, err = io.Copy(io.MultiWriter(sink(total, start), h), io.LimitReader(resp.Body, maxBytes-start+1))
+	n, err = io.Copy(io.MultiWriter(sink(total, start), h), io.LimitReader(idle.Reader(resp.Body), maxBytes-start+1))
+	err = idle.Err(err)
 	if start+n > maxBytes {
 		return n, total, restarted, &permanentError{fmt.Errorf("more than the %d bytes allowed", maxBytes)}
 	}
@@ -350,4 +378,15 @@ func fetchFrom(ctx context.Context, client *http.Client, u *url.URL, offset, max
 		return n, total, restarted, fmt.Errorf("connection closed at byte %d of %d", start+n, total)
 	}
 	return n, total, restarted, nil
+}
+
+// removeStaleParts removes the temporaries of earlier downloads of name in dir that have not been
+// written for age: a process killed mid-download leaves one, which nothing would resume or remove.
+func removeStaleParts(dir, name string, age time.Duration) {
+	parts, _ := filepath.Glob(filepath.Join(dir, "."+name+".*.part"))
+	for _, p := range parts {
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && time.Since(st.ModTime()) > age {
+			os.Remove(p)
+		}
+	}
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // The safetensors format: an 8-byte little-endian header length N, N bytes of JSON
@@ -164,7 +164,7 @@ func Write(path string, tensors map[string]*Tensor, metadata map[string]string) 
 
 // Read loads and validates a safetensors file.
 func Read(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}

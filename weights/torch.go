@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"os"
 	"path"
 	"strings"
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/types"
 
+	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
 )
 
@@ -52,7 +52,7 @@ func isTorch(head []byte) bool {
 }
 
 func readHead(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -68,15 +68,17 @@ func readHead(path string, n int) ([]byte, error) {
 // ReadTorch reads a state_dict written by torch.save, in the zip or the legacy format. Tensors come
 // back contiguous, in the storage's dtype; pickles are checked by scanPickle and never executed.
 func ReadTorch(path string) (*File, error) {
-	st, err := os.Stat(path)
+	// A regular file, whose size bounds every storage (readZip and readLegacy read it by path).
+	file, size, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	file.Close()
 	head, err := readHead(path, 4)
 	if err != nil {
 		return nil, err
 	}
-	u := &unpickler{maxBytes: st.Size(), storages: map[string]*storage{}}
+	u := &unpickler{maxBytes: size, storages: map[string]*storage{}}
 	var obj any
 	var format string
 	switch {
@@ -93,7 +95,7 @@ func ReadTorch(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", path, format, err)
 	}
-	tensors, err := stateDictOf(obj)
+	tensors, err := stateDictOf(obj, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", path, format, err)
 	}
@@ -396,9 +398,21 @@ func (t *torchTensor) materialize() (*Tensor, error) {
 	return out, nil
 }
 
+// maxStateDictNesting bounds how deep stateDictOf looks for a state_dict under "state_dict" or
+// "model": a pickle can make a dict that holds itself, which would otherwise recurse until the stack
+// overflows.
+const maxStateDictNesting = 4
+
+var errNestedTooDeep = fmt.Errorf("the state_dict is nested more than %d dicts deep under \"state_dict\" or \"model\" "+
+	"(a dict that holds itself?)", maxStateDictNesting)
+
 // stateDictOf returns the tensors of an unpickled state_dict: an OrderedDict (or dict) of names to
-// tensors, or a dict holding one under "state_dict" or "model" (as training scripts save it).
-func stateDictOf(obj any) (map[string]*torchTensor, error) {
+// tensors, or a dict holding one under "state_dict" or "model" (as training scripts save it), at
+// most maxStateDictNesting levels down; depth is the level of obj.
+func stateDictOf(obj any, depth int) (map[string]*torchTensor, error) {
+	if depth > maxStateDictNesting {
+		return nil, errNestedTooDeep
+	}
 	entries, ok := dictEntries(obj)
 	if !ok {
 		return nil, fmt.Errorf("the pickle holds a %T, not a state_dict (a dict of tensors)", obj)
@@ -429,8 +443,9 @@ func stateDictOf(obj any) (map[string]*torchTensor, error) {
 	if len(out) == 0 {
 		for _, e := range entries {
 			if k := e.Key.(string); k == "state_dict" || k == "model" {
-				if inner, err := stateDictOf(e.Value); err == nil {
-					return inner, nil
+				inner, err := stateDictOf(e.Value, depth+1)
+				if err == nil || errors.Is(err, errNestedTooDeep) {
+					return inner, err
 				}
 			}
 		}
@@ -551,7 +566,7 @@ const legacyMagic = "1950a86a20f9469cfc6c"
 // readLegacy loads a legacy-format checkpoint; the storages alias the file's bytes.
 func (u *unpickler) readLegacy(file string) (any, error) {
 	u.legacy = true
-	data, err := os.ReadFile(file)
+	data, err := bounded.ReadFile(file, 0)
 	if err != nil {
 		return nil, err
 	}

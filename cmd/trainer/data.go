@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trainer/trainer/data"
+	"github.com/trainer/trainer/internal/atomicfile"
+	"github.com/trainer/trainer/internal/echo"
 )
 
 // newDataCommand declares `trainer data pack|inspect|verify|bench` and their flags.
@@ -243,7 +245,8 @@ func dataPackMain(positional []string, stdout, stderr io.Writer, f packFlags) er
 		return fmt.Errorf("data pack: --max-image-pixels %d, expected >= 1", f.maxPixels)
 	}
 	out := positional[1]
-	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 && !f.overwrite {
+	entries, err := os.ReadDir(out)
+	if err == nil && len(entries) > 0 && !f.overwrite {
 		// Before any work: packing a large split first and then refusing would waste it.
 		return fmt.Errorf("data pack: %s is not empty (%d entries, e.g. %s): pack into a new folder, or pass --overwrite "+
 			"to replace the shards there", out, len(entries), entries[0].Name())
@@ -255,11 +258,81 @@ func dataPackMain(positional []string, stdout, stderr io.Writer, f packFlags) er
 		return err
 	}
 	defer closeAll()
-	return runPackJobs(jobs, stdout, stderr, f, size)
+	if len(entries) > 0 {
+		return packReplacing(out, jobs, stdout, stderr, f, size)
+	}
+	return runPackJobs(jobs, stdout, stderr, f, size, nil)
+}
+
+// packReplacing packs jobs over the non-empty dataset out (--overwrite) so that out holds the old
+// dataset or the whole new one, never a mix: the new one is packed into a folder beside out, the old
+// files that are not replaced (shards of folders no job writes, any other file) are linked into it,
+// and it then takes out's name at once (atomicfile.ReplaceDir). A failure part-way (a corrupt image
+// in val, a full disk) removes the new folder and leaves out as it was.
+func packReplacing(out string, jobs []packJob, stdout, stderr io.Writer, f packFlags, size int64) (err error) {
+	out = filepath.Clean(out)
+	st, err := os.Lstat(out)
+	if err != nil {
+		return fmt.Errorf("data pack: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("data pack: %s is not a folder (a link?): --overwrite replaces the folder itself; name the folder", out)
+	}
+	staged, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".pack-*")
+	if err != nil {
+		return fmt.Errorf("data pack: %w", err)
+	}
+	if err := os.Chmod(staged, st.Mode().Perm()); err != nil { // MkdirTemp's 0700 is not the folder's
+		os.RemoveAll(staged)
+		return fmt.Errorf("data pack: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(staged)
+		}
+	}()
+	replaced := map[string]bool{} // the folders whose shards the new ones replace, relative to out
+	for i, job := range jobs {
+		rel, err := filepath.Rel(out, filepath.Clean(job.out))
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("data pack: %s is not inside %s", job.out, out)
+		}
+		replaced[rel] = true
+		jobs[i].out = filepath.Join(staged, rel)
+	}
+	shown := func(p string) string { return filepath.Join(out, strings.TrimPrefix(p, staged)) }
+	if err := runPackJobs(jobs, stdout, stderr, f, size, shown); err != nil {
+		return fmt.Errorf("%w (%s is unchanged)", err, out)
+	}
+	err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		if strings.HasSuffix(d.Name(), data.ShardExt) && replaced[filepath.Dir(rel)] {
+			return nil
+		}
+		dest := filepath.Join(staged, rel)
+		if _, err := os.Lstat(dest); err == nil {
+			return nil // the new dataset has its own
+		}
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return err
+		}
+		return os.Link(p, dest)
+	})
+	if err != nil {
+		return fmt.Errorf("data pack: keeping the files of %s the new shards do not replace: %w (%s is unchanged)", out, err, out)
+	}
+	if err := atomicfile.ReplaceDir(staged, out); err != nil {
+		return fmt.Errorf("data pack: %w", err)
+	}
+	return nil
 }
 
 // runPackJobs packs each job's source into its folder, showing progress on stderr.
-func runPackJobs(jobs []packJob, stdout, stderr io.Writer, f packFlags, size int64) error {
+// shown, when set, is the folder a job's output will have (it is packed elsewhere first).
+func runPackJobs(jobs []packJob, stdout, stderr io.Writer, f packFlags, size int64, shown func(string) string) error {
 	progress := isTerminal(stderr)
 	for _, job := range jobs {
 		src, err := job.src()
@@ -295,7 +368,11 @@ func runPackJobs(jobs []packJob, stdout, stderr io.Writer, f packFlags, size int
 			return err
 		}
 		report(src.Len(), src.Len(), written, true)
-		fmt.Fprintf(stdout, "%s: %d images of %d classes in %d shards under %s\n", job.name, src.Len(), src.NumClasses(), len(paths), job.out)
+		where := job.out
+		if shown != nil {
+			where = shown(where)
+		}
+		fmt.Fprintf(stdout, "%s: %d images of %d classes in %d shards under %s\n", job.name, src.Len(), src.NumClasses(), len(paths), where)
 	}
 	return nil
 }
@@ -309,7 +386,7 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 	defer sh.Close()
 	for k, info := range sh.Infos {
 		fmt.Fprintf(stdout, "%s: format v%d, shard %d of %d, %d %s records, %d bytes",
-			sh.Paths[k], info.Version, info.Shard, info.Shards, info.Count, info.Kind, info.FileSize)
+			echo.Terminal(sh.Paths[k]), info.Version, info.Shard, info.Shards, info.Count, info.Kind, info.FileSize)
 		if info.Kind == data.ShardPixels {
 			fmt.Fprintf(stdout, ", %dx%dx%d pixels", info.Height, info.Width, info.Channels)
 		} else if info.Height > 0 {
@@ -331,7 +408,7 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "  ... %d more classes\n", len(counts)-20)
 			break
 		}
-		fmt.Fprintf(stdout, "  %4d %-24s %d\n", c, name, counts[c])
+		fmt.Fprintf(stdout, "  %4d %-24s %d\n", c, echo.Terminal(name), counts[c]) // class names come from the file
 	}
 	for i := range min(3, sh.Len()) {
 		ex, err := sh.Example(i, nil)

@@ -110,7 +110,7 @@ func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) err
 		want, wantSize = f.sha256, 0 // another file: its size is not known here
 	}
 	dest := filepath.Join(out, arc.File())
-	fmt.Fprintf(stdout, "fetching %s into %s\n", url, dest)
+	fmt.Fprintf(stdout, "fetching %s into %s\n", download.Redact(url), dest)
 	bar := newDownloadBar(stderr, arc.File())
 	downloaded, err := download.File(url, dest, download.Options{SHA256: want, Size: wantSize, Progress: bar.update})
 	bar.done()
@@ -141,7 +141,7 @@ func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) err
 	if err := sameClasses(jobs); err != nil {
 		return err
 	}
-	if err := runPackJobs(jobs, stdout, stderr, f.pack, size); err != nil {
+	if err := runPackJobs(jobs, stdout, stderr, f.pack, size, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s is ready: data.source: shards, data.dir: %s (the archive %s stays; delete it if you will not re-pack)\n",

@@ -7,10 +7,15 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trainer/trainer/data"
 )
 
 // writeTree writes root/{train,val}/<class>/<i>.png, 16x12 images.
@@ -137,4 +142,85 @@ func TestDataBench(t *testing.T) {
 	if err := cmdData([]string{"bench", filepath.Join(tree, "train"), "--batch", "64"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "gives no batch") {
 		t.Errorf("a split smaller than a batch: %v", err)
 	}
+}
+
+// TestDataPackOverwriteIsAllOrNothing: `data pack --overwrite` that fails while packing val (here a
+// corrupt image; a full disk is the same) leaves the old dataset byte for byte, with no new train beside
+// the old val; one that succeeds replaces both splits, keeps the other files and folders there, and
+// leaves nothing beside OUT.
+func TestDataPackOverwriteIsAllOrNothing(t *testing.T) {
+	tree, parent := t.TempDir(), t.TempDir()
+	out := filepath.Join(parent, "ds")
+	writeTree(t, tree)
+	if err := cmdData([]string{"pack", tree, out}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(out, "README"), []byte("notes"), 0o644)
+	os.MkdirAll(filepath.Join(out, "test"), 0o755)
+	os.WriteFile(filepath.Join(out, "test", "keep-00000-of-00001.shard"), []byte("another split"), 0o644)
+	before := treeFiles(t, out)
+
+	// A second class of train images makes the new train differ; val gets a corrupt image.
+	os.WriteFile(filepath.Join(tree, "train", "n01", "9.png"), mustPNG(t), 0o644)
+	os.WriteFile(filepath.Join(tree, "val", "n02", "bad.png"), []byte("not a png"), 0o644)
+	var stdout bytes.Buffer
+	err := cmdData([]string{"pack", tree, out, "--overwrite"}, &stdout, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "bad.png") || !strings.Contains(err.Error(), out+" is unchanged") {
+		t.Errorf("a pack failing in val: %v", err)
+	}
+	if after := treeFiles(t, out); !maps.Equal(before, after) {
+		t.Errorf("a failed --overwrite changed %s: %d files before, %d after", out, len(before), len(after))
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("beside OUT: %d entries, want none", len(entries)-1)
+	}
+
+	os.Remove(filepath.Join(tree, "val", "n02", "bad.png"))
+	stdout.Reset()
+	if err := cmdData([]string{"pack", tree, out, "--overwrite"}, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "train: 7 images of 2 classes") || !strings.Contains(stdout.String(), "under "+filepath.Join(out, "train")) {
+		t.Errorf("pack output:\n%s", stdout.String())
+	}
+	after := treeFiles(t, out)
+	if after["README"] != "notes" || after[filepath.Join("test", "keep-00000-of-00001.shard")] != "another split" {
+		t.Errorf("--overwrite lost the files it does not replace: %v", slices.Collect(maps.Keys(after)))
+	}
+	sh, err := data.OpenShards(filepath.Join(out, "train"))
+	if err != nil || sh.Len() != 7 {
+		t.Fatalf("the new train: %v", err)
+	}
+	sh.Close()
+	if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+		t.Errorf("beside OUT: %d entries, want none", len(entries)-1)
+	}
+}
+
+// treeFiles reads every file under dir by its path relative to dir.
+func treeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func mustPNG(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 16, 12))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
+	"github.com/trainer/trainer/internal/bounded"
+	"github.com/trainer/trainer/internal/echo"
 	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainer"
@@ -265,7 +267,7 @@ func floatList(s string) ([]float64, error) {
 
 // readClassNames reads one class name per line (a trailing empty line is ignored).
 func readClassNames(path string) ([]string, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -380,11 +382,11 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 	}
 	p := trainer.Predictor{Backend: backend, Variables: ctx, Spec: spec, Options: opts, Transform: tr, Top: *top}
 	return p.Predict(images, func(pred trainer.Prediction) error {
-		fmt.Fprintln(stdout, pred.Path)
+		fmt.Fprintln(stdout, echo.Terminal(pred.Path))
 		for rank, c := range pred.Classes {
 			name := "class " + strconv.Itoa(c.Index)
 			if names != nil {
-				name = names[c.Index]
+				name = echo.Terminal(names[c.Index]) // from a file the user was given
 			}
 			fmt.Fprintf(stdout, "  %d  %7.3f%%  %s\n", rank+1, 100*c.P, name)
 		}

@@ -4,6 +4,7 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -14,6 +15,10 @@ import (
 // Write stores data at path through a temporary file in the same directory: write, fsync, rename over
 // path, fsync the directory so the rename itself is durable. The file gets mode 0666 less the process
 // umask (0644 under the usual 022), as os.Create would give it.
+//
+// Only a regular file is replaced: a path that names a symbolic link, a device (--out /dev/null), a
+// pipe or a directory is refused, since the rename would put a regular file in its place rather than
+// write through it.
 func Write(path string, data []byte) error {
 	f, err := Create(path)
 	if err != nil {
@@ -33,8 +38,12 @@ type File struct {
 	path string
 }
 
-// Create starts writing the file that Commit will put at path, as Write does for a whole buffer.
+// Create starts writing the file that Commit will put at path, as Write does for a whole buffer; like
+// Write it refuses a path that is not a regular file.
 func Create(path string) (*File, error) {
+	if err := replaceable(path); err != nil {
+		return nil, err
+	}
 	tmp, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".", ".tmp")
 	if err != nil {
 		return nil, err
@@ -57,6 +66,9 @@ func (f *File) Commit() error {
 		return err
 	}
 	if err := f.File.Close(); err != nil {
+		return err
+	}
+	if err := replaceable(f.path); err != nil { // it may have changed while the content streamed
 		return err
 	}
 	if err := os.Rename(f.Name(), f.path); err != nil {
@@ -82,4 +94,32 @@ func createTemp(dir, prefix, suffix string) (*os.File, error) {
 		return f, err
 	}
 	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, prefix+"*"+suffix), Err: fs.ErrExist}
+}
+
+// ErrNotReplaceable is wrapped by Write's error for a path that exists and is not a regular file.
+var ErrNotReplaceable = errors.New("only a regular file is replaced")
+
+// replaceable refuses a path that exists and is not a regular file (a link is not followed).
+func replaceable(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.Mode().IsRegular()) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	kind := "a special file"
+	switch m := st.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		kind = "a device"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Errorf("%s is %s, not written: %w (name a new file, or remove it first)", path, kind, ErrNotReplaceable)
 }

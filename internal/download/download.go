@@ -3,6 +3,7 @@
 package download
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Options describe what to fetch and what it must be.
@@ -28,19 +31,33 @@ type Options struct {
 	Progress func(done, total int64)
 	// Client is the HTTP client (nil: one without an overall timeout, since archives are large).
 	Client *http.Client
+	// IdleTimeout bounds the wait for the response and for each next bytes of the body (0:
+	// DefaultIdleTimeout); a stalled transfer is then resumed like a dropped one.
+	IdleTimeout time.Duration
 }
 
 // File fetches url to dest unless dest already holds the expected file. The bytes go to dest+".part",
-// which a later call resumes (HTTP Range) when the transfer drops or the process is stopped; once
-// complete its size and SHA-256 are checked and it is renamed to dest. It reports whether anything
-// was downloaded.
+// which a later call resumes (HTTP Range) when the transfer drops, stalls or the process is stopped;
+// once complete its size and SHA-256 are checked and it is renamed to dest. It reports whether
+// anything was downloaded.
+//
+// The .part is bounded and never left to grow: nothing is written past a known Size (a server that
+// sends more is refused and the .part removed), a .part that holds nothing after a failure is
+// removed, and so is one after a failure resuming cannot cure. Errors name url with its password
+// redacted.
 func File(url, dest string, opts Options) (downloaded bool, err error) {
+	shown := Redact(url)
+	defer func() {
+		if err != nil && shown != url {
+			err = &redactedError{msg: strings.ReplaceAll(err.Error(), url, shown), err: err}
+		}
+	}()
 	want := strings.ToLower(strings.TrimPrefix(opts.SHA256, "sha256:"))
 	if len(want) != 64 {
-		return false, fmt.Errorf("download %s: expected SHA-256 %q is not 64 hex digits", url, opts.SHA256)
+		return false, fmt.Errorf("download %s: expected SHA-256 %q is not 64 hex digits", shown, opts.SHA256)
 	}
 	if _, err := hex.DecodeString(want); err != nil {
-		return false, fmt.Errorf("download %s: expected SHA-256 %q is not hex", url, opts.SHA256)
+		return false, fmt.Errorf("download %s: expected SHA-256 %q is not hex", shown, opts.SHA256)
 	}
 	if st, err := os.Stat(dest); err == nil && !st.IsDir() {
 		if err := check(dest, want, opts.Size); err != nil {
@@ -67,22 +84,36 @@ func File(url, dest string, opts Options) (downloaded bool, err error) {
 		}
 		var fatal *fatalError
 		if errors.As(err, &fatal) {
-			return true, fmt.Errorf("download %s: %w", url, err)
+			os.Remove(part) // resuming cannot cure it
+			return true, fmt.Errorf("download %s: %w", shown, err)
 		}
 		last = err
 		if attempt == opts.Retries {
-			return true, fmt.Errorf("download %s: %w (after %d attempts; run again to resume from the %s kept)", url, last, attempt+1, part)
+			if st, err := os.Stat(part); err == nil && st.Size() == 0 {
+				os.Remove(part)
+				return true, fmt.Errorf("download %s: %w (after %d attempts; nothing is kept to resume from)", shown, last, attempt+1)
+			}
+			return true, fmt.Errorf("download %s: %w (after %d attempts; run again to resume from the %s kept)", shown, last, attempt+1, part)
 		}
 	}
 	if err := check(part, want, opts.Size); err != nil {
 		os.Remove(part) // resuming a wrong file would only make it longer
-		return true, fmt.Errorf("download %s: %w; the download was removed", url, err)
+		return true, fmt.Errorf("download %s: %w; the download was removed", shown, err)
 	}
 	if err := os.Rename(part, dest); err != nil {
 		return true, err
 	}
 	return true, nil
 }
+
+// redactedError is an error whose message had a URL's password taken out; it still wraps the error.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // fatalError is a failure that resuming cannot cure (a 404, a file larger than expected).
 type fatalError struct{ err error }
@@ -108,7 +139,9 @@ func fetch(client *http.Client, url, part string, opts Options) (bool, error) {
 		f.Truncate(0)
 		return false, fmt.Errorf("%s is longer than the %d bytes expected: started again", part, opts.Size)
 	}
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	ctx, idle := WithIdleTimeout(context.Background(), opts.IdleTimeout)
+	defer idle.Stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false, &fatalError{err}
 	}
@@ -117,7 +150,7 @@ func fetch(client *http.Client, url, part string, opts Options) (bool, error) {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return false, err
+		return false, idle.Err(err)
 	}
 	defer resp.Body.Close()
 	total := int64(-1)
@@ -162,9 +195,18 @@ func fetch(client *http.Client, url, part string, opts Options) (bool, error) {
 		opts.Progress(have, total)
 		w = &progressWriter{w: f, done: have, total: total, report: opts.Progress}
 	}
-	n, err := io.Copy(w, resp.Body)
+	body := idle.Reader(resp.Body)
+	if opts.Size > 0 {
+		// One byte past the known size tells a server that sends more: nothing past it is written.
+		body = io.LimitReader(body, opts.Size-have+1)
+		w = &capWriter{w: w, left: opts.Size - have}
+	}
+	n, err := io.Copy(w, body)
+	if errors.Is(err, errPastSize) {
+		return false, &fatalError{fmt.Errorf("the server sent more than the %d bytes expected", opts.Size)}
+	}
 	if err != nil {
-		return false, err // the bytes written stay: the next attempt resumes after them
+		return false, idle.Err(err) // the bytes written stay: the next attempt resumes after them
 	}
 	if total > 0 && have+n < total {
 		return false, fmt.Errorf("the transfer ended at byte %d of %d", have+n, total)
@@ -191,6 +233,29 @@ func contentRange(h string) (start, size int64, ok bool) {
 	return start, size, err1 == nil && err2 == nil
 }
 
+// errPastSize is capWriter's refusal of a byte past the known size.
+var errPastSize = errors.New("past the expected size")
+
+// capWriter writes at most left bytes and refuses the rest without writing any of it.
+type capWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (c *capWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) > c.left {
+		n, err := c.w.Write(b[:c.left])
+		c.left -= int64(n)
+		if err == nil {
+			err = errPastSize
+		}
+		return n, err
+	}
+	n, err := c.w.Write(b)
+	c.left -= int64(n)
+	return n, err
+}
+
 type progressWriter struct {
 	w           io.Writer
 	done, total int64
@@ -206,7 +271,7 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 
 // check compares the file at p with the expected size (0: any) and SHA-256.
 func check(p, want string, size int64) error {
-	f, err := os.Open(p)
+	f, _, err := bounded.Open(p)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -57,4 +58,17 @@ func List(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// Terminal renders untrusted text (a class name from a dataset, a file name) for a terminal: as it
+// is when every rune is printable, else quoted with its control characters escaped, so an escape
+// sequence in a shard's class names is shown as \x1b[…, not executed by the terminal. Long text is
+// cut as Cut and Quote cut it.
+func Terminal(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return Quote(s)
+		}
+	}
+	return Cut(s)
 }

@@ -34,3 +34,20 @@ func TestLongValuesAreCutWithTheirLength(t *testing.T) {
 		t.Errorf("Cut split a rune: %q", got)
 	}
 }
+
+// TestTerminalEscapesControlCharacters: printable text (any script) is shown as it is; text with an
+// escape sequence, a carriage return, a newline or invalid UTF-8 is quoted with those escaped.
+func TestTerminalEscapesControlCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		"tench":                 "tench",
+		"Grüner Veltliner 葡萄":   "Grüner Veltliner 葡萄",
+		"dog\x1b[2J\x1b[31mred": `"dog\x1b[2J\x1b[31mred"`,
+		"cat\rdog":              `"cat\rdog"`,
+		"a\nb":                  `"a\nb"`,
+		"bad\xffutf8":           `"bad\xffutf8"`,
+	} {
+		if got := Terminal(in); got != want {
+			t.Errorf("Terminal(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -16,9 +16,18 @@ import (
 // systems), the record alone decides: a holder on this host whose pid is gone is taken over, any
 // other holder is reported.
 func Acquire(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// O_NOFOLLOW: a lock file that is a link (to a user's file outside the run directory) must not
+	// be truncated and overwritten through the link.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("lock file %s is a symbolic link: refused (the trainer makes it as a plain file; remove the link)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock file: %w", err)
+	}
+	if err := ownFile(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	advisory := false
 	switch err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
@@ -67,4 +76,20 @@ func alive(pid int) bool {
 	}
 	err := unix.Kill(pid, 0)
 	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// ownFile refuses a lock file that is not a regular file, or that has another name (a hard link to
+// a file elsewhere): its record is rewritten and emptied, which would change the other file too.
+func ownFile(f *os.File, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("lock file %s is not a regular file: refused (remove it)", path)
+	}
+	if st.Nlink > 1 {
+		return fmt.Errorf("lock file %s has %d names (a hard link to another file): refused (remove it)", path, st.Nlink)
+	}
+	return nil
 }

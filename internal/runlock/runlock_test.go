@@ -129,3 +129,33 @@ func deadPID(t *testing.T) int {
 	}
 	return cmd.Process.Pid
 }
+
+// TestLockFileThatIsALinkIsRefused: a run.lock that is a symbolic link or a hard link to a user's
+// file outside the run directory is refused, and that file is neither truncated nor overwritten.
+func TestLockFileThatIsALinkIsRefused(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "thesis.txt")
+	const content = "a user's data\n"
+	if err := os.WriteFile(outside, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sym, hard := filepath.Join(dir, "run.lock"), filepath.Join(dir, "hard.lock")
+	if err := os.Symlink(outside, sym); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(outside, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{{sym, "symbolic link"}, {hard, "hard link"}} {
+		l, err := Acquire(c.path)
+		if err == nil {
+			l.Release()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("Acquire(%s): %v; want it refused as a %s", c.path, err, c.want)
+		}
+		if got, _ := os.ReadFile(outside); string(got) != content {
+			t.Errorf("after Acquire(%s) the outside file holds %q", c.path, got)
+		}
+	}
+}
