@@ -41,8 +41,10 @@ type Header struct {
 	TrainerVersion string `json:"trainer_version"`
 	ConfigHash     string `json:"config_hash"`
 	Net            string `json:"net"`
-	Step           int    `json:"step"`
-	Epoch          int    `json:"epoch"`
+	// NetRevision is graphs.Spec.Revision of the net that wrote the checkpoint (0 when absent).
+	NetRevision int `json:"net_revision,omitempty"`
+	Step        int `json:"step"`
+	Epoch       int `json:"epoch"`
 	// Metric and Score mark the best checkpoint (best.tckpt): the eval metric it was chosen on and
 	// its value.
 	Metric string  `json:"metric,omitempty"`

@@ -57,6 +57,8 @@ func (h Header) Validate() error {
 		return fmt.Errorf("trainer_version %q: expected a release version such as 0.1.0", h.TrainerVersion)
 	case !netPattern.MatchString(h.Net):
 		return fmt.Errorf("net %q: expected a registered net's name (letters, digits, '.', '_', '-'; at most 64)", h.Net)
+	case h.NetRevision < 0 || h.NetRevision > 1000:
+		return fmt.Errorf("net_revision %d: expected 0 to 1000", h.NetRevision)
 	case h.ConfigHash != "" && !hashPattern.MatchString(h.ConfigHash):
 		return fmt.Errorf("config_hash %q: expected 16 lower-case hex digits", h.ConfigHash)
 	case h.Config != "" && !utf8.ValidString(h.Config):

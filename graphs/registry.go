@@ -124,6 +124,12 @@ type Spec struct {
 	// (torchvision's densenet files say "denselayer1.norm.1" where its modules say "denselayer1.norm1");
 	// weight import applies it to every key of a file, as the reference's own loader does.
 	TorchLegacyKey func(key string) string
+	// Revision counts the changes to the net's layout that leave its variables' names and shapes as
+	// they were but change what they mean (mnist_cnn's fc1 reading features in another order): a
+	// checkpoint records it, and one of another revision is refused instead of loading and answering
+	// wrong. RevisionNote says what the newest change was.
+	Revision     int
+	RevisionNote string
 	// TorchIgnoredKey, when set, says which keys of the reference's checkpoints belong to parts the net
 	// leaves out on purpose (googlenet's auxiliary heads): weight import skips them instead of refusing
 	// the file.
@@ -179,6 +185,17 @@ func (p EvalPreprocessing) Check(channels int) error {
 		return fmt.Errorf("eval preprocessing: interpolation %q, expected bilinear or bicubic", p.Interpolation)
 	}
 	return nil
+}
+
+// CheckRevision refuses a checkpoint (at path, of net revision rev) written for another revision of
+// the net: its tensors would load without a complaint and compute something else.
+func (s Spec) CheckRevision(path string, rev int) error {
+	if rev == s.Revision {
+		return nil
+	}
+	return fmt.Errorf("checkpoint %s was written for revision %d of net %s, this trainer builds revision %d (%s): "+
+		"its weights would load and answer wrong; train it again, or re-import it from the state_dict it came from",
+		path, rev, s.Name, s.Revision, s.RevisionNote)
 }
 
 // TorchBuffer is one constant int64 buffer of a reference state_dict.

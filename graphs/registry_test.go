@@ -1,6 +1,7 @@
 package graphs
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,18 @@ func TestNoWeightDecayDefaultsToBiases(t *testing.T) {
 	spec, _ := Get("linear")
 	if !spec.ExcludedFromWeightDecay("/model/fc2", "bias") || spec.ExcludedFromWeightDecay("/model/fc2", "weight") {
 		t.Error("default no-decay group should hold biases and only biases")
+	}
+}
+
+func TestCheckRevision(t *testing.T) {
+	spec := Spec{Name: "n", Revision: 2, RevisionNote: "revision 2: a new order"}
+	if err := spec.CheckRevision("a.tckpt", 2); err != nil {
+		t.Errorf("same revision refused: %v", err)
+	}
+	for _, rev := range []int{0, 1, 3} {
+		err := spec.CheckRevision("a.tckpt", rev)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("revision %d of net n", rev)) || !strings.Contains(err.Error(), "a new order") {
+			t.Errorf("revision %d: %v", rev, err)
+		}
 	}
 }

@@ -51,6 +51,7 @@ func init() {
 		Description: "conv3x3(32), conv3x3(64), max-pool 2, dense 128, dense head (PyTorch's MNIST example)",
 		InputShape:  mnist, NumClasses: 10, Eval: MNISTEval,
 		Reference: "pytorch/examples mnist Net (its dropouts, which have no weights, left out)",
+		Revision:  1, RevisionNote: "revision 1: fc1 reads the features flattened in PyTorch's channel-major order",
 		Build: func(ctx *context.Context, x *Node, _ bool, opts Options) *Node {
 			x = ReLU(Conv(ctx.In("conv1"), ToCompute(x, opts), ConvConfig{Filters: scaled(32, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))
 			x = ReLU(Conv(ctx.In("conv2"), x, ConvConfig{Filters: scaled(64, opts.Width), Kernel: 3, Padding: PadValid, Bias: true}, opts))

@@ -122,7 +122,7 @@ type checkpointHook struct {
 func (h *checkpointHook) header(st *loopState) checkpoint.Header {
 	cfg := h.s.cfg
 	text := string(cfg.YAML()) // cfg.Hash is this text's checkpoint.ConfigHash: render it once
-	return checkpoint.Header{TrainerVersion: Version, ConfigHash: checkpoint.ConfigHash(text), Net: cfg.Net.Label(), Step: st.step,
+	return checkpoint.Header{TrainerVersion: Version, ConfigHash: checkpoint.ConfigHash(text), Net: cfg.Net.Label(), NetRevision: h.s.net.Spec.Revision, Step: st.step,
 		Epoch: st.step * st.k / st.batchesPerEpoch, Config: text, LRScale: st.lrScale}
 }
 

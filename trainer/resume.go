@@ -161,6 +161,9 @@ func (s *session) resumePoint(ckptDir, from string) (*checkpoint.Checkpoint, err
 	if ckpt.Header.Net != s.cfg.Net.Label() {
 		return nil, fmt.Errorf("checkpoint %s: net %q, the config trains %q", ckpt.Path, ckpt.Header.Net, s.cfg.Net.Label())
 	}
+	if err := s.net.Spec.CheckRevision(ckpt.Path, ckpt.Header.NetRevision); err != nil {
+		return nil, err
+	}
 	return ckpt, nil
 }
 

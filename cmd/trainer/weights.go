@@ -115,6 +115,9 @@ func checkpointVariables(path string, spec graphs.Spec, vars []weights.Variable)
 	if ckpt.Header.Net != "" && ckpt.Header.Net != spec.Name {
 		return nil, nil, fmt.Errorf("checkpoint %s holds net %q, not %q", path, ckpt.Header.Net, spec.Name)
 	}
+	if err := spec.CheckRevision(path, ckpt.Header.NetRevision); err != nil {
+		return nil, nil, err
+	}
 	if err := weights.CheckVariables(spec, vars, ckpt.Tensors, path); err != nil {
 		return nil, nil, shapeHint(err)
 	}
@@ -215,7 +218,7 @@ func importMain(ctx stdcontext.Context, positional []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	header := checkpoint.Header{TrainerVersion: trainer.Version, ConfigHash: configHash, Net: spec.Name}
+	header := checkpoint.Header{TrainerVersion: trainer.Version, ConfigHash: configHash, Net: spec.Name, NetRevision: spec.Revision}
 	if err := checkpoint.SaveFile(*out, model, header); err != nil {
 		return err
 	}

@@ -327,3 +327,37 @@ func TestImportPthFromURL(t *testing.T) {
 		t.Errorf("a URL without a hash prefix or --sha256: %v", err)
 	}
 }
+
+// TestOldMNISTCNNCheckpointIsRefused: a checkpoint of mnist_cnn's first layout (fc1 reading features
+// flattened channel-last, revision 0) loads into today's net without a shape error and would answer
+// wrong, so export (and resume and eval, which check the same header field) refuse it by name.
+func TestOldMNISTCNNCheckpointIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "imported.tckpt")
+	if out, err := call(t, importCmd, append([]string{"mnist_cnn", tinyWeights(t, dir), "--out", ckpt}, tinyArgs...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	loaded, err := checkpoint.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := graphs.Get("mnist_cnn")
+	if loaded.Header.NetRevision != spec.Revision || spec.Revision < 1 {
+		t.Fatalf("imported checkpoint records net revision %d, the net is revision %d", loaded.Header.NetRevision, spec.Revision)
+	}
+	ctx := context.New()
+	for path, value := range loaded.Tensors {
+		scope, name := path[:strings.LastIndex(path, "/")], path[strings.LastIndex(path, "/")+1:]
+		ctx.InAbsPath(scope).VariableWithValue(name, value)
+	}
+	old := loaded.Header
+	old.NetRevision = 0
+	oldPath := filepath.Join(dir, "old.tckpt")
+	if err := checkpoint.SaveFile(oldPath, ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	_, err = call(t, exportCmd, append([]string{"mnist_cnn", "--checkpoint", oldPath, "--out", filepath.Join(dir, "x.safetensors")}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), "revision 0 of net mnist_cnn") || !strings.Contains(err.Error(), "channel-major") {
+		t.Errorf("export of a revision-0 mnist_cnn checkpoint: %v", err)
+	}
+}
