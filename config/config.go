@@ -89,6 +89,7 @@ type DataConfig struct {
 	DeviceNormalize Switch        `yaml:"device_normalize"`
 	OnBadRecord     string        `yaml:"on_bad_record"`
 	MaxImagePixels  int           `yaml:"max_image_pixels"`
+	FastDecode      bool          `yaml:"fast_decode,omitempty"`
 }
 
 // data.on_bad_record values: what a record that fails its checksum, does not decode or is above

@@ -49,21 +49,39 @@ func benchJPEGs(b *testing.B, dir string, n int) []string {
 }
 
 // BenchmarkDecodeRandomResizedCrop is one core's rate of the training input pipeline at 224: read,
-// decode (image/jpeg), RandomResizedCrop (bilinear), flip, normalise. TRAINER_BENCH_JPEGS keeps the
-// generated JPEGs in that folder for the PIL peer (scripts/pil_augment_bench.py).
+// decode, RandomResizedCrop (bilinear or bicubic), flip, normalise, with each decoder: libjpeg-turbo
+// (when its library loads), the same with Transform.FastDecode, and Go's image/jpeg. -benchmem shows
+// the worker's allocations per image (none with libjpeg-turbo once its buffers have grown).
+// TRAINER_BENCH_JPEGS keeps the generated JPEGs in that folder for the PIL peer
+// (scripts/pil_augment_bench.py).
 func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
 	paths := pipelineJPEGs(b)
-	for _, interp := range []Interp{Bilinear, Bicubic} {
-		b.Run(interp.String(), func(b *testing.B) {
-			l, sc, dst := pipelineLoader(b, paths, interp)
-			b.ResetTimer()
-			for i := range b.N {
-				if _, err := l.decode(sc, i/len(paths), i, i%len(paths), dst); err != nil {
-					b.Fatal(err)
+	for _, dec := range []string{"turbo", "turbo-fast", "go"} {
+		if dec != "go" && !turboLoaded() {
+			continue
+		}
+		for _, interp := range []Interp{Bilinear, Bicubic} {
+			b.Run(dec+"/"+interp.String(), func(b *testing.B) {
+				l, sc, dst := pipelineLoader(b, paths, interp)
+				l.opts.Transform.FastDecode = dec == "turbo-fast"
+				if dec == "go" {
+					sc.turbo, sc.noTurbo = nil, true
 				}
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
-		})
+				for i := range 2 * len(paths) { // grow the buffers to the largest image
+					if _, err := l.decode(sc, 0, i, i%len(paths), dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := l.decode(sc, i/len(paths), i, i%len(paths), dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
+			})
+		}
 	}
 }
 

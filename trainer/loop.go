@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/schedule"
 	"github.com/trainer/trainer/trainstep"
 )
@@ -469,6 +470,9 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 		cfg.Name, cfg.Net.Label(), cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
 	fmt.Fprintf(out, "backend %s; run directory %s\nmetrics log %s\n", s.backend.Name(), res.Dir, rd.metrics.path)
 	s.printDevices(out)
+	if src := cfg.Data.Source; src == "imagefolder" || src == "shards" {
+		fmt.Fprintln(out, data.JPEGDecoderNote()) // which decoder feeds the run, and how to get the fast one
+	}
 
 	err = l.run(st)
 	res.Eval, res.EMAEval = eval.last, eval.lastEMA
