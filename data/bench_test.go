@@ -12,12 +12,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchJPEGs writes n ImageNet-like JPEGs (about 400x350, quality 90: smooth shapes plus noise, so
 // they compress like photographs) into dir, once, and returns their paths.
-func benchJPEGs(b *testing.B, dir string, n int) []string {
+func benchJPEGs(b testing.TB, dir string, n int) []string {
 	b.Helper()
 	var paths []string
 	for i := range n {
@@ -73,6 +75,7 @@ func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
 					}
 				}
 				b.ReportAllocs()
+				cpu0 := processCPU()
 				b.ResetTimer()
 				for i := range b.N {
 					if _, err := l.decode(sc, i/len(paths), i, i%len(paths), dst); err != nil {
@@ -80,6 +83,7 @@ func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
+				b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/image")
 			})
 		}
 	}
@@ -216,4 +220,61 @@ func BenchmarkShardRecordCRC(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkLoaderWorkers is the loader's rate with 1 and 2 decode workers over the 64 ImageNet-like
+// JPEGs (RandomResizedCrop(224), flip, normalise, batches of 16), for each decoder: on N free cores
+// N workers should give N times one worker's images/s. -benchmem shows allocations per image.
+func BenchmarkLoaderWorkers(b *testing.B) {
+	paths := pipelineJPEGs(b)
+	// 16 passes over the files per epoch, so each epoch's batch buffers weigh little per image.
+	files := &ImageFolder{Root: "/", Classes: []string{"x"}}
+	for range 16 {
+		for _, p := range paths {
+			files.Files, files.Labels = append(files.Files, p), append(files.Labels, 0)
+		}
+	}
+	for _, dec := range []string{"turbo", "go"} {
+		if dec == "turbo" && !turboLoaded() {
+			continue
+		}
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/workers=%d", dec, workers), func(b *testing.B) {
+				l, err := NewSourceLoader(files, LoaderOptions{BatchSize: 16, Shuffle: true, DropLast: true, Workers: workers,
+					Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
+					Transform: &Transform{Size: 224, Train: true, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				workersUseGo = dec == "go"
+				defer func() { workersUseGo = false }()
+				images := 0
+				b.ReportAllocs()
+				cpu0 := processCPU()
+				b.ResetTimer()
+				for epoch := 0; images < b.N; epoch++ {
+					it := l.Iterate(epoch, 0)
+					for batch, ok := it.Next(); ok && images < b.N; batch, ok = it.Next() {
+						images += len(batch.Labels)
+					}
+					it.Close()
+					if err := it.Err(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(images)/b.Elapsed().Seconds(), "images/s")
+				b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(images), "cpu-ms/image")
+			})
+		}
+	}
+}
+
+// processCPU is the user + system time the process has used: per image, it shows what a worker
+// costs whatever else the machine runs, and whether a second worker adds work (GC, contention).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

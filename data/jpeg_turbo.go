@@ -17,10 +17,10 @@ import (
 )
 
 // libjpeg-turbo's TurboJPEG library is loaded when the first JPEG is decoded, through purego (a
-// foreign-function call without cgo): the same binary, static or not, decodes with libjpeg-turbo
-// where the library is installed and with image/jpeg where it is not. TurboJPEG's C API takes plain
-// buffers and returns error codes (no callbacks, no setjmp), so nothing of libjpeg can end the
-// process: its errors come back as a -1 and a message.
+// foreign-function call without cgo): the same binary, built with or without cgo, decodes with
+// libjpeg-turbo where the library is installed and with image/jpeg where it is not. TurboJPEG's C
+// API takes plain buffers and returns error codes (no callbacks, no setjmp), so nothing of libjpeg
+// can end the process: its errors come back as a -1 and a message.
 
 // TurboJPEGEnv names the environment variable that picks the TurboJPEG library: empty for the usual
 // names (libturbojpeg.so.0, ...), a file name or path to load that one, "off" for Go's decoder.
@@ -196,8 +196,15 @@ func (d *turboDecoder) fail(err error) error {
 	return err
 }
 
+// workersUseGo makes the loader's workers decode with image/jpeg: the benchmarks compare the two
+// decoders in one process.
+var workersUseGo bool
+
 // jpegDecoder is sc's decompressor, made on first use (nil without the library).
 func (sc *augScratch) jpegDecoder() *turboDecoder {
+	if workersUseGo {
+		return nil
+	}
 	if sc.turbo == nil && !sc.noTurbo {
 		sc.turbo = newTurboDecoder()
 		sc.noTurbo = sc.turbo == nil

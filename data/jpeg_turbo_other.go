@@ -27,6 +27,8 @@ func turboLoaded() bool { return false }
 
 const fastDecodeFlags = 0
 
+var workersUseGo bool
+
 func (sc *augScratch) jpegDecoder() *turboDecoder { return nil }
 
 // decodeJPEGRegion declines every image (ok false, region not called): the callers use image/jpeg.
