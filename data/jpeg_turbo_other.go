@@ -1,4 +1,4 @@
-//go:build !((linux || darwin || freebsd) && (amd64 || arm64) && !nolibturbojpeg)
+//go:build !((linux || darwin) && (amd64 || arm64) && !nolibturbojpeg)
 
 package data
 
@@ -17,7 +17,7 @@ func JPEGDecoder() string { return "Go image/jpeg" }
 
 // JPEGDecoderNote is a line for the start of a run: which decoder it uses.
 func JPEGDecoderNote() string {
-	return "JPEG decoder: Go image/jpeg (this build does not load libjpeg-turbo; on linux, darwin and freebsd, amd64 and arm64, a build without -tags nolibturbojpeg does, after apt-get install libturbojpeg0)"
+	return "JPEG decoder: Go image/jpeg (this build does not load libjpeg-turbo; on linux and darwin, amd64 and arm64, a build without -tags nolibturbojpeg does, after apt-get install libturbojpeg0)"
 }
 
 // turboDecoder stands for TurboJPEG's decompressor, which this platform does not load.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,21 +100,14 @@ func dataBenchMain(positional []string, stdout io.Writer, source *string, size, 
 	}
 	fmt.Fprintf(stdout, "%s (%d images): decode (%s) + RandomResizedCrop(%d, %s) + flip + normalise: %.0f images/s with %d workers on %d cores\n",
 		positional[0], src.Len(), decoder, *size, *interp, rate, threads, runtime.NumCPU())
-	perCore := float64(images) / cpu
-	fmt.Fprintf(stdout, "per core: %.0f images per CPU-second (%.1f CPU-seconds for %d images); %.0f images/s per worker\n",
-		perCore, cpu, images, rate/float64(min(threads, runtime.NumCPU())))
-	if *target > 0 {
-		fmt.Fprintf(stdout, "%.0f images/s needs %d cores at this rate per core\n", *target, int(math.Ceil(*target/perCore)))
+	if cpu > 0 { // else this platform does not give the process's CPU time
+		perCore := float64(images) / cpu
+		fmt.Fprintf(stdout, "per core: %.0f images per CPU-second (%.1f CPU-seconds for %d images); %.0f images/s per worker\n",
+			perCore, cpu, images, rate/float64(min(threads, runtime.NumCPU())))
+		if *target > 0 {
+			fmt.Fprintf(stdout, "%.0f images/s needs %d cores at this rate per core\n", *target, int(math.Ceil(*target/perCore)))
+		}
 	}
 	fmt.Fprintln(stdout, data.JPEGDecoderNote())
 	return nil
-}
-
-// cpuTime is the user + system time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
