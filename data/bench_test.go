@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // benchJPEGs writes n ImageNet-like JPEGs (about 400x350, quality 90: smooth shapes plus noise, so
