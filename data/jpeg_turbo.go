@@ -337,8 +337,15 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 			out[i] = uint8((19595*uint32(s[0]) + 38470*uint32(s[1]) + 7471*uint32(s[2]) + 1<<15) >> 16)
 		}
 	}
+	if cap(d.full) > maxKeptDecode {
+		d.full = nil // a rare huge image: not kept by every worker for the rest of the run
+	}
 	return p, true, nil
 }
+
+// maxKeptDecode bounds the whole-image buffer a decoder keeps between images: 32 MiB holds a 10
+// megapixel RGB image, far above ImageNet's typical 0.2.
+const maxKeptDecode = 32 << 20
 
 // lastError returns the code and message of the handle's last failure.
 func (d *turboDecoder) lastError() (code int, msg string) {
