@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/dustin/go-humanize v1.0.1
+	github.com/ebitengine/purego v0.11.3
 	github.com/gomlx/go-xla v0.1.4
 	github.com/gomlx/gomlx v0.26.0
 	github.com/nlpodyssey/gopickle v0.2.0

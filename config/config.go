@@ -87,6 +87,7 @@ type DataConfig struct {
 	DeviceNormalize Switch        `yaml:"device_normalize"`
 	OnBadRecord     string        `yaml:"on_bad_record"`
 	MaxImagePixels  int           `yaml:"max_image_pixels"`
+	FastDecode      bool          `yaml:"fast_decode,omitempty"`
 }
 
 // DefaultMaxImagePixels is data.max_image_pixels' default, Pillow's MAX_IMAGE_PIXELS (data's own

@@ -33,6 +33,9 @@ type Transform struct {
 	// normalisation, as torchvision), drawing from the same per-example generator. Exclusive with
 	// RandAugment.
 	AutoAugment *AutoAugment
+	// FastDecode decodes training JPEGs with libjpeg-turbo's fast integer IDCT and chroma upsampling
+	// by repetition: faster, and no longer Pillow's pixels (data.fast_decode).
+	FastDecode bool
 }
 
 // Validate checks the ranges.
@@ -84,6 +87,8 @@ type augScratch struct {
 	rng       rand.PCG
 	ra        raScratch
 	rs        resampler // the RandomResizedCrop's
+	turbo     *turboDecoder
+	noTurbo   bool // no decompressor could be made: do not retry per image
 }
 
 // apply transforms src (which may alias scratch buffers other than out) and returns Size×Size pixels
@@ -135,13 +140,18 @@ func (t Transform) resizeFlip(crop pixels, rng *rand.PCG, sc *augScratch) pixels
 }
 
 // decodeApply is decodePixels then apply, with the same random draws. A training RandomResizedCrop
-// of a JPEG, when the build decodes with libjpeg-turbo (decodeJPEGRegion), draws its box from the
-// header's size and decodes only that box, at the largest DCT-domain reduction that keeps it at
-// least Size on both sides (dctDenom). sc.dec holds the decoded pixels. Decoding errors start with
-// "decoding: " and are bad records (ErrBadRecord); maxPixels is decodePixels'.
+// of a JPEG, when libjpeg-turbo is loaded (decodeRegion), draws its box from the header's size and
+// decodes the image at the largest DCT-domain reduction that keeps the box at least Size on both
+// sides (dctDenom). sc.dec holds the decoded pixels. Decoding errors start with "decoding: " and are
+// bad records (ErrBadRecord); maxPixels is decodePixels'.
 func (t Transform) decodeApply(b []byte, channels int, maxPixels int64, rng *rand.PCG, sc *augScratch) (pixels, error) {
+	d := sc.jpegDecoder()
 	if t.rrc() {
-		crop, ok, err := decodeJPEGRegion(b, channels, sc.dec, maxPixels, func(w, h int) (x, y, bw, bh, denom int) {
+		flags := 0
+		if t.FastDecode {
+			flags = fastDecodeFlags
+		}
+		crop, ok, err := d.decodeRegion(b, channels, sc.dec, maxPixels, flags, func(w, h int) (x, y, bw, bh, denom int) {
 			x, y, bw, bh = RandomResizedCropParams(w, h, t.Scale, t.Ratio, rng)
 			return x, y, bw, bh, dctDenom(bw, bh, t.Size)
 		})
@@ -155,9 +165,12 @@ func (t Transform) decodeApply(b []byte, channels int, maxPixels int64, rng *ran
 			return out, nil
 		}
 	}
-	p, err := decodePixels(b, channels, sc.dec, maxPixels)
+	p, ok, err := d.decodeRegion(b, channels, sc.dec, maxPixels, 0, nil)
+	if !ok {
+		p, err = decodeStd(b, channels, sc.dec, maxPixels)
+	}
 	if err != nil {
-		return pixels{}, fmt.Errorf("decoding: %w", err)
+		return pixels{}, fmt.Errorf("decoding: %w", badRecord(err))
 	}
 	sc.dec = p.pix
 	return t.apply(p, rng, sc)
@@ -261,7 +274,7 @@ func HFlip(p pixels) {
 }
 
 // decodePixels decodes JPEG or PNG bytes to 8-bit pixels with channels 3 (RGB) or 1 (grey), into buf:
-// JPEGs with libjpeg-turbo in builds with the libjpeg tag (see decodeJPEGRegion), the rest with
+// JPEGs with libjpeg-turbo where it is installed (see decodeRegion), the rest with
 // image/jpeg and image/png. An image whose header declares more than maxPixels pixels (0:
 // DefaultMaxImagePixels) is refused before it is decoded. Every error is a bad record (ErrBadRecord).
 func decodePixels(b []byte, channels int, buf []uint8, maxPixels int64) (pixels, error) {

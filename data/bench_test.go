@@ -17,7 +17,7 @@ import (
 
 // benchJPEGs writes n ImageNet-like JPEGs (about 400x350, quality 90: smooth shapes plus noise, so
 // they compress like photographs) into dir, once, and returns their paths.
-func benchJPEGs(b *testing.B, dir string, n int) []string {
+func benchJPEGs(b testing.TB, dir string, n int) []string {
 	b.Helper()
 	var paths []string
 	for i := range n {
@@ -49,21 +49,41 @@ func benchJPEGs(b *testing.B, dir string, n int) []string {
 }
 
 // BenchmarkDecodeRandomResizedCrop is one core's rate of the training input pipeline at 224: read,
-// decode (image/jpeg), RandomResizedCrop (bilinear), flip, normalise. TRAINER_BENCH_JPEGS keeps the
-// generated JPEGs in that folder for the PIL peer (scripts/pil_augment_bench.py).
+// decode, RandomResizedCrop (bilinear or bicubic), flip, normalise, with each decoder: libjpeg-turbo
+// (when its library loads), the same with Transform.FastDecode, and Go's image/jpeg. -benchmem shows
+// the worker's allocations per image (none with libjpeg-turbo once its buffers have grown).
+// TRAINER_BENCH_JPEGS keeps the generated JPEGs in that folder for the PIL peer
+// (scripts/pil_augment_bench.py).
 func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
 	paths := pipelineJPEGs(b)
-	for _, interp := range []Interp{Bilinear, Bicubic} {
-		b.Run(interp.String(), func(b *testing.B) {
-			l, sc, dst := pipelineLoader(b, paths, interp)
-			b.ResetTimer()
-			for i := range b.N {
-				if _, err := l.decode(sc, i/len(paths), i, i%len(paths), dst); err != nil {
-					b.Fatal(err)
+	for _, dec := range []string{"turbo", "turbo-fast", "go"} {
+		if dec != "go" && !turboLoaded() {
+			continue
+		}
+		for _, interp := range []Interp{Bilinear, Bicubic} {
+			b.Run(dec+"/"+interp.String(), func(b *testing.B) {
+				l, sc, dst := pipelineLoader(b, paths, interp)
+				l.opts.Transform.FastDecode = dec == "turbo-fast"
+				if dec == "go" {
+					sc.turbo, sc.noTurbo = nil, true
 				}
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
-		})
+				for i := range 2 * len(paths) { // grow the buffers to the largest image
+					if _, err := l.decode(sc, 0, i, i%len(paths), dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				cpu0 := processCPU()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := l.decode(sc, i/len(paths), i, i%len(paths), dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
+				b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/image")
+			})
+		}
 	}
 }
 
@@ -195,6 +215,53 @@ func BenchmarkShardRecordCRC(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*set.opts.BatchSize), "ns/record")
+			})
+		}
+	}
+}
+
+// BenchmarkLoaderWorkers is the loader's rate with 1 and 2 decode workers over the 64 ImageNet-like
+// JPEGs (RandomResizedCrop(224), flip, normalise, batches of 16), for each decoder: on N free cores
+// N workers should give N times one worker's images/s. -benchmem shows allocations per image.
+func BenchmarkLoaderWorkers(b *testing.B) {
+	paths := pipelineJPEGs(b)
+	// 16 passes over the files per epoch, so each epoch's batch buffers weigh little per image.
+	files := &ImageFolder{Root: "/", Classes: []string{"x"}}
+	for range 16 {
+		for _, p := range paths {
+			files.Files, files.Labels = append(files.Files, p), append(files.Labels, 0)
+		}
+	}
+	for _, dec := range []string{"turbo", "go"} {
+		if dec == "turbo" && !turboLoaded() {
+			continue
+		}
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/workers=%d", dec, workers), func(b *testing.B) {
+				l, err := NewSourceLoader(files, LoaderOptions{BatchSize: 16, Shuffle: true, DropLast: true, Workers: workers,
+					Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
+					Transform: &Transform{Size: 224, Train: true, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				workersUseGo = dec == "go"
+				defer func() { workersUseGo = false }()
+				images := 0
+				b.ReportAllocs()
+				cpu0 := processCPU()
+				b.ResetTimer()
+				for epoch := 0; images < b.N; epoch++ {
+					it := l.Iterate(epoch, 0)
+					for batch, ok := it.Next(); ok && images < b.N; batch, ok = it.Next() {
+						images += len(batch.Labels)
+					}
+					it.Close()
+					if err := it.Err(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(images)/b.Elapsed().Seconds(), "images/s")
+				b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(images), "cpu-ms/image")
 			})
 		}
 	}

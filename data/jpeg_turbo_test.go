@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -23,7 +24,7 @@ import (
 // fancy upsampling).
 var jpegFixtures = []string{"rgb420", "rgb422", "rgb444", "prog420", "grey"}
 
-func readFixture(t *testing.T, name string) []byte {
+func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/jpeg/" + name + ".jpg")
 	if err != nil {
@@ -76,13 +77,13 @@ func TestJPEGDecodeMatchesPillow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !jpegTurbo {
+			if !turboLoaded() {
 				if !bytes.Equal(p.pix, std.pix) {
 					t.Errorf("%s, %d channels: decodePixels is not image/jpeg's decode", name, c)
 				}
 				called := false
 				if _, ok, _ := decodeJPEGRegion(b, c, nil, 0, func(w, h int) (int, int, int, int, int) { called = true; return 0, 0, w, h, 1 }); ok || called {
-					t.Errorf("%s: the pure-Go build's decodeJPEGRegion took the image (ok %v, region called %v)", name, ok, called)
+					t.Errorf("%s: without libjpeg-turbo decodeJPEGRegion took the image (ok %v, region called %v)", name, ok, called)
 				}
 				continue
 			}
@@ -102,8 +103,8 @@ func TestJPEGDecodeMatchesPillow(t *testing.T) {
 // as Pillow) where image/jpeg repeats it, which moves pixels at sharp colour edges by up to ~80
 // levels (80 on rgb420, 8 on the benchmark's smooth photographs-like JPEGs); the mean stays below 2.
 func TestJPEGTurboVersusGoDecoder(t *testing.T) {
-	if !jpegTurbo {
-		t.Skip("built without the libjpeg tag: decodePixels is image/jpeg (TestJPEGDecodeMatchesPillow checks it)")
+	if !turboLoaded() {
+		t.Skip("libjpeg-turbo not loaded: decodePixels is image/jpeg (TestJPEGDecodeMatchesPillow checks it)")
 	}
 	for _, name := range jpegFixtures {
 		b := readFixture(t, name)
@@ -130,8 +131,8 @@ func TestJPEGTurboVersusGoDecoder(t *testing.T) {
 // has the bytes of the same box cut from the whole image decoded at the same DCT scale, at every
 // scale, for every chroma layout, progressive included.
 func TestJPEGRegionMatchesFullDecode(t *testing.T) {
-	if !jpegTurbo {
-		t.Skip("built without the libjpeg tag: no region decoder")
+	if !turboLoaded() {
+		t.Skip("libjpeg-turbo not loaded: no region decoder")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	var buf []uint8
@@ -198,7 +199,7 @@ func TestJPEGErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s: decoded", tc.name)
 			}
-			if jpegTurbo && !strings.Contains(err.Error(), "libjpeg: "+tc.turbo) {
+			if turboLoaded() && !strings.Contains(err.Error(), "libjpeg: "+tc.turbo) {
 				t.Errorf("%s: %q, want libjpeg's %q", tc.name, err, tc.turbo)
 			}
 			var sc augScratch
@@ -320,7 +321,7 @@ func TestDecodeApplyMatchesApply(t *testing.T) {
 						t.Fatalf("%s size %d: decodeApply drew a different number of values", name, size)
 					}
 					_, _, bw, bh := RandomResizedCropParams(203, 151, tr.Scale, tr.Ratio, rand.NewPCG(uint64(i), 9))
-					if !jpegTurbo || dctDenom(bw, bh, size) == 1 {
+					if !turboLoaded() || dctDenom(bw, bh, size) == 1 {
 						if !bytes.Equal(got.pix, want.pix) {
 							t.Fatalf("%s size %d %v, %d channels, example %d: decodeApply differs from decodePixels + apply", name, size, interp, c, i)
 						}
@@ -330,7 +331,7 @@ func TestDecodeApplyMatchesApply(t *testing.T) {
 					_, mean := pixelDiff(t, got, want)
 					worst = max(worst, mean)
 				}
-				if size == 24 && jpegTurbo {
+				if size == 24 && turboLoaded() {
 					t.Logf("%s size %d %v: %d of 24 crops decoded at 1/2 or 1/4, worst mean difference %.2f", name, size, interp, scaled, worst)
 					if scaled == 0 || worst > 4 {
 						t.Errorf("%s size %d %v: %d scaled crops, worst mean difference %.2f (want some, <= 4)", name, size, interp, scaled, worst)
@@ -344,8 +345,8 @@ func TestDecodeApplyMatchesApply(t *testing.T) {
 // TestDecodeApplyAllocs: with libjpeg-turbo a training example reuses every buffer: no allocation
 // per image once the worker's scratch has grown (image/jpeg allocates its planes per image).
 func TestDecodeApplyAllocs(t *testing.T) {
-	if !jpegTurbo {
-		t.Skip("built without the libjpeg tag: image/jpeg allocates per image")
+	if !turboLoaded() {
+		t.Skip("libjpeg-turbo not loaded: image/jpeg allocates per image")
 	}
 	b := readFixture(t, "rgb420")
 	tr := Transform{Size: 96, Train: true, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: Bicubic}
@@ -410,5 +411,70 @@ func TestJPEGConcurrent(t *testing.T) {
 	close(errs)
 	for name := range errs {
 		t.Errorf("%s: a concurrent decode failed or differs", name)
+	}
+}
+
+// TestJPEGHarmlessWarnings: junk between markers (libjpeg warns, Pillow decodes) gives the clean
+// file's pixels; the same junk in a file that is also truncated is still refused, although TurboJPEG
+// reports only the harmless first warning.
+func TestJPEGHarmlessWarnings(t *testing.T) {
+	b := readFixture(t, "rgb420")
+	good, err := decodePixels(b, 3, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := append(append(bytes.Clone(b[:2]), "junk"...), b[2:]...)
+	p, err := decodePixels(junk, 3, nil, 0)
+	if err != nil || !bytes.Equal(p.pix, good.pix) {
+		t.Fatalf("junk before a marker: %v, or other pixels", err)
+	}
+	_, err = decodePixels(junk[:len(junk)*6/10], 3, nil, 0)
+	if err == nil {
+		t.Fatal("junk before a marker, then truncated: decoded")
+	}
+	if turboLoaded() && !strings.Contains(err.Error(), "extraneous bytes before marker") {
+		t.Errorf("junk, then truncated: %q, want libjpeg's warning and image/jpeg's error", err)
+	}
+	if p, err := decodePixels(b, 3, nil, 0); err != nil || !bytes.Equal(p.pix, good.pix) {
+		t.Fatalf("after the junk: %v, or other pixels", err)
+	}
+}
+
+// TestJPEGDecoderChoice: the decoder in use is named, with the way to the fast one when it is Go's;
+// a library that is not there is reported by name.
+func TestJPEGDecoderChoice(t *testing.T) {
+	note := JPEGDecoderNote()
+	if turboLoaded() {
+		if !strings.HasPrefix(JPEGDecoder(), "libjpeg-turbo (") || !strings.Contains(note, JPEGDecoder()) {
+			t.Errorf("decoder %q, note %q", JPEGDecoder(), note)
+		}
+	} else if JPEGDecoder() != "Go image/jpeg" || !strings.Contains(note, "apt-get install libturbojpeg0") {
+		t.Errorf("decoder %q, note %q", JPEGDecoder(), note)
+	}
+	if os.Getenv(TurboJPEGEnv) == "off" && turboLoaded() {
+		t.Errorf("%s=off, yet libjpeg-turbo is loaded", TurboJPEGEnv)
+	}
+	if _, err := openTurbo([]string{"libturbojpeg-missing.so.0"}); err == nil || !strings.Contains(err.Error(), "libturbojpeg-missing.so.0") {
+		t.Errorf("a missing library: %v, want an error naming it", err)
+	}
+}
+
+// TestJPEGPureGoFallback runs this file's decoder tests again in a child process that does not load
+// libjpeg-turbo, so one `go test` checks both decoders where the library is installed.
+func TestJPEGPureGoFallback(t *testing.T) {
+	if os.Getenv(TurboJPEGEnv) != "" {
+		t.Skip("already the child")
+	}
+	if !turboLoaded() {
+		t.Skip("libjpeg-turbo not loaded: the other tests ran with Go's decoder")
+	}
+	for _, env := range []string{"off", "/nonexistent/libturbojpeg.so.0"} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^(TestJPEG|TestDecodeApply)", "-test.v")
+		cmd.Env = append(os.Environ(), TurboJPEGEnv+"="+env)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestJPEGDecodeMatchesPillow")) ||
+			!bytes.Contains(out, []byte("--- PASS: TestJPEGErrors")) {
+			t.Fatalf("%s=%s: %v\n%s", TurboJPEGEnv, env, err, out)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # What CI can check of the images without Docker (no image can be pulled or built on the CI machines):
-# the build step both Dockerfiles run (docker/build.sh: cgo, -tags libjpeg, its build deps installed
-# with apt-get when missing), and the plugin layout the CUDA image relies on, with a stand-in plugin: a
+# the build step both Dockerfiles run (docker/build.sh: cgo, gcc installed with apt-get when missing), and the plugin layout the CUDA image relies on, with a stand-in plugin: a
 # shared library exporting GetPjrtApi at jax_plugins/xla_cuda13/xla_cuda_plugin.so inside a virtual
 # environment's site-packages, NVIDIA library folders beside it. docker/entrypoint.sh must put those
 # folders on LD_LIBRARY_PATH and the trainer's plugin search must find the plugin there. Pulling the
@@ -54,4 +53,4 @@ else
 		fail "the trainer's plugin search did not find $plugin as a CUDA 13 plugin:
 $search"
 fi
-echo "docker/check.sh: ok (build with cgo and libjpeg; entrypoint; plugin layout with a stand-in plugin)"
+echo "docker/check.sh: ok (build with cgo; entrypoint; plugin layout with a stand-in plugin)"

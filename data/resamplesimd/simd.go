@@ -1,6 +1,6 @@
 // Package resamplesimd holds the AVX2 kernels of package data's Pillow-exact resampler and of its
-// loader's normalisation (Normalize). They live apart because Go assembly cannot share a package
-// with cgo (data's libjpeg-turbo decoder). GODEBUG=cpu.avx2=off turns them off (the Go paths run).
+// loader's normalisation (Normalize), apart from data so that a cgo file in data (which cannot sit
+// beside Go assembly) stays possible. GODEBUG=cpu.avx2=off turns them off (the Go paths run).
 //
 // The kernels do Pillow's arithmetic exactly: int32 sums of uint8 pixels times 22-bit fixed-point
 // weights, plus the rounding bias 2²¹, shifted right by 22 and clipped to 0..255. VPMADDWD
