@@ -31,39 +31,52 @@ func newEmitCommand() *cobra.Command {
 		Long:  emitDescription,
 		Args:  cobra.ExactArgs(1),
 	}
+	var f emitFlags
 	fs := cmd.Flags()
-	batch := fs.Int("batch", 0, "global batch `N` of one step (data.batch_size); 0: the config's")
-	precision := fs.String("precision", "", "compute precision `float32|bf16` (net.precision); empty: the config's")
-	optimizer := fs.String("optimizer", "", "optimizer `NAME`: sgd, adamw, lamb or rmsprop_tf (optimizer.name); empty: the config's")
-	replicas := fs.Int("replicas", 0, "data-parallel devices `R` (replicas); 0: the config's")
-	sets := fs.StringArray("set", nil, setFlagUsage)
-	out := fs.String("out", "", "write the module to `FILE.mlir` (- for stdout)")
+	fs.IntVar(&f.Batch, "batch", 0, "global batch `N` of one step (data.batch_size); 0: the config's")
+	fs.StringVar(&f.Precision, "precision", "", "compute precision `float32|bf16` (net.precision); empty: the config's")
+	fs.StringVar(&f.Optimizer, "optimizer", "", "optimizer `NAME`: sgd, adamw, lamb or rmsprop_tf (optimizer.name); empty: the config's")
+	fs.IntVar(&f.Replicas, "replicas", 0, "data-parallel devices `R` (replicas); 0: the config's")
+	fs.StringArrayVar(&f.Set, "set", nil, setFlagUsage)
+	fs.StringVar(&f.Out, "out", "", "write the module to `FILE.mlir` (- for stdout)")
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return emitMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), *sets, batch, precision, optimizer, replicas, out)
+		return emitMain(f, positional, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return cmd
 }
 
+// emitFlags are `trainer emit`'s flags, one field per flag.
+type emitFlags struct {
+	Batch     int      // --batch
+	Precision string   // --precision
+	Optimizer string   // --optimizer
+	Replicas  int      // --replicas
+	Set       []string // --set
+	Out       string   // --out
+}
+
 // emitMain writes the StableHLO module of a train step (docs/distributed.md).
-func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batch *int, precision, optimizer *string, replicas *int, out *string) error {
-	if *batch > 0 {
-		sets = append(sets, fmt.Sprintf("data.batch_size=%d", *batch))
+func emitMain(f emitFlags, positional []string, stdout, stderr io.Writer) error {
+	// The overrides below go to a copy: --set's own slice stays as parsed.
+	sets := append([]string(nil), f.Set...)
+	if f.Batch > 0 {
+		sets = append(sets, fmt.Sprintf("data.batch_size=%d", f.Batch))
 	}
-	switch *precision {
+	switch f.Precision {
 	case "":
 	case "bf16", "bfloat16":
 		sets = append(sets, "net.precision=bfloat16")
 	case "f32", "float32":
 		sets = append(sets, "net.precision=float32")
 	default:
-		return fmt.Errorf("emit: --precision %q, expected float32 or bf16", *precision)
+		return fmt.Errorf("emit: --precision %q, expected float32 or bf16", f.Precision)
 	}
-	if *optimizer != "" {
-		sets = append(sets, "optimizer.name="+*optimizer)
+	if f.Optimizer != "" {
+		sets = append(sets, "optimizer.name="+f.Optimizer)
 	}
-	if *replicas > 0 {
-		sets = append(sets, fmt.Sprintf("replicas=%d", *replicas))
+	if f.Replicas > 0 {
+		sets = append(sets, fmt.Sprintf("replicas=%d", f.Replicas))
 	}
 	// The module is for an accelerator (and the auto mode only exists on XLA backends).
 	sets = append(sets, "backend=xla:cuda")
@@ -75,10 +88,10 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 	if err != nil {
 		return err
 	}
-	if *out == "-" {
+	if f.Out == "-" {
 		_, err = io.WriteString(stdout, text)
 	} else {
-		err = atomicfile.Write(*out, []byte(text))
+		err = atomicfile.Write(f.Out, []byte(text))
 	}
 	if err != nil {
 		return err
@@ -88,7 +101,7 @@ func emitMain(positional []string, stdout, stderr io.Writer, sets []string, batc
 		carryInputs, carryBytes := trainstep.CarryIO()
 		step.HostInputs, step.HostBytes = step.HostInputs-int64(carryInputs), step.HostBytes-carryBytes
 		resident := fmt.Sprintf("its loop state (%d inputs, %s) and ", carryInputs, humanBytes(carryBytes))
-		fmt.Fprintf(stderr, "%s: %s step, global batch %d over %d replica(s), %s, %s\n", *out, cfg.Net.Label(),
+		fmt.Fprintf(stderr, "%s: %s step, global batch %d over %d replica(s), %s, %s\n", f.Out, cfg.Net.Label(),
 			cfg.Data.BatchSize, cfg.Replicas, cfg.Net.Precision, cfg.Optimizer.Name)
 		if cfg.Replicas > 1 && cfg.DataParallel.Mode == config.DataParallelSPMD {
 			fmt.Fprintf(stderr, "one replica's program (spmd, %d all-reduces): per step the host sends each device %d inputs "+

@@ -65,47 +65,59 @@ exits 0; a second signal exits at once. --resume continues the newest run of the
 config.yaml, changed only by the --set keys given; CONFIG then only locates the run.`,
 		Args: cobra.ExactArgs(1),
 	}
+	var f runFlags
 	fs := cmd.Flags()
-	sets := fs.StringArray("set", nil, setFlagUsage)
-	resume := fs.Bool("resume", false, "continue from the newest checkpoint in the run directory, with the run's own config")
-	resumeFrom := fs.String("resume-from", "", "continue from the checkpoint `PATH`")
-	backend := fs.String("backend", "", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (overrides the config)")
-	smoke := fs.Bool("smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
-	noProgress := fs.Bool("no-progress", false, "print log lines instead of redrawing a progress bar")
-	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run to the file `F`")
-	plan := fs.Bool("plan", false, "print the run's steps, data, checkpoints and an ETA from a few timed steps, and stop: nothing is trained or written")
+	fs.StringArrayVar(&f.Set, "set", nil, setFlagUsage)
+	fs.BoolVar(&f.Resume, "resume", false, "continue from the newest checkpoint in the run directory, with the run's own config")
+	fs.StringVar(&f.ResumeFrom, "resume-from", "", "continue from the checkpoint `PATH`")
+	fs.StringVar(&f.Backend, "backend", "", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (overrides the config)")
+	fs.BoolVar(&f.Smoke, "smoke", false, "smoke mode: a few steps of the recipe at reduced width and resolution on generated data (docs/recipes.md)")
+	fs.BoolVar(&f.NoProgress, "no-progress", false, "print log lines instead of redrawing a progress bar")
+	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to the file `F`")
+	fs.BoolVar(&f.Plan, "plan", false, "print the run's steps, data, checkpoints and an ETA from a few timed steps, and stop: nothing is trained or written")
 	cmd.MarkFlagsMutuallyExclusive("resume", "resume-from")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		if *plan {
-			if *resume || *resumeFrom != "" {
+		if f.Plan {
+			if f.Resume || f.ResumeFrom != "" {
 				return errors.New("run: --plan plans a new run; it does not take --resume or --resume-from")
 			}
-			return planMain(positional[0], cmd.OutOrStdout(), *sets, *backend, *smoke)
+			return planMain(positional[0], cmd.OutOrStdout(), f.Set, f.Backend, f.Smoke)
 		}
-		return runMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), *sets, resume, resumeFrom, backend, noProgress, cpuProfile, smoke)
+		return runMain(f, positional, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return cmd
 }
 
+// runFlags are `trainer run`'s flags, one field per flag.
+type runFlags struct {
+	Set        []string // --set
+	Resume     bool     // --resume
+	ResumeFrom string   // --resume-from
+	Backend    string   // --backend
+	Smoke      bool     // --smoke
+	NoProgress bool     // --no-progress
+	CPUProfile string   // --cpuprofile
+	Plan       bool     // --plan
+}
+
 // runMain is `trainer run` with its parsed flags.
-func runMain(positional []string, stdout, stderr io.Writer, sets []string, resume *bool, resumeFrom, backend *string,
-	noProgress *bool, cpuProfile *string, smoke *bool) error {
-	stopProfile, err := startCPUProfile(*cpuProfile)
+func runMain(f runFlags, positional []string, stdout, stderr io.Writer) error {
+	stopProfile, err := startCPUProfile(f.CPUProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	cfg, err := loadRunConfig(positional[0], sets, *backend, *smoke, stdout)
+	cfg, err := loadRunConfig(positional[0], f.Set, f.Backend, f.Smoke, stdout)
 	if err != nil {
 		return err
 	}
 	recipeName := cfg.Name
-	cfg.Name = runName(cfg, *resume, *resumeFrom, stdout)
-	if *resume || *resumeFrom != "" {
+	cfg.Name = runName(cfg, f.Resume, f.ResumeFrom, stdout)
+	if f.Resume || f.ResumeFrom != "" {
 		// The run continues with its own config.yaml; only the keys given here are set again.
-		overrides := sets
-		if *backend != "" {
-			overrides = append(overrides[:len(overrides):len(overrides)], "backend="+*backend)
+		overrides := f.Set
+		if f.Backend != "" {
+			overrides = append(overrides[:len(overrides):len(overrides)], "backend="+f.Backend)
 		}
 		var notes []string
 		if cfg, notes, err = trainer.ResumeConfig(positional[0], cfg, overrides); err != nil {
@@ -121,9 +133,9 @@ func runMain(positional []string, stdout, stderr io.Writer, sets []string, resum
 	stop, release := stopOnSignal(stderr)
 	defer release()
 	_, err = trainer.Run(cfg, trainer.RunOptions{
-		Resume: *resume, ResumeFrom: *resumeFrom, Out: stdout,
-		Progress: !*noProgress && isTerminal(stdout), Stop: stop,
-		ResumeCommand: resumeCommand(positional[0], runSets(sets, recipeName, cfg.Name), *backend, *smoke),
+		Resume: f.Resume, ResumeFrom: f.ResumeFrom, Out: stdout,
+		Progress: !f.NoProgress && isTerminal(stdout), Stop: stop,
+		ResumeCommand: resumeCommand(positional[0], runSets(f.Set, recipeName, cfg.Name), f.Backend, f.Smoke),
 	})
 	return err
 }
@@ -283,37 +295,47 @@ checkpoint of the recipe CONFIG on its test split. --per-image FILE also writes 
 predicted class (docs/data.md#per-image-results), which trainer compare pairs with another eval's.`,
 		Args: cobra.ExactArgs(1),
 	}
+	var f evalFlags
 	fs := cmd.Flags()
-	checkpoint := fs.String("checkpoint", "", "the checkpoint `PATH` to evaluate")
-	ema := fs.Bool("ema", false, "score the checkpoint's EMA shadows instead of its live weights")
-	perImage := fs.String("per-image", "", "write each image's label and predicted class to `FILE` (for trainer compare)")
-	sets := fs.StringArray("set", nil, setFlagUsage)
-	backend := fs.String("backend", "", "backend `B` (overrides the config)")
+	fs.StringVar(&f.Checkpoint, "checkpoint", "", "the checkpoint `PATH` to evaluate")
+	fs.BoolVar(&f.EMA, "ema", false, "score the checkpoint's EMA shadows instead of its live weights")
+	fs.StringVar(&f.PerImage, "per-image", "", "write each image's label and predicted class to `FILE` (for trainer compare)")
+	fs.StringArrayVar(&f.Set, "set", nil, setFlagUsage)
+	fs.StringVar(&f.Backend, "backend", "", "backend `B` (overrides the config)")
 	_ = cmd.MarkFlagRequired("checkpoint")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return evalMain(positional, cmd.OutOrStdout(), *sets, checkpoint, backend, ema, *perImage)
+		return evalMain(f, positional, cmd.OutOrStdout())
 	}
 	return cmd
 }
 
+// evalFlags are `trainer eval`'s flags, one field per flag.
+type evalFlags struct {
+	Checkpoint string   // --checkpoint
+	EMA        bool     // --ema
+	PerImage   string   // --per-image
+	Set        []string // --set
+	Backend    string   // --backend
+}
+
 // evalMain is `trainer eval` with its parsed flags.
-func evalMain(positional []string, stdout io.Writer, sets []string, checkpoint, backend *string, ema *bool, perImage string) error {
-	cfg, err := loadConfig(positional[0], sets, *backend, nil)
+func evalMain(f evalFlags, positional []string, stdout io.Writer) error {
+	cfg, err := loadConfig(positional[0], f.Set, f.Backend, nil)
 	if err != nil {
 		return err
 	}
-	res, err := trainer.Evaluate(cfg, *checkpoint, *ema, perImage)
+	res, err := trainer.Evaluate(cfg, f.Checkpoint, f.EMA, f.PerImage)
 	if err != nil {
 		return err
 	}
 	weights := "live weights"
-	if *ema {
+	if f.EMA {
 		weights = "EMA weights"
 	}
 	fmt.Fprintf(stdout, "%s (%s) on %s (%s split, %d images): top-1 %s  top-5 %.2f%%  loss %.4f\n",
-		*checkpoint, weights, cfg.Data.Source, "test", res.Examples, stats.Interval(res.Correct, res.Examples), 100*res.Top5, res.Loss)
-	if perImage != "" {
-		fmt.Fprintf(stdout, "per-image results: %s\n", perImage)
+		f.Checkpoint, weights, cfg.Data.Source, "test", res.Examples, stats.Interval(res.Correct, res.Examples), 100*res.Top5, res.Loss)
+	if f.PerImage != "" {
+		fmt.Fprintf(stdout, "per-image results: %s\n", f.PerImage)
 	}
 	return nil
 }
@@ -328,21 +350,31 @@ With --spec FILE, checks the NetSpec in FILE (a YAML list of layers, docs/nets.m
 layer's output shape, parameters and multiply-accumulates per example, and the totals.`,
 		Args: cobra.NoArgs,
 	}
-	asJSON := cmd.Flags().Bool("json", false, "print JSON")
-	wide := cmd.Flags().Bool("wide", false, "add each net's description (lines wider than 80 columns)")
-	spec := cmd.Flags().String("spec", "", "print the layers of the NetSpec in `FILE` instead")
-	size := cmd.Flags().Int("size", 0, "with --spec: input size `S` (net.image_size; 0: the spec's input entry)")
-	classes := cmd.Flags().Int("num-classes", 0, "with --spec: number `N` of classes (net.num_classes; 0: the spec's input entry)")
+	var f netsFlags
+	cmd.Flags().BoolVar(&f.JSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&f.Wide, "wide", false, "add each net's description (lines wider than 80 columns)")
+	cmd.Flags().StringVar(&f.Spec, "spec", "", "print the layers of the NetSpec in `FILE` instead")
+	cmd.Flags().IntVar(&f.Size, "size", 0, "with --spec: input size `S` (net.image_size; 0: the spec's input entry)")
+	cmd.Flags().IntVar(&f.NumClasses, "num-classes", 0, "with --spec: number `N` of classes (net.num_classes; 0: the spec's input entry)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if *spec != "" {
-			return netSpecMain(cmd.OutOrStdout(), *spec, netspec.Sizes{ImageSize: *size, NumClasses: *classes}, *asJSON)
+		if f.Spec != "" {
+			return netSpecMain(cmd.OutOrStdout(), f.Spec, netspec.Sizes{ImageSize: f.Size, NumClasses: f.NumClasses}, f.JSON)
 		}
 		if cmd.Flags().Changed("size") || cmd.Flags().Changed("num-classes") {
 			return errors.New("nets: --size and --num-classes need --spec FILE")
 		}
-		return netsMain(cmd.OutOrStdout(), asJSON, wide)
+		return netsMain(f, cmd.OutOrStdout())
 	}
 	return cmd
+}
+
+// netsFlags are `trainer nets`'s flags, one field per flag.
+type netsFlags struct {
+	JSON       bool   // --json
+	Wide       bool   // --wide
+	Spec       string // --spec
+	Size       int    // --size
+	NumClasses int    // --num-classes
 }
 
 // specTable is what `trainer nets --spec FILE --json` prints.
@@ -407,7 +439,7 @@ func netSpecMain(stdout io.Writer, path string, sizes netspec.Sizes, asJSON bool
 }
 
 // netsMain is `trainer nets` with its parsed flags.
-func netsMain(stdout io.Writer, asJSON, wide *bool) error {
+func netsMain(f netsFlags, stdout io.Writer) error {
 	backend, err := pjrt.Open("go")
 	if err != nil {
 		return err
@@ -421,13 +453,13 @@ func netsMain(stdout io.Writer, asJSON, wide *bool) error {
 		}
 		sums = append(sums, sum)
 	}
-	if *asJSON {
+	if f.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sums)
 	}
 	cols := []column{{"NET", false}, {"PARAMETERS", true}, {"INPUT", false}, {"CLASSES", true}, {"MFLOPs", true}}
-	if *wide {
+	if f.Wide {
 		cols = append(cols, column{"DESCRIPTION", false})
 	}
 	var rows [][]string
@@ -435,13 +467,13 @@ func netsMain(stdout io.Writer, asJSON, wide *bool) error {
 		row := []string{s.Name, humanize.Comma(int64(s.Parameters)),
 			fmt.Sprintf("%dx%dx%d", s.InputShape[0], s.InputShape[1], s.InputShape[2]),
 			humanize.Comma(int64(s.NumClasses)), commaDecimal(float64(s.ForwardFLOPs) / 1e6)}
-		if *wide {
+		if f.Wide {
 			row = append(row, s.Description)
 		}
 		rows = append(rows, row)
 	}
 	writeTable(stdout, cols, rows, 0)
-	if !*wide {
+	if !f.Wide {
 		fmt.Fprintln(stdout, "MFLOPs: forward, per example; --wide adds descriptions, --json has everything")
 	}
 	return nil
@@ -468,36 +500,46 @@ func newDevicesCommand() *cobra.Command {
 each was refused. --install prints the command that installs a plugin (it runs only with --run).`,
 		Args: cobra.NoArgs,
 	}
+	var f devicesFlags
 	fs := cmd.Flags()
-	backend := fs.String("backend", "go", "backend `B` to describe")
-	plugin := fs.String("plugin", "", "absolute `PATH` of a PJRT plugin to load (same as --backend PATH)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	install := fs.String("install", "", "print the command that installs the PJRT plugin `cuda|cuda12|tpu|cpu`")
-	runInstall := fs.Bool("run", false, "with --install: run that command (a download)")
+	fs.StringVar(&f.Backend, "backend", "go", "backend `B` to describe")
+	fs.StringVar(&f.Plugin, "plugin", "", "absolute `PATH` of a PJRT plugin to load (same as --backend PATH)")
+	fs.BoolVar(&f.JSON, "json", false, "print JSON")
+	fs.StringVar(&f.Install, "install", "", "print the command that installs the PJRT plugin `cuda|cuda12|tpu|cpu`")
+	fs.BoolVar(&f.Run, "run", false, "with --install: run that command (a download)")
 	cmd.MarkFlagsMutuallyExclusive("backend", "plugin")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return devicesMain(cmd.OutOrStdout(), cmd.ErrOrStderr(), backend, plugin, install, runInstall, asJSON)
+		return devicesMain(f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return cmd
 }
 
+// devicesFlags are `trainer devices`'s flags, one field per flag.
+type devicesFlags struct {
+	Backend string // --backend
+	Plugin  string // --plugin
+	JSON    bool   // --json
+	Install string // --install
+	Run     bool   // --run
+}
+
 // devicesMain is `trainer devices` with its parsed flags.
-func devicesMain(stdout, stderr io.Writer, backend, plugin, install *string, runInstall, asJSON *bool) error {
-	if *install != "" {
-		return installPlugin(*install, *runInstall, stdout, stderr)
+func devicesMain(f devicesFlags, stdout, stderr io.Writer) error {
+	if f.Install != "" {
+		return installPlugin(f.Install, f.Run, stdout, stderr)
 	}
-	if *runInstall {
+	if f.Run {
 		return errors.New("devices: --run needs --install TARGET")
 	}
-	if *plugin != "" {
-		cfg, err := pjrt.PluginBackend(*plugin)
+	if f.Plugin != "" {
+		cfg, err := pjrt.PluginBackend(f.Plugin)
 		if err != nil {
 			return err
 		}
-		*backend = cfg
+		f.Backend = cfg
 	}
-	desc, err := pjrt.Describe(*backend)
-	if *asJSON {
+	desc, err := pjrt.Describe(f.Backend)
+	if f.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if encErr := enc.Encode(desc); encErr != nil {

@@ -34,72 +34,85 @@ gradient against finite differences on the chosen backend, and prints the table 
 It fails when any check fails; run it first on a new PJRT plugin.`,
 		Args: cobra.NoArgs,
 	}
+	var f verifyFlags
 	fs := cmd.Flags()
-	nets := fs.String("net", "", "check only the nets `NAME[,NAME]` (default: every registered net)")
-	opsOnly := fs.Bool("ops-only", false, "run only the op checks")
-	netsOnly := fs.Bool("nets-only", false, "run only the whole-net checks")
-	checkPattern := fs.String("check", "", "run only the op checks whose names match the regular expression `REGEXP`")
-	coords := fs.Int("coords", 3, "sampled coordinates `N` per parameter tensor in the net checks")
-	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
-	asJSON := fs.Bool("json", false, "print JSON")
-	wide := fs.Bool("wide", false, "add the operands' shapes, the absolute error and the whole note (lines wider than 80 columns)")
+	fs.StringVar(&f.Net, "net", "", "check only the nets `NAME[,NAME]` (default: every registered net)")
+	fs.BoolVar(&f.OpsOnly, "ops-only", false, "run only the op checks")
+	fs.BoolVar(&f.NetsOnly, "nets-only", false, "run only the whole-net checks")
+	fs.StringVar(&f.Check, "check", "", "run only the op checks whose names match the regular expression `REGEXP`")
+	fs.IntVar(&f.Coords, "coords", 3, "sampled coordinates `N` per parameter tensor in the net checks")
+	fs.StringVar(&f.Backend, "backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
+	fs.BoolVar(&f.JSON, "json", false, "print JSON")
+	fs.BoolVar(&f.Wide, "wide", false, "add the operands' shapes, the absolute error and the whole note (lines wider than 80 columns)")
 	cmd.MarkFlagsMutuallyExclusive("ops-only", "nets-only")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return verifyMain(cmd.OutOrStdout(), cmd.ErrOrStderr(), backendName, nets, checkPattern, opsOnly, netsOnly, coords, asJSON, wide)
+		return verifyMain(f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return cmd
 }
 
+// verifyFlags are `trainer verify`'s flags, one field per flag.
+type verifyFlags struct {
+	Net      string // --net
+	OpsOnly  bool   // --ops-only
+	NetsOnly bool   // --nets-only
+	Check    string // --check
+	Coords   int    // --coords
+	Backend  string // --backend
+	JSON     bool   // --json
+	Wide     bool   // --wide
+}
+
 // verifyMain runs the gradient certificates: every op check and every registered net's gradient check
 // (docs/verification.md), on the chosen backend. It fails when any check fails.
-func verifyMain(stdout, stderr io.Writer, backendName, nets, checkPattern *string, opsOnly, netsOnly *bool, coords *int, asJSON, wide *bool) error {
+func verifyMain(f verifyFlags, stdout, stderr io.Writer) error {
 	var filter *regexp.Regexp
-	if *checkPattern != "" {
+	if f.Check != "" {
 		var err error
-		if filter, err = regexp.Compile(*checkPattern); err != nil {
+		if filter, err = regexp.Compile(f.Check); err != nil {
 			return fmt.Errorf("verify: --check: %w", err)
 		}
 	}
 	names := graphs.Names()
-	if *nets != "" {
-		names = strings.Split(*nets, ",")
+	if f.Net != "" {
+		names = strings.Split(f.Net, ",")
 		for _, n := range names {
 			if _, err := graphs.Get(n); err != nil {
 				return err
 			}
 		}
 	}
-	backend, err := pjrt.Open(*backendName)
+	backend, err := pjrt.Open(f.Backend)
 	if err != nil {
 		return err
 	}
 	defer backend.Finalize()
 
-	report := verifyReport{Backend: *backendName}
-	if !*asJSON && !*wide {
+	report := verifyReport{Backend: f.Backend}
+	if !f.JSON && !f.Wide {
 		fmt.Fprintf(stdout, "%-*s  %11s  %9s  %s\n", termWidth-verifyNumbersWidth, "CHECK", "MAX REL ERR", "TOLERANCE", "PASS")
 	}
 	emit := func(results []verify.Result) {
 		report.Results = append(report.Results, results...)
-		if !*asJSON {
+		if !f.JSON {
 			// Rows appear as checks finish, one group at a time, each laid out for its own widths.
-			writeVerifyTable(stdout, results, *wide)
+			writeVerifyTable(stdout, results, f.Wide)
 		}
 	}
-	if !*netsOnly {
+	if !f.NetsOnly {
 		checks.Register() // the bestiary's rows, after verify's own op checks
-		fmt.Fprintf(stderr, "verify: op checks on %s\n", *backendName)
+		fmt.Fprintf(stderr, "verify: op checks on %s\n", f.Backend)
 		emit(verify.RunOps(backend, filter))
 	}
-	if !*opsOnly {
+	if !f.OpsOnly {
 		for _, name := range names {
 			fmt.Fprintf(stderr, "verify: net %s\n", name)
-			emit(verify.CheckNet(backend, name, verify.NetConfig{Coords: *coords}))
+			emit(verify.CheckNet(backend, name, verify.NetConfig{Coords: f.Coords}))
 		}
 	}
 	report.Checks = len(report.Results)
 	report.Failures = verify.Failures(report.Results)
-	if *asJSON {
+	if f.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {

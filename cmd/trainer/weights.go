@@ -137,21 +137,30 @@ func newExportCommand() *cobra.Command {
 flags) as a safetensors state_dict with the reference's names (docs/weights.md).`,
 		Args: cobra.ExactArgs(1),
 	}
+	var f exportFlags
 	fs := cmd.Flags()
-	checkpoint := fs.String("checkpoint", "", "the checkpoint `CKPT` to export")
-	out := fs.String("out", "", "write the state_dict to `FILE.safetensors`")
-	nf := addNetFlags(fs)
+	fs.StringVar(&f.Checkpoint, "checkpoint", "", "the checkpoint `CKPT` to export")
+	fs.StringVar(&f.Out, "out", "", "write the state_dict to `FILE.safetensors`")
+	f.Net = addNetFlags(fs)
 	_ = cmd.MarkFlagRequired("checkpoint")
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return exportMain(positional, cmd.OutOrStdout(), nf, checkpoint, out)
+		return exportMain(f, positional, cmd.OutOrStdout())
 	}
 	return cmd
 }
 
+// exportFlags are `trainer export`'s flags, one field per flag; Net holds --size, --width and
+// --num-classes, the group import and predict share.
+type exportFlags struct {
+	Checkpoint string    // --checkpoint
+	Out        string    // --out
+	Net        *netFlags // --size, --width, --num-classes
+}
+
 // exportMain is `trainer export` with its parsed flags.
-func exportMain(positional []string, stdout io.Writer, nf *netFlags, checkpoint, out *string) error {
-	spec, opts, _, err := nf.resolveNet(positional[0])
+func exportMain(f exportFlags, positional []string, stdout io.Writer) error {
+	spec, opts, _, err := f.Net.resolveNet(positional[0])
 	if err != nil {
 		return err
 	}
@@ -159,22 +168,22 @@ func exportMain(positional []string, stdout io.Writer, nf *netFlags, checkpoint,
 	if err != nil {
 		return err
 	}
-	ckpt, model, err := checkpointVariables(*checkpoint, spec, vars)
+	ckpt, model, err := checkpointVariables(f.Checkpoint, spec, vars)
 	if err != nil {
 		return err
 	}
 	meta := map[string]string{
 		"step": strconv.Itoa(ckpt.Header.Step), "epoch": strconv.Itoa(ckpt.Header.Epoch),
-		"trainer_version": trainer.Version, "source": filepath.Base(*checkpoint),
+		"trainer_version": trainer.Version, "source": filepath.Base(f.Checkpoint),
 	}
 	if ckpt.Header.ConfigHash != "" {
 		meta["config_hash"] = ckpt.Header.ConfigHash
 	}
-	if err := weights.SaveVariables(*out, spec, model, meta); err != nil {
+	if err := weights.SaveVariables(f.Out, spec, model, meta); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d variables of %s (step %d) as a PyTorch state_dict\n",
-		*out, len(model), spec.Name, ckpt.Header.Step)
+		f.Out, len(model), spec.Name, ckpt.Header.Step)
 	return nil
 }
 
@@ -190,27 +199,36 @@ run), or an https URL downloaded once into the cache ($XDG_CACHE_HOME/trainer/we
 against the hash prefix in its file name or --sha256.`,
 		Args: cobra.ExactArgs(2),
 	}
+	var f importFlags
 	fs := cmd.Flags()
-	out := fs.String("out", "", "write the checkpoint to `CKPT`")
-	sha := fs.String("sha256", "", "the SHA-256 `HEX` the file or download must have (URLs without a hash prefix need it)")
-	nf := addNetFlags(fs)
+	fs.StringVar(&f.Out, "out", "", "write the checkpoint to `CKPT`")
+	fs.StringVar(&f.SHA256, "sha256", "", "the SHA-256 `HEX` the file or download must have (URLs without a hash prefix need it)")
+	f.Net = addNetFlags(fs)
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return importMain(cmd.Context(), positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), nf, out, sha)
+		return importMain(cmd.Context(), f, positional, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return cmd
 }
 
+// importFlags are `trainer import`'s flags, one field per flag; Net holds --size, --width and
+// --num-classes.
+type importFlags struct {
+	Out    string    // --out
+	SHA256 string    // --sha256
+	Net    *netFlags // --size, --width, --num-classes
+}
+
 // importMain is `trainer import` with its parsed flags; a download's progress goes to stderr.
-func importMain(ctx stdcontext.Context, positional []string, stdout, stderr io.Writer, nf *netFlags, out, sha *string) error {
-	spec, opts, configHash, err := nf.resolveNet(positional[0])
+func importMain(ctx stdcontext.Context, f importFlags, positional []string, stdout, stderr io.Writer) error {
+	spec, opts, configHash, err := f.Net.resolveNet(positional[0])
 	if err != nil {
 		return err
 	}
 	if ctx == nil {
 		ctx = stdcontext.Background()
 	}
-	path, err := weights.Resolve(ctx, positional[1], weights.FetchOptions{SHA256: *sha, Progress: stderr})
+	path, err := weights.Resolve(ctx, positional[1], weights.FetchOptions{SHA256: f.SHA256, Progress: stderr})
 	if err != nil {
 		return err
 	}
@@ -219,11 +237,11 @@ func importMain(ctx stdcontext.Context, positional []string, stdout, stderr io.W
 		return err
 	}
 	header := checkpoint.Header{TrainerVersion: trainer.Version, ConfigHash: configHash, Net: spec.Name, NetRevision: spec.Revision}
-	if err := checkpoint.SaveFile(*out, model, header); err != nil {
+	if err := checkpoint.SaveFile(f.Out, model, header); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d variables of %s from %s (step 0: `%[5]s eval` scores it, `%[5]s run --resume-from` fine-tunes it)\n",
-		*out, n, spec.Name, path, selfCommand())
+		f.Out, n, spec.Name, path, selfCommand())
 	return nil
 }
 
