@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issues 9 and 19), in one call of a machine with an NVIDIA GPU and JAX's CUDA wheels:
+# The GPU check, in one call of a machine with an NVIDIA GPU and JAX's CUDA wheels:
 #
 #   scripts/device-check.sh build     here: .devbin/trainer (cgo, stripped) with libjpeg-turbo's
 #                                     libturbojpeg.so.0 it loads (.devbin/lib), and the MNIST idx files from the Go
@@ -65,6 +65,7 @@ exec > >(tee -a "$OUT/device-check.log") 2>&1
 results=$OUT/results.jsonl
 : >"$results"
 deadline=$((SECONDS + ${BUDGET:-480}))
+failed=()
 work=$(mktemp -d)
 
 # stage NAME LIMIT CMD...: runs CMD under min(LIMIT, time left less RESERVE), logging its status and
@@ -83,6 +84,10 @@ stage() {
 	timeout -k 5 "$limit" "$@"
 	rc=$?
 	echo "== $name: rc=$rc in $((SECONDS - start))s" >&2
+	# Our own commands must succeed; a peer may exit non-zero for a package it lacks (timm, JAX).
+	if ((rc != 0)) && [[ $name != *torch* && $name != *jax* && $name != *timm* && $name != *parity* ]]; then
+		failed+=("$name")
+	fi
 	return $rc
 }
 
@@ -372,3 +377,8 @@ $PY - "$results" <<-'EOF'
 EOF
 rm -rf "$work"
 date -u
+if ((${#failed[@]})); then
+	echo "device-check: our commands failed in: ${failed[*]}" >&2
+	# A dry-run checks this script against the CLI and recipes (CI runs it): any failure is drift.
+	[[ $mode == dry-run ]] && exit 1
+fi
