@@ -48,7 +48,7 @@ func orList(names []string) string {
 const maxName = 255
 
 // Validate checks ranges, names and how keys relate (recipe.Validate adds the rules that need the
-// world). A PJRT backend's devices are checked when it opens (pjrt.CheckDevices).
+// world). A PJRT backend's devices are checked when it opens (backend.CheckDevices).
 func (c Config) Validate() error { return c.ValidateWithDevices(0) }
 
 // ValidateWithDevices is Validate for a backend known to have devices devices, which bounds replicas;

@@ -5,12 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/netspec"
 	"github.com/trainer/trainer/internal/echo"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/weights"
 )
 
@@ -131,13 +131,13 @@ func checkData(r *config.Rules, c config.Config) {
 func idx(d config.DataConfig) bool { return slices.Contains(data.Sources, d.Source) }
 
 // checkReplicas checks replicas and data_parallel against the backend's name: the pure-Go backend
-// opens with as many devices as replicas unless its config names fewer (pjrt.ForReplicas), and it has
+// opens with as many devices as replicas unless its config names fewer (backend.ForReplicas), and it has
 // no automatic partitioner.
 func checkReplicas(r *config.Rules, c config.Config) {
 	if c.Replicas <= 1 {
 		return
 	}
-	spec, err := pjrt.ParseConfig(c.Backend)
+	spec, err := backend.ParseConfig(c.Backend)
 	if err != nil || spec.Backend != "go" {
 		return
 	}

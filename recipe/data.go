@@ -3,10 +3,10 @@ package recipe
 import (
 	"io"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 )
 
 // BadInput sets the loader's policy for bad records from data.on_bad_record and data.max_image_pixels.
@@ -53,7 +53,7 @@ func NormalizeOnDevice(c config.Config, train bool) bool {
 	if train && (a.RandomErasing > 0 || a.Mixing()) {
 		return false
 	}
-	spec, err := pjrt.ParseConfig(c.Backend)
+	spec, err := backend.ParseConfig(c.Backend)
 	return err == nil && spec.Backend == "xla"
 }
 

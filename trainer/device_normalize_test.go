@@ -11,10 +11,10 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
 )
@@ -138,11 +138,11 @@ func TestDeviceNormalizeSendsBytes(t *testing.T) {
 	perStep := map[config.Switch]int64{}
 	perEval := map[config.Switch]int64{}
 	for _, dn := range []config.Switch{"true", "false"} {
-		backend, err := gobackend.New("")
+		goBackend, err := gobackend.New("")
 		if err != nil {
 			t.Fatal(err)
 		}
-		counter := pjrt.CountTransfers(backend)
+		counter := backend.CountTransfers(goBackend)
 		cfg := deviceNormConfig(t, "bytes", t.TempDir(), root, dn)
 		cfg.EMA.Decay = 0
 		s, err := sessionOn(cfg, counter)

@@ -8,9 +8,9 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/trainstep"
 )
 
@@ -21,7 +21,7 @@ type session struct {
 	net     trainstep.Net
 	backend backends.Backend
 	// backendConfig is the configuration the backend was opened with: cfg.Backend, or for replicas on
-	// the pure-Go backend, its config with one device per replica (pjrt.ForReplicas).
+	// the pure-Go backend, its config with one device per replica (backend.ForReplicas).
 	backendConfig string
 	ctx           *context.Context
 	// loaded is set once variables come from a checkpoint: the net must then reuse them, not create them.
@@ -45,15 +45,15 @@ func newSession(cfg config.Config) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	config, err := pjrt.ForReplicas(cfg.Backend, cfg.Replicas)
+	config, err := backend.ForReplicas(cfg.Backend, cfg.Replicas)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Backend, err)
 	}
-	backend, err := pjrt.Open(config)
+	b, err := backend.Open(config)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", config, err)
 	}
-	s := sessionWith(cfg, net, backend)
+	s := sessionWith(cfg, net, b)
 	s.backendConfig = config
 	return s, nil
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	_ "github.com/trainer/trainer/graphs/testnets" // the test nets
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 )
 
@@ -21,13 +21,13 @@ func testStep(t testing.TB, cfg config.Config) (*context.Context, *Step) {
 	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
-	backend, err := pjrt.Open(cfg.Backend)
+	b, err := backend.Open(cfg.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(backend.Finalize)
+	t.Cleanup(b.Finalize)
 	ctx := NewContext(cfg)
-	return ctx, testStepOn(t, backend, ctx, cfg, nil)
+	return ctx, testStepOn(t, b, ctx, cfg, nil)
 }
 
 // primedStep is testStep for cfg's net with its variables created first, by an eval forward pass on
@@ -37,17 +37,17 @@ func primedStep(t testing.TB, cfg config.Config, images *tensors.Tensor) (*conte
 	if err := recipe.Validate(cfg); err != nil {
 		t.Fatal(err)
 	}
-	backend, err := pjrt.Open(cfg.Backend)
+	b, err := backend.Open(cfg.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(backend.Finalize)
+	t.Cleanup(b.Finalize)
 	net, err := NetOf(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := NewContext(cfg)
-	return ctx, testStepOn(t, backend, ctx, cfg, primed(t, backend, ctx, net, images))
+	return ctx, testStepOn(t, b, ctx, cfg, primed(t, b, ctx, net, images))
 }
 
 // testStepOn builds cfg's step on backend over ctx, for cfg's net or, when model is not nil, model.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs/testnets"
-	"github.com/trainer/trainer/pjrt"
 )
 
 func TestMatchKey(t *testing.T) {
@@ -77,13 +77,13 @@ func TestFreezeKeepsVariablesAndTheirSlotsOut(t *testing.T) {
 	if len(names) != 2 || !strings.Contains(names[0], "/fc2/") || !strings.Contains(names[1], "/fc2/") {
 		t.Errorf("optimizer slots %v, want fc2's two velocities only", names)
 	}
-	backend, err := pjrt.Open(cfg.Backend)
+	b, err := backend.Open(cfg.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer backend.Finalize()
+	defer b.Finalize()
 	net, _ := NetOf(cfg)
-	want, err := Variables(backend, cfg, net)
+	want, err := Variables(b, cfg, net)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/pjrt"
 )
 
 // Data parallelism (docs/distributed.md). With replicas R > 1 the step is one program over R devices
-// of a 1-D mesh (pjrt.DataParallel), compiled once, made in one of two ways (data_parallel.mode):
+// of a 1-D mesh (backend.DataParallel), compiled once, made in one of two ways (data_parallel.mode):
 //
 //   - spmd (the default, every backend): GoMLX's SPMD strategy. The program is one device's step on its
 //     shard of n = data.batch_size/R examples, and it all-reduces itself (crossReplicaMean): each
@@ -33,7 +33,7 @@ func distribute(exec *context.Exec, replicas int, mode string) error {
 	if replicas <= 1 {
 		return nil
 	}
-	dp, err := pjrt.NewDataParallel(replicas)
+	dp, err := backend.NewDataParallel(replicas)
 	if err != nil {
 		return err
 	}

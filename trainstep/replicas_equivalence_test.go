@@ -16,9 +16,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs/testnets"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 )
 
@@ -97,12 +97,12 @@ func newDPRun(t *testing.T, cfg config.Config) *dpRun { return newDPRunIn(t, cfg
 
 func newDPRunIn(t *testing.T, cfg config.Config, f32 bool) *dpRun {
 	t.Helper()
-	backend, err := pjrt.Open(fmt.Sprintf("go:devices=%d", cfg.Replicas))
+	b, err := backend.Open(fmt.Sprintf("go:devices=%d", cfg.Replicas))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(backend.Finalize)
-	r := &dpRun{t: t, cfg: cfg, f32: f32, backend: backend}
+	t.Cleanup(b.Finalize)
+	r := &dpRun{t: t, cfg: cfg, f32: f32, backend: b}
 	r.restart(nil)
 	return r
 }

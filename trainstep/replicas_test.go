@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/pjrt"
 )
 
 // A backend with fewer devices than replicas is refused before anything is built.
 func TestReplicasRefusedOnOneDevice(t *testing.T) {
-	b, err := pjrt.Open("go")
+	b, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs/testnets"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 )
 
@@ -18,11 +18,11 @@ import (
 // and a few metric bytes come out, while parameters, optimizer slots and EMA shadows (here ~30× the
 // batch) never cross. The book's runs lost half their throughput when this silently broke.
 func TestStepKeepsStateResident(t *testing.T) {
-	backend, err := gobackend.New("")
+	goBackend, err := gobackend.New("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	counter := pjrt.CountTransfers(backend)
+	counter := backend.CountTransfers(goBackend)
 	defer counter.Finalize()
 	cfg := config.Defaults()
 	cfg.Name, cfg.Net.Name = "residency", testnets.BNDropoutMLP

@@ -11,10 +11,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/gomlxfix"
-	"github.com/trainer/trainer/pjrt"
 )
 
 // Step is the compiled train step of a config: forward, loss, backward, (accumulation), clipping,
@@ -76,16 +76,16 @@ type Inputs struct {
 	Replica *Node
 }
 
-// New builds cfg's train step for model over ctx's variables on backend, compiled at its first run.
+// New builds cfg's train step for model over ctx's variables on backend b, compiled at its first run.
 // With cfg.Replicas R > 1 it is one program over R devices, every variable replicated, made as
 // cfg.DataParallel.Mode says (replicas.go, docs/distributed.md); the backend must have the devices.
-func New(backend backends.Backend, ctx *context.Context, cfg config.Config, model Model) (*Step, error) {
+func New(b backends.Backend, ctx *context.Context, cfg config.Config, model Model) (*Step, error) {
 	opt, err := NewOptimizer(cfg.Optimizer)
 	if err != nil {
 		return nil, err
 	}
 	replicas := max(cfg.Replicas, 1)
-	if err := pjrt.CheckDevices(backend, replicas); err != nil {
+	if err := backend.CheckDevices(b, replicas); err != nil {
 		return nil, err
 	}
 	s := &Step{cfg: cfg, model: model, opt: opt, hostCount: len(opt.HostScalars(1)),
@@ -99,7 +99,7 @@ func New(backend backends.Backend, ctx *context.Context, cfg config.Config, mode
 	}
 	// The step's gradients need the project's Dot, convolution, Rsqrt and AllReduce gradients.
 	gomlxfix.Install()
-	s.exec, err = context.NewExec(backend, ctx, func(ctx *context.Context, in []*Node) []*Node {
+	s.exec, err = context.NewExec(b, ctx, func(ctx *context.Context, in []*Node) []*Node {
 		return s.build(ctx, s.inputs(in))
 	})
 	if err != nil {

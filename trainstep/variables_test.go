@@ -9,9 +9,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs/testnets"
-	"github.com/trainer/trainer/pjrt"
 )
 
 // TestVariablesAreWhatAStepKeeps: Variables names exactly the variables (and shapes) a run of the step
@@ -41,16 +41,16 @@ func TestVariablesAreWhatAStepKeeps(t *testing.T) {
 			}
 			ran := map[string]shapes.Shape{}
 			ctx.EnumerateVariables(func(v *context.Variable) { ran[v.ScopeAndName()] = v.Shape() })
-			backend, err := pjrt.Open(cfg.Backend)
+			b, err := backend.Open(cfg.Backend)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer backend.Finalize()
+			defer b.Finalize()
 			net, err := NetOf(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := Variables(backend, cfg, net)
+			want, err := Variables(b, cfg, net)
 			if err != nil {
 				t.Fatal(err)
 			}

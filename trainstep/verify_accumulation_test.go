@@ -14,9 +14,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs/testnets"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/schedule"
 )
@@ -87,18 +87,18 @@ func openRegression(t *testing.T, cfg config.Config) (*context.Context, *Step) {
 		t.Fatal(err)
 	}
 	cfg.Net.Precision = "float64" // verification dtype: not a recipe value, so set after validation
-	backend, err := pjrt.Open(cfg.Backend)
+	b, err := backend.Open(cfg.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(backend.Finalize)
+	t.Cleanup(b.Finalize)
 	net, err := NetOf(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := NewContext(cfg)
-	model := primed(t, backend, ctx, net, tensors.FromFlatDataAndDimensions(make([]float32, vrIn), 1, 2, 2, 1))
-	return ctx, testStepOn(t, backend, ctx, cfg, model)
+	model := primed(t, b, ctx, net, tensors.FromFlatDataAndDimensions(make([]float32, vrIn), 1, 2, 2, 1))
+	return ctx, testStepOn(t, b, ctx, cfg, model)
 }
 
 // regressionParams reads fc/weight and fc/bias under prefix ("/model" or "/ema/model") as float64.

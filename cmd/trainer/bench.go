@@ -17,10 +17,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/schedule"
 	"github.com/trainer/trainer/trainstep"
@@ -57,7 +57,7 @@ type benchReport struct {
 	GFLOPs    float64   `json:"gflop_per_step"` // 3 × the forward's 2·MACs (forward, input and weight gradients).
 	GFLOPPerS float64   `json:"gflop_per_s"`
 	// Bytes copied host→device and device→host per timed step (median), and the size of the trained
-	// variables: residency holds when the per-step bytes are far below the variables' (pjrt.TransferCounter).
+	// variables: residency holds when the per-step bytes are far below the variables' (backend.TransferCounter).
 	ToDeviceBytes int64 `json:"to_device_bytes_per_step"`
 	ToHostBytes   int64 `json:"to_host_bytes_per_step"`
 	VariableBytes int64 `json:"variable_bytes"`
@@ -178,7 +178,7 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		return err
 	}
 	rep.Config = recipePath
-	if spec, err := pjrt.ParseConfig(cfg.Backend); err == nil && spec.Backend == "go" {
+	if spec, err := backend.ParseConfig(cfg.Backend); err == nil && spec.Backend == "go" {
 		p := gobackend.MeasurePeak(benchPeakN, benchPeakReps)
 		rep.PeakGFLOPPerS, rep.PeakN, rep.PeakKernel = p.GFLOPS, p.N, p.Kernel
 		rep.PercentOfPeak = 100 * rep.GFLOPPerS / p.GFLOPS
@@ -263,18 +263,18 @@ func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benc
 	}
 	stats := &graphs.Stats{}
 	net.Options.Stats = stats
-	config, err := pjrt.ForReplicas(cfg.Backend, cfg.Replicas) // go: one device per replica
+	config, err := backend.ForReplicas(cfg.Backend, cfg.Replicas) // go: one device per replica
 	if err != nil {
 		return benchReport{}, err
 	}
-	opened, err := pjrt.Open(config)
+	opened, err := backend.Open(config)
 	if err != nil {
 		return benchReport{}, err
 	}
 	defer opened.Finalize()
-	backend := pjrt.CountTransfers(opened)
+	counter := backend.CountTransfers(opened)
 	ctx := trainstep.NewContext(cfg)
-	step, err := trainstep.New(backend, ctx, cfg, macCounter{net, stats})
+	step, err := trainstep.New(counter, ctx, cfg, macCounter{net, stats})
 	if err != nil {
 		return benchReport{}, err
 	}
@@ -317,7 +317,7 @@ func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benc
 		return benchReport{}, err
 	}
 	defer stopProfile()
-	rep := benchReport{Net: cfg.Net.Name, Backend: backend.Description(), Batch: cfg.Data.BatchSize, Size: form.Height,
+	rep := benchReport{Net: cfg.Net.Name, Backend: counter.Description(), Batch: cfg.Data.BatchSize, Size: form.Height,
 		Threads: runtime.GOMAXPROCS(0), Precision: cfg.Net.Precision, Data: "device", Input: "float32", CompileS: compileS}
 	if host {
 		rep.Data = "host"
@@ -329,12 +329,12 @@ func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benc
 	var times []float64
 	var toDevice, toHost []int64
 	for range steps {
-		in0, out0 := backend.Transferred()
+		in0, out0 := counter.Transferred()
 		d, err := run()
 		if err != nil {
 			return rep, err
 		}
-		in1, out1 := backend.Transferred()
+		in1, out1 := counter.Transferred()
 		times = append(times, d.Seconds()*1000)
 		toDevice, toHost = append(toDevice, in1-in0), append(toHost, out1-out0)
 	}

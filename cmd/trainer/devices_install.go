@@ -5,25 +5,25 @@ import (
 	"io"
 	"os/exec"
 
-	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/backend/pjrtplugin"
 )
 
 // installPlugin prints the command that installs a PJRT plugin and, only when run is set, runs it.
 func installPlugin(target string, run bool, stdout, stderr io.Writer) error {
-	argv, note, err := pjrt.InstallCommand(target)
+	argv, note, err := pjrtplugin.InstallCommand(target)
 	if err != nil {
 		return err
 	}
 	if !run {
 		fmt.Fprintf(stdout, "%s\n# %s\n# then: trainer devices --backend xla:%s   (run it yourself, or add --run)\n",
-			pjrt.ShellQuote(argv), note, platformOf(target))
+			pjrtplugin.ShellQuote(argv), note, platformOf(target))
 		return nil
 	}
-	fmt.Fprintf(stderr, "running: %s\n", pjrt.ShellQuote(argv))
+	fmt.Fprintf(stderr, "running: %s\n", pjrtplugin.ShellQuote(argv))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("devices --install %s: %s: %w", target, pjrt.ShellQuote(argv), err)
+		return fmt.Errorf("devices --install %s: %s: %w", target, pjrtplugin.ShellQuote(argv), err)
 	}
 	return nil
 }

@@ -9,11 +9,12 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/trainer/trainer/backend/pjrtplugin"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/internal/atomicfile"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainstep"
+	"github.com/trainer/trainer/trainstep/emit"
 )
 
 const emitDescription = `Writes the StableHLO text of the whole train step (forward, loss, backward, optimizer, EMA, guard:
@@ -84,7 +85,7 @@ func emitMain(f emitFlags, positional []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	text, err := trainstep.Emit(cfg)
+	text, err := emit.TrainStep(cfg)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func emitMain(f emitFlags, positional []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if step, err := pjrt.ParseStepIO(text); err == nil {
+	if step, err := pjrtplugin.ParseStepIO(text); err == nil {
 		// The carry's inputs are the previous execution's outputs, already on the device.
 		carryInputs, carryBytes := trainstep.CarryIO()
 		step.HostInputs, step.HostBytes = step.HostInputs-int64(carryInputs), step.HostBytes-carryBytes

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trainer/trainer/pjrt"
+	"github.com/trainer/trainer/backend/pjrtplugin"
 )
 
 func TestCmdEmit(t *testing.T) {
@@ -15,7 +15,7 @@ func TestCmdEmit(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := cmdEmit([]string{"mnist_cnn", "--batch", "16", "--optimizer", "adamw", "--precision", "bf16", "--replicas", "2",
 		"--set", "data_parallel.mode=auto", "--out", out}, &stdout, &stderr)
-	if !pjrt.EmitAvailable {
+	if !pjrtplugin.EmitAvailable {
 		if err == nil || !strings.Contains(err.Error(), "cgo") {
 			t.Fatalf("emit without cgo: %v", err)
 		}

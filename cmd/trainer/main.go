@@ -18,10 +18,11 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/trainer/trainer/backend"
+	"github.com/trainer/trainer/backend/pjrtplugin"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/netspec"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/stats"
 	"github.com/trainer/trainer/trainer"
@@ -217,7 +218,7 @@ func precisionNote(cfg config.Config) string {
 	if cfg.Net.Precision != "bfloat16" {
 		return ""
 	}
-	if spec, err := pjrt.ParseConfig(cfg.Backend); err != nil || spec.Backend != "go" {
+	if spec, err := backend.ParseConfig(cfg.Backend); err != nil || spec.Backend != "go" {
 		return ""
 	}
 	return "note: net.precision bfloat16 on the pure-Go backend runs slower than float32 (its products and " +
@@ -440,14 +441,14 @@ func netSpecMain(stdout io.Writer, path string, sizes netspec.Sizes, asJSON bool
 
 // netsMain is `trainer nets` with its parsed flags.
 func netsMain(f netsFlags, stdout io.Writer) error {
-	backend, err := pjrt.Open("go")
+	b, err := backend.Open("go")
 	if err != nil {
 		return err
 	}
 	var sums []graphs.Summary
 	for _, name := range graphs.Names() {
 		spec, _ := graphs.Get(name)
-		sum, err := graphs.Summarize(backend, spec, graphs.Options{})
+		sum, err := graphs.Summarize(b, spec, graphs.Options{})
 		if err != nil {
 			return err
 		}
@@ -532,13 +533,13 @@ func devicesMain(f devicesFlags, stdout, stderr io.Writer) error {
 		return errors.New("devices: --run needs --install TARGET")
 	}
 	if f.Plugin != "" {
-		cfg, err := pjrt.PluginBackend(f.Plugin)
+		cfg, err := pjrtplugin.PluginBackend(f.Plugin)
 		if err != nil {
 			return err
 		}
 		f.Backend = cfg
 	}
-	desc, err := pjrt.Describe(f.Backend)
+	desc, err := backend.Describe(f.Backend)
 	if f.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/bestiary/checks"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/verify"
 )
 
@@ -82,11 +82,11 @@ func verifyMain(f verifyFlags, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	backend, err := pjrt.Open(f.Backend)
+	b, err := backend.Open(f.Backend)
 	if err != nil {
 		return err
 	}
-	defer backend.Finalize()
+	defer b.Finalize()
 
 	report := verifyReport{Backend: f.Backend}
 	if !f.JSON && !f.Wide {
@@ -102,12 +102,12 @@ func verifyMain(f verifyFlags, stdout, stderr io.Writer) error {
 	if !f.NetsOnly {
 		checks.Register() // the bestiary's rows, after verify's own op checks
 		fmt.Fprintf(stderr, "verify: op checks on %s\n", f.Backend)
-		emit(verify.RunOps(backend, filter))
+		emit(verify.RunOps(b, filter))
 	}
 	if !f.OpsOnly {
 		for _, name := range names {
 			fmt.Fprintf(stderr, "verify: net %s\n", name)
-			emit(verify.CheckNet(backend, name, verify.NetConfig{Coords: f.Coords}))
+			emit(verify.CheckNet(b, name, verify.NetConfig{Coords: f.Coords}))
 		}
 	}
 	report.Checks = len(report.Results)

@@ -16,12 +16,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/trainer"
 	"github.com/trainer/trainer/weights"
@@ -99,11 +99,11 @@ func shapeHint(err error) error {
 
 // template lists the variables the net declares.
 func template(spec graphs.Spec, opts graphs.Options) ([]weights.Variable, error) {
-	backend, err := pjrt.Open("go")
+	b, err := backend.Open("go")
 	if err != nil {
 		return nil, err
 	}
-	return weights.Template(backend, spec, opts)
+	return weights.Template(b, spec, opts)
 }
 
 // checkpointVariables loads a checkpoint of spec and returns its model variables (template paths only).
@@ -397,11 +397,11 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 			return err
 		}
 	}
-	backend, err := pjrt.Open(*backendName)
+	b, err := backend.Open(*backendName)
 	if err != nil {
 		return err
 	}
-	p := trainer.Predictor{Backend: backend, Variables: ctx, Spec: spec, Options: opts, Transform: tr, Top: *top}
+	p := trainer.Predictor{Backend: b, Variables: ctx, Spec: spec, Options: opts, Transform: tr, Top: *top}
 	return p.Predict(images, func(pred trainer.Prediction) error {
 		fmt.Fprintln(stdout, echo.Terminal(pred.Path))
 		for rank, c := range pred.Classes {

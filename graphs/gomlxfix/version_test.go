@@ -17,8 +17,8 @@ var bridges = []struct {
 	files           []string
 }{
 	{"github.com/gomlx/gomlx", "v0.26.0", []string{
-		"graphs/gomlxfix/gomlx_internals.go", "gobackend/simplego_internals.go", "pjrt/xla_internals.go"}},
-	{"github.com/gomlx/go-xla", "v0.1.4", []string{"pjrt/xla_internals.go"}},
+		"graphs/gomlxfix/gomlx_internals.go", "gobackend/simplego_internals.go", "backend/pjrtplugin/xla_internals.go"}},
+	{"github.com/gomlx/go-xla", "v0.1.4", []string{"backend/pjrtplugin/xla_internals.go"}},
 }
 
 // TestBridgesMatchGoMLXVersion fails, naming the bridge files, when the module builds with another

@@ -1,4 +1,4 @@
-package pjrt
+package backend
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/pkg/errors"
+	"github.com/trainer/trainer/backend/pjrtplugin"
 	"github.com/trainer/trainer/gobackend"
 )
 
@@ -113,7 +114,7 @@ func Open(config string) (backends.Backend, error) {
 // openResult holds what open learned on the way, for Describe.
 type openResult struct {
 	spec   Spec
-	search *PluginSearch
+	search *pjrtplugin.PluginSearch
 	plugin string
 }
 
@@ -129,61 +130,36 @@ func open(config string) (backends.Backend, openResult, error) {
 		return b, r, err
 	}
 	// Search even without cgo, so that `trainer devices` still lists what it found.
-	r.plugin, r.search, err = resolvePlugin(spec)
-	if !xlaAvailable {
+	r.plugin, r.search, err = pjrtplugin.Resolve(spec.PluginPath, spec.Platform)
+	if !pjrtplugin.Available {
 		return nil, r, errors.Errorf("backend %q: this program was built without cgo, and the xla backend (PJRT plugins) "+
 			"needs it: rebuild with CGO_ENABLED=1, or use --backend go", config)
 	}
 	if err != nil {
 		return nil, r, err
 	}
-	b, err := openXLA(r.plugin, spec)
+	b, err := pjrtplugin.Open(r.plugin, spec.Options)
 	if err != nil {
 		return nil, r, errors.WithMessagef(err, "backend %q (plugin %s)", config, r.plugin)
 	}
 	return b, r, nil
 }
 
-// resolvePlugin returns the absolute path of the checked plugin for spec.
-func resolvePlugin(spec Spec) (string, *PluginSearch, error) {
-	if spec.PluginPath != "" {
-		if err := CheckPlugin(spec.PluginPath); err != nil {
-			return "", nil, err
-		}
-		return spec.PluginPath, nil, nil
-	}
-	search := FindPlugins()
-	platforms := []string{spec.Platform}
-	if spec.Platform == "" {
-		platforms = []string{"cuda", "cpu"} // GoMLX's default preference.
-	}
-	for _, platform := range platforms {
-		if p, ok := search.Find(platform); ok {
-			return p.Path, &search, nil
-		}
-	}
-	want := spec.Platform
-	if want == "" {
-		want = "cpu"
-	}
-	return "", &search, search.notFoundError(want)
-}
-
 // Description describes a backend configuration, for `trainer devices`.
 type Description struct {
-	Config      string   `json:"config"`                 // As given.
-	Backend     string   `json:"backend"`                // "go" or "xla".
-	Name        string   `json:"name,omitempty"`         // The backend's Name().
-	Text        string   `json:"description,omitempty"`  // The backend's Description().
-	NumDevices  int      `json:"num_devices"`            // Devices the backend can use.
-	Devices     []string `json:"devices,omitempty"`      // Description of each device.
-	PluginPath  string   `json:"plugin,omitempty"`       // PJRT: the plugin used.
-	SearchDirs  []string `json:"search_dirs,omitempty"`  // PJRT: directories searched (empty when a path was given).
-	SearchEnv   bool     `json:"search_env,omitempty"`   // PJRT: SearchDirs came from PJRT_PLUGIN_LIBRARY_PATH.
-	PythonDirs  []string `json:"python_dirs,omitempty"`  // PJRT: Python package directories searched for wheel plugins.
-	PluginFiles []Plugin `json:"plugin_files,omitempty"` // PJRT: plugin files found.
-	Err         error    `json:"-"`                      // Why the backend couldn't be opened (Describe also returns it).
-	Error       string   `json:"error,omitempty"`        // Err's text, for JSON.
+	Config      string              `json:"config"`                 // As given.
+	Backend     string              `json:"backend"`                // "go" or "xla".
+	Name        string              `json:"name,omitempty"`         // The backend's Name().
+	Text        string              `json:"description,omitempty"`  // The backend's Description().
+	NumDevices  int                 `json:"num_devices"`            // Devices the backend can use.
+	Devices     []string            `json:"devices,omitempty"`      // Description of each device.
+	PluginPath  string              `json:"plugin,omitempty"`       // PJRT: the plugin used.
+	SearchDirs  []string            `json:"search_dirs,omitempty"`  // PJRT: directories searched (empty when a path was given).
+	SearchEnv   bool                `json:"search_env,omitempty"`   // PJRT: SearchDirs came from PJRT_PLUGIN_LIBRARY_PATH.
+	PythonDirs  []string            `json:"python_dirs,omitempty"`  // PJRT: Python package directories searched for wheel plugins.
+	PluginFiles []pjrtplugin.Plugin `json:"plugin_files,omitempty"` // PJRT: plugin files found.
+	Err         error               `json:"-"`                      // Why the backend couldn't be opened (Describe also returns it).
+	Error       string              `json:"error,omitempty"`        // Err's text, for JSON.
 }
 
 // Describe opens the backend named by config, describes it and its devices, and finalizes it. On failure
@@ -237,7 +213,7 @@ func (d Description) String() string {
 	if len(d.SearchDirs) > 0 {
 		src := "defaults"
 		if d.SearchEnv {
-			src = PluginPathEnv
+			src = pjrtplugin.PluginPathEnv
 		}
 		fmt.Fprintf(&b, "plugin directories searched (%s):\n", src)
 		for _, dir := range d.SearchDirs {

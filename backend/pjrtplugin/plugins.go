@@ -1,4 +1,4 @@
-package pjrt
+package pjrtplugin
 
 import (
 	"bufio"
@@ -348,6 +348,34 @@ func CheckPlugin(path string) error {
 	}
 	return errors.Errorf("PJRT plugin %s does not define %s: it is not a PJRT plugin (go-xla would crash loading it)",
 		path, pjrtAPISymbol)
+}
+
+// Resolve returns the absolute path of the checked plugin to load: pluginPath itself when given (no
+// search), else the first usable plugin of platform ("" for GoMLX's preference: cuda, then cpu). The
+// search is returned when one ran; when it found nothing usable, the error lists every directory searched
+// and how to install a plugin.
+func Resolve(pluginPath, platform string) (string, *PluginSearch, error) {
+	if pluginPath != "" {
+		if err := CheckPlugin(pluginPath); err != nil {
+			return "", nil, err
+		}
+		return pluginPath, nil, nil
+	}
+	search := FindPlugins()
+	platforms := []string{platform}
+	if platform == "" {
+		platforms = []string{"cuda", "cpu"} // GoMLX's default preference.
+	}
+	for _, p := range platforms {
+		if found, ok := search.Find(p); ok {
+			return found.Path, &search, nil
+		}
+	}
+	want := platform
+	if want == "" {
+		want = "cpu"
+	}
+	return "", &search, search.notFoundError(want)
 }
 
 // installHint says how to get a plugin for the platform.

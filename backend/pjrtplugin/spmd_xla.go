@@ -1,6 +1,6 @@
 //go:build cgo
 
-package pjrt
+package pjrtplugin
 
 import (
 	"github.com/gomlx/gomlx/backends"
@@ -12,7 +12,7 @@ import (
 // and its xla builder turns any sharding spec into a Shardy annotation, which needs a Shardy mesh that
 // only AutoSharding programs have: an SPMD step with variables fails to build ("mesh not found"). An
 // SPMD program's parameters are one device's values, so the spec says nothing the program needs; the
-// builders of the XLA backends opened here (openXLA, EmitBackend) drop it, as the pure-Go backend does.
+// builders of the XLA backends opened here (Open, EmitBackend) drop it, as the pure-Go backend does.
 
 // spmdBackend is GoMLX's xla backend whose builders drop the parameters' sharding specs in SPMD programs.
 type spmdBackend struct{ *xla.Backend }

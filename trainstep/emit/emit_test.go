@@ -1,4 +1,4 @@
-package trainstep
+package emit
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/backend/pjrtplugin"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/pjrt"
 	"github.com/trainer/trainer/recipe"
 )
 
@@ -31,11 +31,11 @@ func count(text, pattern string) int {
 }
 
 func TestEmit(t *testing.T) {
-	if !pjrt.EmitAvailable {
+	if !pjrtplugin.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
 	cfg := emitConfig(t, "mnist_cnn", "sgd", 8, 1)
-	text, err := Emit(cfg)
+	text, err := TrainStep(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +59,12 @@ func TestEmit(t *testing.T) {
 // program (images 8x28x28x1), with the batch axis sharded over a 2-device mesh and the variables
 // replicated; XLA partitions it at compile time (so the collectives are not in this text).
 func TestEmitReplicas(t *testing.T) {
-	if !pjrt.EmitAvailable {
+	if !pjrtplugin.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
 	cfg := emitConfig(t, "mnist_cnn", "adamw", 8, 2)
 	cfg.Net.Precision, cfg.DataParallel.Mode = "bfloat16", config.DataParallelAuto
-	text, err := Emit(cfg)
+	text, err := TrainStep(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +92,13 @@ func TestEmitReplicas(t *testing.T) {
 // which the CUDA plugin refused for ResNet-50 on the H200 (docs/benchmarks.md); graphs.MaxPool2D pools
 // half-precision inputs in float32 to avoid it.
 func TestEmitBF16ConstantsWellFormed(t *testing.T) {
-	if !pjrt.EmitAvailable {
+	if !pjrtplugin.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
 	for _, name := range graphs.Names() {
 		cfg := emitConfig(t, name, "sgd", 2, 1)
 		cfg.Net.Precision, cfg.Net.Width = "bfloat16", 0.125
-		text, err := Emit(cfg)
+		text, err := TrainStep(cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -119,7 +119,7 @@ func TestEmitBF16ConstantsWellFormed(t *testing.T) {
 // through the table first; with device_normalize false the step takes float32 images. Over 2
 // replicas: the global batch sharded over the mesh (auto), or each device's shard of 4 (spmd).
 func TestEmitTakesUint8(t *testing.T) {
-	if !pjrt.EmitAvailable {
+	if !pjrtplugin.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
 	for _, mode := range config.DataParallelModes {
@@ -127,7 +127,7 @@ func TestEmitTakesUint8(t *testing.T) {
 		for _, dn := range []config.Switch{"auto", "false"} {
 			cfg := emitConfig(t, "cifar_cnn", "sgd", 8, 2)
 			cfg.Data.Source, cfg.Data.DeviceNormalize, cfg.DataParallel.Mode = "cifar10", dn, mode
-			text, err := Emit(cfg)
+			text, err := TrainStep(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func TestEmitTakesUint8(t *testing.T) {
 // cotangents all-reduced); without sync BN, two per BatchNorm averaging its running statistics. Every
 // one sums over all replicas (replica_groups [[0 … R−1]]).
 func TestEmitSPMDCollectives(t *testing.T) {
-	if !pjrt.EmitAvailable {
+	if !pjrtplugin.EmitAvailable {
 		t.Skip("built without cgo: no StableHLO emit")
 	}
 	for _, c := range []struct {
@@ -170,7 +170,7 @@ func TestEmitSPMDCollectives(t *testing.T) {
 	} {
 		cfg := emitConfig(t, c.net, "sgd", 8*c.replicas, c.replicas)
 		cfg.Net.Width, cfg.DataParallel.SyncBN = 1.0/16, c.syncBN
-		text, err := Emit(cfg)
+		text, err := TrainStep(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

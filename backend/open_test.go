@@ -1,4 +1,4 @@
-package pjrt
+package backend
 
 import (
 	"debug/elf"
@@ -12,6 +12,8 @@ import (
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/backend/pjrtplugin"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -120,7 +122,7 @@ func xlaErrorMustMention(t *testing.T, config string, err error, want ...string)
 	if err == nil {
 		t.Fatalf("Open(%q) succeeded", config)
 	}
-	if !xlaAvailable {
+	if !pjrtplugin.Available {
 		if !strings.Contains(err.Error(), "built without cgo") {
 			t.Errorf("Open(%q) without cgo: %v", config, err)
 		}
@@ -133,27 +135,15 @@ func xlaErrorMustMention(t *testing.T, config string, err error, want ...string)
 	}
 }
 
-// GoMLX's xla.New searches for (and, with auto-install on, downloads) a plugin given by name: openXLA
-// refuses anything but an absolute path, so only a plugin Open found and checked is ever loaded.
-func TestOpenXLAOnlyByPath(t *testing.T) {
-	_, err := openXLA("cpu", Spec{Backend: "xla", Platform: "cpu"})
-	if err == nil {
-		t.Fatal(`openXLA("cpu") accepted a plugin name`)
-	}
-	if xlaAvailable && !strings.Contains(err.Error(), "absolute path") {
-		t.Errorf(`openXLA("cpu"): %v, want the absolute-path error`, err)
-	}
-}
-
 func TestOpenXLAWithoutPlugin(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(PluginPathEnv, dir)
+	t.Setenv(pjrtplugin.PluginPathEnv, dir)
 	start := time.Now()
 	_, err := Open("xla:cpu")
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("failing took %s", elapsed)
 	}
-	xlaErrorMustMention(t, "xla:cpu", err, dir, PluginPathEnv, "pjrt_c_api_cpu_plugin.so", "--backend")
+	xlaErrorMustMention(t, "xla:cpu", err, dir, pjrtplugin.PluginPathEnv, "pjrt_c_api_cpu_plugin.so", "--backend")
 	_, err = Open("xla:cuda")
 	xlaErrorMustMention(t, "xla:cuda", err, dir, "xla_cuda_plugin.so")
 
@@ -161,7 +151,7 @@ func TestOpenXLAWithoutPlugin(t *testing.T) {
 	if err == nil {
 		t.Fatal("Describe succeeded")
 	}
-	if xlaAvailable && (!slices.Equal(d.SearchDirs, []string{dir}) || !d.SearchEnv || !strings.Contains(d.String(), dir)) {
+	if pjrtplugin.Available && (!slices.Equal(d.SearchDirs, []string{dir}) || !d.SearchEnv || !strings.Contains(d.String(), dir)) {
 		t.Errorf("Describe: %+v\n%s", d, d)
 	}
 }
@@ -211,17 +201,17 @@ func fakePlugins(t *testing.T) map[string]string {
 func TestFakePluginsAreRefused(t *testing.T) {
 	for kind, path := range fakePlugins(t) {
 		t.Run(kind, func(t *testing.T) {
-			err := CheckPlugin(path)
+			err := pjrtplugin.CheckPlugin(path)
 			if err == nil {
 				t.Fatalf("CheckPlugin accepted %s", path)
 			}
 			want := map[string]string{"text": "not an ELF", "executable": "not a shared library", "nosymbol": "GetPjrtApi"}[kind]
 			if !strings.Contains(err.Error(), want) {
-				t.Errorf("CheckPlugin(%s): %v, want mention of %q", kind, err, want)
+				t.Errorf("pjrtplugin.CheckPlugin(%s): %v, want mention of %q", kind, err, want)
 			}
 			// Found by discovery, but unusable: "xla:cpu" fails and says why.
-			t.Setenv(PluginPathEnv, filepath.Dir(path))
-			s := FindPlugins()
+			t.Setenv(pjrtplugin.PluginPathEnv, filepath.Dir(path))
+			s := pjrtplugin.FindPlugins()
 			if len(s.Plugins) != 1 || s.Plugins[0].Name != "cpu" || s.Plugins[0].Err == nil {
 				t.Errorf("FindPlugins: %+v", s)
 			}
@@ -260,21 +250,21 @@ func TestCheckPluginStub(t *testing.T) {
 	}
 	good := build("pjrt_c_api_cpu_plugin.so", "void *GetPjrtApi(void) { return 0; }\n")
 	bad := build("pjrt_plugin_tpu.so", "int NotTheApi(void) { return 1; }\n")
-	if err := CheckPlugin(good); err != nil {
-		t.Errorf("CheckPlugin(stub with GetPjrtApi): %v", err)
+	if err := pjrtplugin.CheckPlugin(good); err != nil {
+		t.Errorf("pjrtplugin.CheckPlugin(stub with GetPjrtApi): %v", err)
 	}
-	if err := CheckPlugin(bad); err == nil || !strings.Contains(err.Error(), "GetPjrtApi") {
-		t.Errorf("CheckPlugin(stub without GetPjrtApi): %v", err)
+	if err := pjrtplugin.CheckPlugin(bad); err == nil || !strings.Contains(err.Error(), "GetPjrtApi") {
+		t.Errorf("pjrtplugin.CheckPlugin(stub without GetPjrtApi): %v", err)
 	}
-	t.Setenv(PluginPathEnv, filepath.Dir(good))
-	s := FindPlugins()
+	t.Setenv(pjrtplugin.PluginPathEnv, filepath.Dir(good))
+	s := pjrtplugin.FindPlugins()
 	if p, ok := s.Find("cpu"); !ok || p.Path != good {
 		t.Errorf("Find(cpu) = %+v, %v in %+v", p, ok, s)
 	}
 	if _, ok := s.Find("tpu"); ok {
 		t.Errorf("Find(tpu) found the stub without GetPjrtApi")
 	}
-	if !xlaAvailable {
+	if !pjrtplugin.Available {
 		return
 	}
 	// The stub passes our checks but its GetPjrtApi returns NULL, on which go-xla dereferences nil:
@@ -283,61 +273,6 @@ func TestCheckPluginStub(t *testing.T) {
 		t.Errorf("Open on a stub plugin succeeded")
 	} else {
 		t.Logf("stub plugin refused: %v", err)
-	}
-}
-
-func TestPluginSearchDirs(t *testing.T) {
-	t.Setenv(PluginPathEnv, "/a::/b:/a")
-	dirs, fromEnv := PluginSearchDirs()
-	if !fromEnv || !slices.Equal(dirs, []string{"/a", "/b"}) {
-		t.Errorf("with %s set: %v %v", PluginPathEnv, dirs, fromEnv)
-	}
-	if err := os.Unsetenv(PluginPathEnv); err != nil { // t.Setenv restores it afterwards.
-		t.Fatal(err)
-	}
-	t.Setenv("LD_LIBRARY_PATH", "/opt/ld1:relative/dir:")
-	dirs, fromEnv = PluginSearchDirs()
-	home, _ := os.UserHomeDir()
-	for _, want := range []string{filepath.Join(home, ".local/lib/go-xla"), "/usr/local/lib/go-xla", "/opt/ld1"} {
-		if !slices.Contains(dirs, want) {
-			t.Errorf("defaults %v lack %s", dirs, want)
-		}
-	}
-	if fromEnv || slices.Contains(dirs, "relative/dir") {
-		t.Errorf("defaults: %v (fromEnv %v)", dirs, fromEnv)
-	}
-
-	// ld.so.conf parsing: comments, includes (globs, relative to the file), plain directories.
-	dir := t.TempDir()
-	_ = os.MkdirAll(filepath.Join(dir, "conf.d"), 0o755)
-	_ = os.WriteFile(filepath.Join(dir, "ld.so.conf"), []byte("# comment\ninclude conf.d/*.conf\n/lib/one  # trailing\n\n"), 0o644)
-	_ = os.WriteFile(filepath.Join(dir, "conf.d", "x.conf"), []byte("/lib/two\n"), 0o644)
-	if got := ldSoConfDirs(nil, filepath.Join(dir, "ld.so.conf"), 0); !slices.Equal(got, []string{"/lib/two", "/lib/one"}) {
-		t.Errorf("ldSoConfDirs = %v", got)
-	}
-}
-
-func TestPluginNames(t *testing.T) {
-	for path, want := range map[string]string{
-		"/x/pjrt_c_api_cpu_plugin.so":          "cpu",
-		"/x/pjrt_c_api_cpu_v0.83.1_plugin.so":  "cpu_v0.83.1",
-		"/x/pjrt-plugin-cuda.so":               "cuda",
-		"/x/pjrt_plugin_tpu.so":                "tpu",
-		"/x/xla_cuda_plugin.so":                "",
-		"/x/pjrt_c_api_cpu_plugin.so.bak":      "",
-		"/x/libpjrt_c_api_cpu_plugin.so.dylib": "",
-	} {
-		if got := pluginName(path); got != want {
-			t.Errorf("pluginName(%s) = %q, want %q", path, got, want)
-		}
-	}
-	for _, tc := range []struct {
-		platform, name string
-		want           bool
-	}{{"cpu", "cpu", true}, {"cpu", "cpu_v0.83.1", true}, {"cuda", "cuda13", true}, {"cuda", "gpu", true}, {"cpu", "cpux", false}, {"tpu", "cpu", false}} {
-		if got := platformMatches(tc.platform, tc.name); got != tc.want {
-			t.Errorf("platformMatches(%q, %q) = %v", tc.platform, tc.name, got)
-		}
 	}
 }
 

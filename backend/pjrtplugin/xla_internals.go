@@ -1,6 +1,6 @@
 //go:build cgo
 
-package pjrt
+package pjrtplugin
 
 import (
 	"reflect"

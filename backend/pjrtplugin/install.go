@@ -1,4 +1,4 @@
-package pjrt
+package pjrtplugin
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package pjrt
+package backend
 
 import (
 	"sync/atomic"

@@ -1,4 +1,4 @@
-package pjrt
+package pjrtplugin
 
 import (
 	"os"
@@ -58,8 +58,15 @@ func TestWheelPluginsAreFoundAndChecked(t *testing.T) {
 		}
 	}
 	// Refused, and the error says where it looked and what it found.
-	_, err := Open("xla:tpu")
-	xlaErrorMustMention(t, "xla:tpu", err, site, filepath.Join(site, "libtpu/libtpu.so"), "not an ELF")
+	_, _, err := Resolve("", "tpu")
+	if err == nil {
+		t.Fatal(`Resolve("", "tpu") accepted a plugin that is not an ELF file`)
+	}
+	for _, want := range []string{site, filepath.Join(site, "libtpu/libtpu.so"), "not an ELF"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf(`Resolve("", "tpu"): error doesn't mention %q:\n%v`, want, err)
+		}
+	}
 
 	// PJRT_PLUGIN_LIBRARY_PATH replaces every default, the wheels included.
 	t.Setenv(PluginPathEnv, t.TempDir())

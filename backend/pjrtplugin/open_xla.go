@@ -1,6 +1,6 @@
 //go:build cgo
 
-package pjrt
+package pjrtplugin
 
 import (
 	"fmt"
@@ -14,23 +14,24 @@ import (
 	"github.com/pkg/errors"
 )
 
-// xlaAvailable: the xla backend is compiled in (it needs cgo).
-const xlaAvailable = true
+// Available says whether this build can load PJRT plugins: GoMLX's xla backend is compiled in (it
+// needs cgo).
+const Available = true
 
 // noAutoInstall switches GoMLX's plugin auto-install off, once, before the first xla backend opens.
 var noAutoInstall sync.Once
 
-// openXLA opens GoMLX's xla backend on the plugin at pluginPath (absolute, already checked), so go-xla
-// never runs its own plugin search and GoMLX never downloads a plugin: xla.New auto-installs only for a
-// plugin given by name (and only while auto-install is on, which it is by default unless
+// Open opens GoMLX's xla backend on the plugin at pluginPath (absolute, already checked by Resolve or
+// CheckPlugin) with the PJRT backend options, so go-xla never runs its own plugin search and GoMLX
+// never downloads a plugin: xla.New auto-installs only for a plugin given by name (and only while auto-install is on, which it is by default unless
 // GOMLX_NO_AUTO_INSTALL was set when the program started). A download is not what a user asking for
 // "xla:cpu" expects, and these machines are offline.
-func openXLA(pluginPath string, spec Spec) (b backends.Backend, err error) {
+func Open(pluginPath string, options []string) (b backends.Backend, err error) {
 	if !filepath.IsAbs(pluginPath) {
 		return nil, errors.Errorf("PJRT plugin %q: an absolute path is required (a name would let GoMLX search and download)", pluginPath)
 	}
 	noAutoInstall.Do(func() { xla.EnableAutoInstall(false) })
-	options := slices.Clone(spec.Options)
+	options = slices.Clone(options)
 	// GoMLX shares host and device buffers when the plugin is *named* "cpu"; loaded by path it isn't.
 	if name := pluginName(pluginPath); name != "" && platformMatches("cpu", name) &&
 		!slices.Contains(options, "noshared_buffers") && !slices.Contains(options, "shared_buffers") {
