@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/trainer/trainer/internal/echo"
 )
 
@@ -27,8 +25,8 @@ func Load(path string, overrides []string) (Config, error) {
 		if !ok || key == "" {
 			return Config{}, fmt.Errorf("--set %s: expected key=value, e.g. --set optimizer.lr=0.05", echo.Quote(o))
 		}
-		var value any
-		if err := yaml.Unmarshal([]byte(raw), &value); err != nil {
+		value, err := parseYAML([]byte(raw))
+		if err != nil {
 			return Config{}, fmt.Errorf("--set %s: cannot parse value %s: %v", echo.Cut(key), echo.Quote(raw), err)
 		}
 		if value == nil {

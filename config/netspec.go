@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/netspec"
 )
@@ -110,8 +108,8 @@ func ReadSpecFile(path string) ([]any, error) {
 	if len(text) > MaxSpecFileBytes {
 		return nil, fmt.Errorf("%s: larger than %d bytes, the most a spec file may hold", path, MaxSpecFileBytes)
 	}
-	var v any
-	if err := yaml.Unmarshal(text, &v); err != nil {
+	v, err := parseYAML(text)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	list, ok := normalized(v).([]any)
