@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,18 +22,59 @@ import (
 // expected"; Load prefixes the file.
 
 // keyError is one broken rule: the key it is about and what was wrong (Load names the file that set
-// the key).
-type keyError struct{ key, msg string }
+// the key). nonFinite marks a NaN or infinity, after which the key's range checks stay quiet.
+type keyError struct {
+	key, msg  string
+	nonFinite bool
+}
 
 func (e *keyError) Error() string { return e.key + ": " + e.msg }
 
 // checks collects the errors of a validation, in the order the rules run.
 type checks []error
 
-// check records "key: message" when ok is false.
+// check records "key: message" when ok is false, unless the key's value was refused as not finite.
 func (cs *checks) check(ok bool, key, format string, args ...any) {
-	if !ok {
-		*cs = append(*cs, &keyError{key, fmt.Sprintf(format, args...)})
+	if !ok && !cs.nonFinite(key) {
+		*cs = append(*cs, &keyError{key: key, msg: fmt.Sprintf(format, args...)})
+	}
+}
+
+// nonFinite reports whether key was refused for holding NaN or an infinity.
+func (cs *checks) nonFinite(key string) bool {
+	return slices.ContainsFunc(*cs, func(e error) bool {
+		ke, ok := e.(*keyError)
+		return ok && ke.nonFinite && ke.key == key
+	})
+}
+
+// finite refuses NaN and ±Inf in every number of the struct v (its floats, lists of floats and
+// lr_mult's factors), keys named under prefix. It runs before the range checks, as the one rule they
+// all share: one written `x >= 0` lets +Inf through (cutmix_alpha: .inf), one written `!(x < 0)` NaN.
+func (cs *checks) finite(v reflect.Value, prefix string) {
+	refuse := func(key string, f float64, where string) {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			*cs = append(*cs, &keyError{key: key, msg: fmt.Sprintf("got %g%s, expected a finite number", f, where), nonFinite: true})
+		}
+	}
+	for i := range v.NumField() {
+		key, field := prefix+yamlName(v.Type().Field(i)), v.Field(i)
+		switch {
+		case field.Kind() == reflect.Struct:
+			cs.finite(field, key+".")
+		case field.Kind() == reflect.Float64:
+			refuse(key, field.Float(), "")
+		case field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.Float64:
+			for j := range field.Len() {
+				refuse(key, field.Index(j).Float(), fmt.Sprintf(" at position %d", j))
+			}
+		case field.Kind() == reflect.Map && field.Type().Elem().Kind() == reflect.Float64:
+			keys := field.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			for _, k := range keys {
+				refuse(key, field.MapIndex(k).Float(), " for "+echo.Quote(k.String()))
+			}
+		}
 	}
 }
 
@@ -60,6 +103,7 @@ func (c Config) Validate() error { return c.ValidateWithDevices(0) }
 // many as replicas; unknown for the others).
 func (c Config) ValidateWithDevices(devices int) error {
 	var cs checks
+	cs.finite(reflect.ValueOf(c), "")
 	cs.check(c.Name != "" && len(c.Name) <= maxName && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
 		"name", "got %s, expected a plain name usable as a directory (at most %d bytes)", echo.Quote(c.Name), maxName)
 	cs.check(c.Backend != "", "backend", "expected a backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
