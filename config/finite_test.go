@@ -61,3 +61,25 @@ func TestNonFiniteNumbersRefusedInEveryKey(t *testing.T) {
 		t.Errorf("tried %d values, want every number key (about 30 keys)", tried)
 	}
 }
+
+// TestRunLengthKeysBounded: epochs, steps and the warmup are bounded by MaxSteps when the recipe loads
+// (epochs=1e18 wrapped the step count after the run directory was made; warmup_epochs=1e18 wrapped
+// the warmup negative and trained without one), and WarmupLength saturates instead of wrapping.
+func TestRunLengthKeysBounded(t *testing.T) {
+	path := writeConfig(t, "seed: 1\n")
+	for _, set := range []string{"epochs=1e18", "steps=1000000000", "schedule.warmup_epochs=1e18", "schedule.warmup_steps=1e12"} {
+		key, _, _ := strings.Cut(set, "=")
+		_, err := Load(path, []string{set})
+		if err == nil || !strings.Contains(err.Error(), "--set "+key+": got") || !strings.Contains(err.Error(), "999999999]") {
+			t.Errorf("--set %s: %v, want an error naming the key and the bound %d", set, err, MaxSteps)
+		}
+	}
+	s := ScheduleConfig{WarmupEpochs: 1e18}
+	if w := s.WarmupLength(1000); w < MaxSteps {
+		t.Errorf("warmup of 1e18 epochs of 1000 steps: %d steps, want more than any run (%d)", w, MaxSteps)
+	}
+	s.WarmupEpochs = 2.5
+	if w := s.WarmupLength(10); w != 25 {
+		t.Errorf("warmup of 2.5 epochs of 10 steps: %d, want 25", w)
+	}
+}

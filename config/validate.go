@@ -91,6 +91,11 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// MaxSteps is the most optimizer steps a run may have, and so the bound of epochs, steps and the
+// warmup: a checkpoint's file name has nine digits for its step (checkpoint.MaxStep, which a test
+// keeps equal). schedule.Length checks the product of epochs and batches per epoch against it.
+const MaxSteps = 999_999_999
+
 // maxName bounds the run name, a directory name (NAME_MAX).
 const maxName = 255
 
@@ -108,8 +113,8 @@ func (c Config) ValidateWithDevices(devices int) error {
 		"name", "got %s, expected a plain name usable as a directory (at most %d bytes)", echo.Quote(c.Name), maxName)
 	cs.check(c.Backend != "", "backend", "expected a backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
 	cs.check(c.Seed >= 0, "seed", "got %d, expected >= 0", c.Seed)
-	cs.check(c.Epochs >= 0, "epochs", "got %d, expected >= 0", c.Epochs)
-	cs.check(c.Steps >= 0, "steps", "got %d, expected >= 0 (0: run whole epochs)", c.Steps)
+	cs.check(c.Epochs >= 0 && c.Epochs <= MaxSteps, "epochs", "got %d, expected in [0, %d]", c.Epochs, MaxSteps)
+	cs.check(c.Steps >= 0 && c.Steps <= MaxSteps, "steps", "got %d, expected in [0, %d] (0: run whole epochs)", c.Steps, MaxSteps)
 	cs.check(c.Epochs > 0 || c.Steps > 0, "epochs", "epochs and steps are both 0: nothing to train")
 	cs.check(c.RunDir != "", "run_dir", "expected a directory")
 	c.Net.validate(&cs)
@@ -238,8 +243,8 @@ func (c Config) validateRecipe(cs *checks) {
 
 	s := c.Schedule
 	cs.oneOf(s.Name, "schedule.name", Schedules)
-	cs.check(s.WarmupEpochs >= 0, "schedule.warmup_epochs", "got %g, expected >= 0", s.WarmupEpochs)
-	cs.check(s.WarmupSteps >= 0, "schedule.warmup_steps", "got %d, expected >= 0", s.WarmupSteps)
+	cs.check(s.WarmupEpochs >= 0 && s.WarmupEpochs <= MaxSteps, "schedule.warmup_epochs", "got %g, expected in [0, %d]", s.WarmupEpochs, MaxSteps)
+	cs.check(s.WarmupSteps >= 0 && s.WarmupSteps <= MaxSteps, "schedule.warmup_steps", "got %d, expected in [0, %d]", s.WarmupSteps, MaxSteps)
 	cs.check(s.WarmupEpochs == 0 || s.WarmupSteps == 0, "schedule.warmup_steps", "set warmup_steps or warmup_epochs, not both")
 	cs.check(s.WarmupStartLR >= 0 && s.WarmupStartLR <= c.PeakLR(), "schedule.warmup_start_lr", "got %g, expected in [0, peak lr %g]", s.WarmupStartLR, c.PeakLR())
 	cs.check(s.MinLR >= 0 && s.MinLR <= c.PeakLR(), "schedule.min_lr", "got %g, expected in [0, peak lr %g]", s.MinLR, c.PeakLR())

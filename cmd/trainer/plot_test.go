@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,5 +177,37 @@ func TestPlotScheduleWithoutData(t *testing.T) {
 	present := []string{"schedule", "../../configs/resnet50_sgd_imagenette.yaml", "--out", out, "--set", "data.batch_size=2", "--set", "net.num_classes=2"}
 	if err := cmdPlot(present, &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "120 optimizer steps (3 per epoch, from the training split") {
 		t.Errorf("shards present: %v, %q", err, stdout.String())
+	}
+}
+
+// TestPlotScheduleOfLongRunsIsBounded: a run of 10^8 steps (steps=1e8 was OOM-killed holding every
+// step) is drawn from at most maxSchedulePoints samples that keep its first and last step and the
+// warmup's turn; epochs=1e15 (a makeslice panic) and a split of 99,999,999,999,999 examples are errors
+// naming the bound.
+func TestPlotScheduleOfLongRunsIsBounded(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Name = "long"
+	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupSteps: 1001}
+	const total = 100_000_000
+	s := scheduleOf(cfg, total, 1000)
+	if len(s.Steps) > maxSchedulePoints+2 || len(s.LR) != len(s.Steps) || s.Total != total {
+		t.Fatalf("%d steps, %d lr values, total %d; want at most %d samples, one lr each, total %d", len(s.Steps), len(s.LR), s.Total, maxSchedulePoints+2, total)
+	}
+	if s.Steps[0] != 0 || s.Steps[len(s.Steps)-1] != total-1 {
+		t.Errorf("samples from step %g to %g, want 0 to %d", s.Steps[0], s.Steps[len(s.Steps)-1], total-1)
+	}
+	peak := slices.Index(s.Steps, 1000)
+	if peak < 0 || s.LR[peak] != cfg.PeakLR() {
+		t.Errorf("the warmup's last step 1000 sampled at %d, lr there %v; want it sampled at the peak %g", peak, s.LR[max(peak, 0)], cfg.PeakLR())
+	}
+	if charts := plot.ScheduleCharts(s); charts[0].Plot.X.Max != total {
+		t.Errorf("x axis ends at %g, want the run's %d steps", charts[0].Plot.X.Max, total)
+	}
+	var stdout, stderr bytes.Buffer
+	for _, args := range [][]string{{"--set", "epochs=1e15"}, {"--train-examples", "99999999999999"}} {
+		err := cmdPlot(append([]string{"schedule", "../../configs/mnist_cnn_adamw_ema.yaml", "--out", filepath.Join(t.TempDir(), "s.png")}, args...), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "epochs") || !strings.Contains(err.Error(), "999999999") {
+			t.Errorf("plot schedule %v: %v, want an error naming epochs and the bound", args, err)
+		}
 	}
 }
