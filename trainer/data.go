@@ -69,7 +69,8 @@ func (s *session) openReplicaLoader(split string, batch int, train bool, replica
 			d.Source, split, src.NumClasses(), s.cfg.Net.Label(), classes, src.NumClasses())
 	}
 	interp, _ := data.ParseInterp(d.Augment.Interpolation)
-	tf := &data.Transform{Size: want[0], Channels: want[2], Train: train, Interp: interp, CropPct: d.EvalCropPct}
+	tf := &data.Transform{Size: want[0], Channels: want[2], Train: train, Interp: interp, CropPct: d.EvalCropPct,
+		MaxPixels: int64(d.MaxImagePixels)}
 	if train {
 		copy(tf.Scale[:], d.Augment.RandomResizedCropScale)
 		copy(tf.Ratio[:], d.Augment.RandomResizedCropRatio)

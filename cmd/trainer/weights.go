@@ -257,8 +257,8 @@ func floatList(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a list of numbers", s)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%q is not a list of finite numbers", s)
 		}
 		out = append(out, v)
 	}
@@ -319,6 +319,10 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 	cropPct *float64, top *int, maxPixels *int64) error {
 	if *maxPixels < 1 {
 		return fmt.Errorf("--max-image-pixels %d, expected >= 1", *maxPixels)
+	}
+	// data.eval_crop_pct's range; NaN fails it too (it reached the resampler as a panic).
+	if !(*cropPct >= 0 && *cropPct <= 1) {
+		return fmt.Errorf("--crop-pct %g, expected in (0, 1] (0: 0.875 for RGB nets, 1 for grey ones)", *cropPct)
 	}
 	var names []string
 	var err error

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -158,6 +159,30 @@ func TestPredictEndToEnd(t *testing.T) {
 	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--max-image-pixels", "1439", img}, tinyArgs...)...)
 	if err == nil || !strings.Contains(err.Error(), img) || !strings.Contains(err.Error(), "40x36 is 1440 pixels, more than 1439") {
 		t.Errorf("--max-image-pixels 1439: %v", err)
+	}
+
+	// What the resize would make is bounded too: a 20000x1 strip (20,000 pixels) would become
+	// 560000x28, above a limit of a million pixels; a crop fraction of NaN or 1e-300 is refused as
+	// the flag's range, not in the resampler.
+	strip := filepath.Join(dir, "strip.png")
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 20000, 1))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(strip, b.Bytes(), 0o644)
+	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--max-image-pixels", "1000000", strip}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), strip) || !strings.Contains(err.Error(), "560000x28") {
+		t.Errorf("a 20000x1 image: %v, want an error naming it and the resize's size", err)
+	}
+	for _, pct := range []string{"nan", "1.5", "-0.5"} {
+		_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--crop-pct", pct, img}, tinyArgs...)...)
+		if err == nil || !strings.Contains(err.Error(), "--crop-pct") {
+			t.Errorf("--crop-pct %s: %v, want the flag refused", pct, err)
+		}
+	}
+	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--crop-pct", "1e-300", img}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), img) || !errors.Is(err, data.ErrTooManyPixels) {
+		t.Errorf("--crop-pct 1e-300: %v, want the resize refused naming the image", err)
 	}
 }
 
