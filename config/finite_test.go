@@ -83,3 +83,22 @@ func TestRunLengthKeysBounded(t *testing.T) {
 		t.Errorf("warmup of 2.5 epochs of 10 steps: %d, want 25", w)
 	}
 }
+
+// TestBuffersBounded: the keys that size what the loader allocates up front are bounded by the
+// loader's own limits (data.prefetch=100000 allocated 100,000 batches when an epoch started).
+func TestBuffersBounded(t *testing.T) {
+	path := writeConfig(t, "seed: 1\n")
+	for _, c := range []struct{ set, want string }{
+		{"data.prefetch=100000", "[0, 16]"}, {"data.workers=1000000", "[0, 256]"},
+		{"data.batch_size=100000000", "[1, 65536]"}, {"data.eval_batch_size=100000000", "[1, 65536]"},
+		{"net.image_size=100000", "[0, 4096]"},
+	} {
+		key, _, _ := strings.Cut(c.set, "=")
+		if _, err := Load(path, []string{c.set}); err == nil || !strings.Contains(err.Error(), "--set "+key+": got") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--set %s: %v, want an error naming the key and %s", c.set, err, c.want)
+		}
+	}
+	if _, err := Load(path, []string{"data.prefetch=16", "data.workers=256"}); err != nil {
+		t.Errorf("the largest prefetch and workers: %v", err)
+	}
+}

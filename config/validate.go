@@ -96,6 +96,9 @@ func orList(names []string) string {
 // keeps equal). schedule.Length checks the product of epochs and batches per epoch against it.
 const MaxSteps = 999_999_999
 
+// MaxImageSize bounds net.image_size and data.eval_image_size, and every command's --size.
+const MaxImageSize = 4096
+
 // maxName bounds the run name, a directory name (NAME_MAX).
 const maxName = 255
 
@@ -125,8 +128,8 @@ func (c Config) ValidateWithDevices(devices int) error {
 		cs.check(!fixed || ds == c.Data.Source, "data.dataset", "got %s with data.source %s, which holds %s: leave it empty or set %s",
 			echo.Quote(ds), c.Data.Source, c.Data.Source, c.Data.Source)
 	}
-	cs.check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
-	cs.check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
+	cs.check(c.Data.BatchSize >= 1 && c.Data.BatchSize <= data.MaxBatchSize, "data.batch_size", "got %d, expected in [1, %d]", c.Data.BatchSize, data.MaxBatchSize)
+	cs.check(c.Data.EvalBatchSize >= 1 && c.Data.EvalBatchSize <= data.MaxBatchSize, "data.eval_batch_size", "got %d, expected in [1, %d]", c.Data.EvalBatchSize, data.MaxBatchSize)
 	c.Data.validate(&cs)
 	c.validateRecipe(&cs)
 	c.validateReplicas(&cs, devices)
@@ -153,7 +156,7 @@ func (n NetConfig) validate(cs *checks) {
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
 	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
-	cs.check(n.ImageSize >= 0 && n.ImageSize <= 4096, "net.image_size", "got %d, expected in [0, 4096] (0: the net's default)", n.ImageSize)
+	cs.check(n.ImageSize >= 0 && n.ImageSize <= MaxImageSize, "net.image_size", "got %d, expected in [0, %d] (0: the net's default)", n.ImageSize, MaxImageSize)
 	cs.oneOf(n.Precision, "net.precision", Precisions)
 	cs.check(n.Dropout == -1 || (n.Dropout >= 0 && n.Dropout < 1), "net.dropout", "got %g, expected in [0, 1) or -1 (the net's default)", n.Dropout)
 	cs.check(n.DropPath == -1 || (n.DropPath >= 0 && n.DropPath < 1), "net.drop_path", "got %g, expected in [0, 1) or -1 (the net's default)", n.DropPath)
@@ -288,8 +291,9 @@ func (d DataConfig) validate(cs *checks) {
 		"%d means and %d stds, expected 1 or 3 of each (one per channel), or neither (the source's)", len(d.Mean), len(d.Std))
 	positive := !slices.ContainsFunc(d.Std, func(s float64) bool { return !(s > 0) })
 	cs.check(positive, "data.std", "got %s, expected every value > 0", echo.Value(d.Std))
-	cs.check(d.Workers >= 0, "data.workers", "got %d, expected >= 0 (0: one per core)", d.Workers)
-	cs.check(d.Prefetch >= 0, "data.prefetch", "got %d, expected >= 0 (0: 2)", d.Prefetch)
+	cs.check(d.Workers >= 0 && d.Workers <= data.MaxWorkers, "data.workers", "got %d, expected in [0, %d] (0: one per core)", d.Workers, data.MaxWorkers)
+	// Each batch ahead is allocated when an epoch starts.
+	cs.check(d.Prefetch >= 0 && d.Prefetch <= data.MaxPrefetch, "data.prefetch", "got %d, expected in [0, %d] (0: 2)", d.Prefetch, data.MaxPrefetch)
 	cs.check(d.EvalCropPct > 0 && d.EvalCropPct <= 1, "data.eval_crop_pct", "got %g, expected in (0, 1]", d.EvalCropPct)
 	a := d.Augment
 	sc := a.RandomResizedCropScale
@@ -411,7 +415,7 @@ func (c Config) validateRecipeTraps(cs *checks) {
 	cs.check(a.RandomErasing > 0 || a.RandomErasingMode == def.RandomErasingMode, "data.augment.random_erasing_mode",
 		"got %s with random_erasing 0: it has no effect", echo.Quote(a.RandomErasingMode))
 	if size := c.Data.EvalImageSize; size != 0 {
-		cs.check(size >= 8 && size <= 4096, "data.eval_image_size", "got %d, expected in [8, 4096] (0: the training size)", size)
+		cs.check(size >= 8 && size <= MaxImageSize, "data.eval_image_size", "got %d, expected in [8, %d] (0: the training size)", size, MaxImageSize)
 		cs.check(!c.Data.idx(), "data.eval_image_size",
 			"got %d with data.source %s: the idx sources are stored at one size", size, c.Data.Source)
 		if spec, err := c.Net.Net(); err == nil {
