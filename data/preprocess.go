@@ -120,8 +120,12 @@ func LoadImage(path string, maxPixels int64) (image.Image, error) {
 	return img, nil
 }
 
-// LoadFile decodes and transforms one image file.
+// LoadFile decodes and transforms one image file; an image whose resize would pass the pixel limit is
+// refused from its header, before it is decoded.
 func (t EvalTransform) LoadFile(path string) ([]float32, error) {
+	if err := t.checkHeader(path); err != nil {
+		return nil, err
+	}
 	img, err := LoadImage(path, t.MaxPixels)
 	if err != nil {
 		return nil, err
@@ -131,6 +135,24 @@ func (t EvalTransform) LoadFile(path string) ([]float32, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// checkHeader refuses the image at path when the size its header declares would resize past the
+// pixel limit (resizedSize); a header that does not read is left to LoadImage to report.
+func (t EvalTransform) checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil || cfg.Width < 1 || cfg.Height < 1 {
+		return nil
+	}
+	if _, _, err := resizedSize(cfg.Width, cfg.Height, t.resizeSide(), t.MaxPixels); err != nil {
+		return fmt.Errorf("image %s: %w", path, err)
+	}
+	return nil
 }
 
 // Apply returns the Size×Size×channels example (HWC, float32).

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -173,6 +175,21 @@ func TestPredictEndToEnd(t *testing.T) {
 	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--max-image-pixels", "1000000", strip}, tinyArgs...)...)
 	if err == nil || !strings.Contains(err.Error(), strip) || !strings.Contains(err.Error(), "560000x28") {
 		t.Errorf("a 20000x1 image: %v, want an error naming it and the resize's size", err)
+	}
+	// An 80000000x1 PNG (53.8 GB once resized for an RGB net) is refused from its header alone: this
+	// one has no pixel data, so only the header check can name the resize.
+	var hdr bytes.Buffer
+	hdr.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32([]byte("IHDR"), 80_000_000), 1)
+	ihdr = append(ihdr, 8, 0, 0, 0, 0)
+	binary.Write(&hdr, binary.BigEndian, uint32(len(ihdr)-4))
+	hdr.Write(ihdr)
+	binary.Write(&hdr, binary.BigEndian, crc32.ChecksumIEEE(ihdr))
+	wide := filepath.Join(dir, "wide.png")
+	os.WriteFile(wide, hdr.Bytes(), 0o644)
+	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, wide}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), wide) || !strings.Contains(err.Error(), "80000000x1 image's shorter side") {
+		t.Errorf("an 80000000x1 PNG: %v, want the resize refused from the header naming the image", err)
 	}
 	for _, pct := range []string{"nan", "1.5", "-0.5"} {
 		_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--crop-pct", pct, img}, tinyArgs...)...)
