@@ -74,6 +74,11 @@ func TestRunLengthKeysBounded(t *testing.T) {
 			t.Errorf("--set %s: %v, want an error naming the key and the bound %d", set, err, MaxSteps)
 		}
 	}
+	for _, set := range []string{"epochs=1e19", "epochs=-1e300", "steps=.inf", "epochs=.nan"} {
+		if _, err := Load(path, []string{set}); err == nil || !strings.Contains(err.Error(), "expected an integer") {
+			t.Errorf("--set %s: %v, want it refused as not an integer", set, err)
+		}
+	}
 	s := ScheduleConfig{WarmupEpochs: 1e18}
 	if w := s.WarmupLength(1000); w < MaxSteps {
 		t.Errorf("warmup of 1e18 epochs of 1000 steps: %d steps, want more than any run (%d)", w, MaxSteps)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -145,7 +146,8 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 		case int64:
 			field.SetInt(n)
 		case float64:
-			if n != float64(int64(n)) {
+			// Checked before converting: int64 of a float past its range is not defined (1e19 and .inf).
+			if n != math.Trunc(n) || !(math.Abs(n) < 1<<63) {
 				return bad("an integer")
 			}
 			field.SetInt(int64(n))
