@@ -76,7 +76,7 @@ func plotScheduleMain(configPath string, out *string, sets []string, trainExampl
 
 // plotRunMain draws `plot run DIR`: loss, lr and accuracy from DIR/metrics.jsonl.
 func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdout, stderr io.Writer) error {
-	if smooth < 0 || smooth >= 1 {
+	if !(smooth >= 0 && smooth < 1) { // NaN fails it too
 		return fmt.Errorf("plot run: --smooth %g, expected a weight in [0, 1)", smooth)
 	}
 	metrics, err := plot.ReadMetrics(filepath.Join(runDir, "metrics.jsonl"))

@@ -46,8 +46,10 @@ func TestPlotRunWritesThreePNGs(t *testing.T) {
 	if err := cmdPlot([]string{"run", dir, "--out", out, "--log-loss=false", "--smooth", "0"}, &stdout, &stderr); err != nil {
 		t.Errorf("linear loss, no smoothing: %v", err)
 	}
-	if err := cmdPlot([]string{"run", dir, "--smooth", "1"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--smooth") {
-		t.Errorf("--smooth 1: %v, want an error naming the flag", err)
+	for _, smooth := range []string{"1", "NaN"} {
+		if err := cmdPlot([]string{"run", dir, "--smooth", smooth}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--smooth") {
+			t.Errorf("--smooth %s: %v, want an error naming the flag", smooth, err)
+		}
 	}
 	// A torn last line (an append cut short) is drawn around, with a note on stderr.
 	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(log+`{"type":"train","st`), 0o644); err != nil {

@@ -79,9 +79,10 @@ func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string,
 	if set("size") || configHash == "" {
 		opts.ImageSize = *nf.size
 	}
-	if !(opts.Width > 0) || opts.NumClasses < 0 || opts.ImageSize < 0 {
-		return spec, opts, "", fmt.Errorf("--width %g, --num-classes %d, --size %d: expected width > 0 and no negative values",
-			opts.Width, opts.NumClasses, opts.ImageSize)
+	// A recipe's bounds (net.width, net.num_classes, net.image_size); NaN and +Inf fail the width's.
+	if !(opts.Width > 0 && opts.Width <= 16) || opts.NumClasses < 0 || opts.ImageSize < 0 || opts.ImageSize > config.MaxImageSize {
+		return spec, opts, "", fmt.Errorf("--width %g, --num-classes %d, --size %d: expected a width in (0, 16], a size of at most %d and no negative values",
+			opts.Width, opts.NumClasses, opts.ImageSize, config.MaxImageSize)
 	}
 	// Checkpoints and state_dicts hold float32 master weights whatever the compute precision.
 	opts.Precision = ""

@@ -197,6 +197,13 @@ func TestPredictEndToEnd(t *testing.T) {
 			t.Errorf("--crop-pct %s: %v, want the flag refused", pct, err)
 		}
 	}
+	// --width and --size take a recipe's bounds (--size 100000 would build a net for 10^10 pixels).
+	for _, args := range [][]string{{"--size", "100000", "--width", "0.25"}, {"--width", "Inf"}, {"--width", "NaN"}} {
+		_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, img}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "expected a width in (0, 16], a size of at most 4096") {
+			t.Errorf("predict %v: %v, want the bounds named", args, err)
+		}
+	}
 	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--crop-pct", "1e-300", img}, tinyArgs...)...)
 	if err == nil || !strings.Contains(err.Error(), img) || !errors.Is(err, data.ErrTooManyPixels) {
 		t.Errorf("--crop-pct 1e-300: %v, want the resize refused naming the image", err)
