@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
 )
@@ -70,11 +68,14 @@ func (l *layered) readFile(path string, chain []string) error {
 		}
 		return fmt.Errorf("config %s: %w", path, err)
 	}
-	var settings map[string]any
-	if err := yaml.Unmarshal(text, &settings); err != nil {
+	tree, err := parseYAML(text)
+	if err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
-	settings, _ = normalizedKeepingResets(settings).(map[string]any)
+	settings, isMapping := normalizedKeepingResets(tree).(map[string]any)
+	if !isMapping && tree != nil {
+		return fmt.Errorf("config %s: expected a mapping of keys (`epochs: 10`), got %T %s", path, tree, echo.Value(tree))
+	}
 	if !hasValue(settings) {
 		// An empty file (a failed copy, a `>` instead of `>>`) would silently train the default net.
 		where := path

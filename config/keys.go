@@ -95,8 +95,8 @@ var keyMeanings = map[string]string{
 	"backend":  "`go` (pure Go, embedded), `go:<simplego options>`, `xla:cpu`, `xla:cuda`, `xla:tpu`, or the path of a PJRT plugin `.so`",
 	"replicas": "data-parallel replicas: `data.batch_size` is the global batch of one step and must divide by it (each replica gets `data.batch_size / replicas`); the backend needs that many devices: `go` opens itself with them (`go:devices=R`, in-process devices sharing the cores), an XLA backend needs R GPUs or TPU chips; see [distributed.md](distributed.md)",
 	"seed":     "seeds the initial weights (a pure function of seed and variable name) and the data order (a pure function of seed and epoch); the dropout and drop-path masks start from it too",
-	"epochs":   "passes over the training split",
-	"steps":    "if > 0, the run is exactly this many optimizer steps instead of `epochs` whole epochs",
+	"epochs":   "passes over the training split; the run's optimizer steps (epochs × steps per epoch) at most 999,999,999",
+	"steps":    "if > 0, the run is exactly this many optimizer steps (at most 999,999,999) instead of `epochs` whole epochs",
 	"run_dir":  "parent directory of run directories",
 
 	"data_parallel.mode":    "how the step for `replicas` > 1 is made: `spmd`, the per-device program with explicit all-reduces (of the gradients, the loss and metric counts, and BatchNorm's moments under `sync_bn`; every backend), or `auto`, the global-batch program partitioned by XLA's automatic partitioner (XLA backends only; BatchNorm always over the global batch); `trainer emit --replicas R` shows either",
@@ -129,8 +129,8 @@ var keyMeanings = map[string]string{
 	"data.eval_batch_size": "eval batch; the last partial batch is kept and masked, so eval counts every image once",
 	"data.mean":            "pixels are scaled to [0,1], then `(x − mean)/std`; one value for every channel or one per channel; empty (with `data.std`): the source's own (MNIST 0.1307/0.3081 for `mnist` and `fashion-mnist`, CIFAR-10's, ImageNet's for the others)",
 	"data.std":             "the divisor of that normalisation: as many values as `data.mean`, each > 0; empty: the source's own",
-	"data.workers":         "parallel decode workers; 0: one per core",
-	"data.prefetch":        "batches decoded ahead of the step; 0: 2",
+	"data.workers":         "parallel decode workers, at most 256; 0: one per core",
+	"data.prefetch":        "batches decoded ahead of the step, at most 16 (each is allocated when an epoch starts); 0: 2",
 	"data.eval_crop_pct":   "eval resizes the shorter side to image_size/crop_pct, then center-crops image_size (224 from 256)",
 	"data.eval_image_size": "evaluate at this resolution instead of `net.image_size` (RSB-A3 trains at 160, evaluates at 224); convolutional nets and image sources only; 0: the training size",
 

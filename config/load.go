@@ -3,12 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/trainer/trainer/internal/echo"
 )
@@ -47,8 +46,8 @@ func load(path string, overrides []string, world Checker) (Config, *layered, err
 		if !ok || key == "" {
 			return Config{}, nil, fmt.Errorf("--set %s: expected key=value, e.g. --set optimizer.lr=0.05", echo.Quote(o))
 		}
-		var value any
-		if err := yaml.Unmarshal([]byte(raw), &value); err != nil {
+		value, err := parseYAML([]byte(raw))
+		if err != nil {
 			return Config{}, nil, fmt.Errorf("--set %s: cannot parse value %s: %v", echo.Cut(key), echo.Quote(raw), err)
 		}
 		if value == nil {
@@ -173,7 +172,8 @@ func setField(field reflect.Value, value any, key string, source func(string) st
 		case int64:
 			field.SetInt(n)
 		case float64:
-			if n != float64(int64(n)) {
+			// Checked before converting: int64 of a float past its range is not defined (1e19 and .inf).
+			if n != math.Trunc(n) || !(math.Abs(n) < 1<<63) {
 				return bad("an integer")
 			}
 			field.SetInt(int64(n))

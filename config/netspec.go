@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/trainer/trainer/internal/bounded"
 )
 
@@ -82,8 +80,8 @@ func ReadSpecFile(path string) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var v any
-	if err := yaml.Unmarshal(text, &v); err != nil {
+	v, err := parseYAML(text)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	list, ok := normalized(v).([]any)

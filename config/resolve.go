@@ -95,7 +95,12 @@ func (s ScheduleConfig) WarmupLength(perEpoch float64) int {
 	if s.WarmupSteps > 0 {
 		return s.WarmupSteps
 	}
-	return int(math.Round(s.WarmupEpochs * perEpoch))
+	// Saturated, not converted past the int range, where it would wrap negative and pass for no warmup.
+	w := math.Round(s.WarmupEpochs * perEpoch)
+	if !(w < maxWarmup) {
+		return maxWarmup
+	}
+	return max(int(w), 0)
 }
 
 // RunWarmup is the warmup a run of total optimizer steps runs: WarmupLength, or, when that is not
@@ -123,6 +128,10 @@ func (s ScheduleConfig) WarmupNote(perEpoch float64, total int) string {
 	}
 	return ""
 }
+
+// maxWarmup is where WarmupLength saturates: longer than any run (MaxSteps), so CheckScheduleLength
+// sees a warmup at least as long as the run.
+const maxWarmup = 1 << 52
 
 // SkipsNonFinite reports whether the policy holds back a non-finite step's update (skip, reduce_lr),
 // which the step graph then gates.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -16,18 +18,59 @@ import (
 // the registered nets, the data sources, weights URLs or backend names are recipe.Check's.
 
 // keyError is one broken rule: the key it is about and what was wrong (Load names the file that set
-// the key).
-type keyError struct{ key, msg string }
+// the key). nonFinite marks a NaN or infinity, after which the key's range checks stay quiet.
+type keyError struct {
+	key, msg  string
+	nonFinite bool
+}
 
 func (e *keyError) Error() string { return e.key + ": " + e.msg }
 
 // checks collects the errors of a validation, in the order the rules run.
 type checks []error
 
-// check records "key: message" when ok is false.
+// check records "key: message" when ok is false, unless the key's value was refused as not finite.
 func (cs *checks) check(ok bool, key, format string, args ...any) {
-	if !ok {
-		*cs = append(*cs, &keyError{key, fmt.Sprintf(format, args...)})
+	if !ok && !cs.nonFinite(key) {
+		*cs = append(*cs, &keyError{key: key, msg: fmt.Sprintf(format, args...)})
+	}
+}
+
+// nonFinite reports whether key was refused for holding NaN or an infinity.
+func (cs *checks) nonFinite(key string) bool {
+	return slices.ContainsFunc(*cs, func(e error) bool {
+		ke, ok := e.(*keyError)
+		return ok && ke.nonFinite && ke.key == key
+	})
+}
+
+// finite refuses NaN and ±Inf in every number of the struct v (its floats, lists of floats and
+// lr_mult's factors), keys named under prefix. It runs before the range checks, as the one rule they
+// all share: one written `x >= 0` lets +Inf through (cutmix_alpha: .inf), one written `!(x < 0)` NaN.
+func (cs *checks) finite(v reflect.Value, prefix string) {
+	refuse := func(key string, f float64, where string) {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			*cs = append(*cs, &keyError{key: key, msg: fmt.Sprintf("got %g%s, expected a finite number", f, where), nonFinite: true})
+		}
+	}
+	for i := range v.NumField() {
+		key, field := prefix+yamlName(v.Type().Field(i)), v.Field(i)
+		switch {
+		case field.Kind() == reflect.Struct:
+			cs.finite(field, key+".")
+		case field.Kind() == reflect.Float64:
+			refuse(key, field.Float(), "")
+		case field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.Float64:
+			for j := range field.Len() {
+				refuse(key, field.Index(j).Float(), fmt.Sprintf(" at position %d", j))
+			}
+		case field.Kind() == reflect.Map && field.Type().Elem().Kind() == reflect.Float64:
+			keys := field.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			for _, k := range keys {
+				refuse(key, field.MapIndex(k).Float(), " for "+echo.Quote(k.String()))
+			}
+		}
 	}
 }
 
@@ -44,6 +87,22 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// MaxSteps is the most optimizer steps a run may have, and so the bound of epochs, steps and the
+// warmup: a checkpoint's file name has nine digits for its step (checkpoint.MaxStep, which a test
+// keeps equal). schedule.Length checks the product of epochs and batches per epoch against it.
+const MaxSteps = 999_999_999
+
+// MaxImageSize bounds net.image_size and data.eval_image_size, and every command's --size.
+const MaxImageSize = 4096
+
+// The loader's bounds (data.MaxBatchSize, MaxPrefetch, MaxWorkers), stated here too because config
+// imports none of the packages it configures; recipe's TestLimitsAgreeWithData holds them equal.
+const (
+	MaxBatchSize = 1 << 16
+	MaxPrefetch  = 16
+	MaxWorkers   = 256
+)
+
 // maxName bounds the run name, a directory name (NAME_MAX).
 const maxName = 255
 
@@ -55,17 +114,18 @@ func (c Config) Validate() error { return c.ValidateWithDevices(0) }
 // 0: unknown (recipe.Check reads the pure-Go backend's devices=R from its name).
 func (c Config) ValidateWithDevices(devices int) error {
 	var cs checks
+	cs.finite(reflect.ValueOf(c), "")
 	cs.check(c.Name != "" && len(c.Name) <= maxName && !strings.ContainsAny(c.Name, `/\`) && c.Name != "." && c.Name != "..",
 		"name", "got %s, expected a plain name usable as a directory (at most %d bytes)", echo.Quote(c.Name), maxName)
 	cs.check(c.Backend != "", "backend", "expected a backend: go, xla:cpu, xla:cuda, xla:tpu or a plugin path")
 	cs.check(c.Seed >= 0, "seed", "got %d, expected >= 0", c.Seed)
-	cs.check(c.Epochs >= 0, "epochs", "got %d, expected >= 0", c.Epochs)
-	cs.check(c.Steps >= 0, "steps", "got %d, expected >= 0 (0: run whole epochs)", c.Steps)
+	cs.check(c.Epochs >= 0 && c.Epochs <= MaxSteps, "epochs", "got %d, expected in [0, %d]", c.Epochs, MaxSteps)
+	cs.check(c.Steps >= 0 && c.Steps <= MaxSteps, "steps", "got %d, expected in [0, %d] (0: run whole epochs)", c.Steps, MaxSteps)
 	cs.check(c.Epochs > 0 || c.Steps > 0, "epochs", "epochs and steps are both 0: nothing to train")
 	cs.check(c.RunDir != "", "run_dir", "expected a directory")
 	c.Net.validate(&cs)
-	cs.check(c.Data.BatchSize >= 1, "data.batch_size", "got %d, expected >= 1", c.Data.BatchSize)
-	cs.check(c.Data.EvalBatchSize >= 1, "data.eval_batch_size", "got %d, expected >= 1", c.Data.EvalBatchSize)
+	cs.check(c.Data.BatchSize >= 1 && c.Data.BatchSize <= MaxBatchSize, "data.batch_size", "got %d, expected in [1, %d]", c.Data.BatchSize, MaxBatchSize)
+	cs.check(c.Data.EvalBatchSize >= 1 && c.Data.EvalBatchSize <= MaxBatchSize, "data.eval_batch_size", "got %d, expected in [1, %d]", c.Data.EvalBatchSize, MaxBatchSize)
 	c.Data.validate(&cs)
 	c.validateRecipe(&cs)
 	c.validateReplicas(&cs, devices)
@@ -90,7 +150,7 @@ func (n NetConfig) validate(cs *checks) {
 	}
 	cs.check(n.Width > 0 && n.Width <= 16, "net.width", "got %g, expected in (0, 16]", n.Width)
 	cs.check(n.NumClasses >= 0, "net.num_classes", "got %d, expected >= 0 (0: the net's default)", n.NumClasses)
-	cs.check(n.ImageSize >= 0 && n.ImageSize <= 4096, "net.image_size", "got %d, expected in [0, 4096] (0: the net's default)", n.ImageSize)
+	cs.check(n.ImageSize >= 0 && n.ImageSize <= MaxImageSize, "net.image_size", "got %d, expected in [0, %d] (0: the net's default)", n.ImageSize, MaxImageSize)
 	cs.oneOf(n.Precision, "net.precision", Precisions)
 	cs.check(n.Dropout == -1 || (n.Dropout >= 0 && n.Dropout < 1), "net.dropout", "got %g, expected in [0, 1) or -1 (the net's default)", n.Dropout)
 	cs.check(n.DropPath == -1 || (n.DropPath >= 0 && n.DropPath < 1), "net.drop_path", "got %g, expected in [0, 1) or -1 (the net's default)", n.DropPath)
@@ -165,8 +225,8 @@ func (c Config) validateRecipe(cs *checks) {
 
 	s := c.Schedule
 	cs.oneOf(s.Name, "schedule.name", Schedules)
-	cs.check(s.WarmupEpochs >= 0, "schedule.warmup_epochs", "got %g, expected >= 0", s.WarmupEpochs)
-	cs.check(s.WarmupSteps >= 0, "schedule.warmup_steps", "got %d, expected >= 0", s.WarmupSteps)
+	cs.check(s.WarmupEpochs >= 0 && s.WarmupEpochs <= MaxSteps, "schedule.warmup_epochs", "got %g, expected in [0, %d]", s.WarmupEpochs, MaxSteps)
+	cs.check(s.WarmupSteps >= 0 && s.WarmupSteps <= MaxSteps, "schedule.warmup_steps", "got %d, expected in [0, %d]", s.WarmupSteps, MaxSteps)
 	cs.check(s.WarmupEpochs == 0 || s.WarmupSteps == 0, "schedule.warmup_steps", "set warmup_steps or warmup_epochs, not both")
 	cs.check(s.WarmupStartLR >= 0 && s.WarmupStartLR <= c.PeakLR(), "schedule.warmup_start_lr", "got %g, expected in [0, peak lr %g]", s.WarmupStartLR, c.PeakLR())
 	cs.check(s.MinLR >= 0 && s.MinLR <= c.PeakLR(), "schedule.min_lr", "got %g, expected in [0, peak lr %g]", s.MinLR, c.PeakLR())
@@ -210,8 +270,9 @@ func (d DataConfig) validate(cs *checks) {
 		"%d means and %d stds, expected 1 or 3 of each (one per channel), or neither (the source's)", len(d.Mean), len(d.Std))
 	positive := !slices.ContainsFunc(d.Std, func(s float64) bool { return !(s > 0) })
 	cs.check(positive, "data.std", "got %s, expected every value > 0", echo.Value(d.Std))
-	cs.check(d.Workers >= 0, "data.workers", "got %d, expected >= 0 (0: one per core)", d.Workers)
-	cs.check(d.Prefetch >= 0, "data.prefetch", "got %d, expected >= 0 (0: 2)", d.Prefetch)
+	cs.check(d.Workers >= 0 && d.Workers <= MaxWorkers, "data.workers", "got %d, expected in [0, %d] (0: one per core)", d.Workers, MaxWorkers)
+	// Each batch ahead is allocated when an epoch starts.
+	cs.check(d.Prefetch >= 0 && d.Prefetch <= MaxPrefetch, "data.prefetch", "got %d, expected in [0, %d] (0: 2)", d.Prefetch, MaxPrefetch)
 	cs.check(d.EvalCropPct > 0 && d.EvalCropPct <= 1, "data.eval_crop_pct", "got %g, expected in (0, 1]", d.EvalCropPct)
 	a := d.Augment
 	sc := a.RandomResizedCropScale
@@ -302,7 +363,7 @@ func (c Config) validateRecipeTraps(cs *checks) {
 	cs.check(a.RandomErasing > 0 || a.RandomErasingMode == def.RandomErasingMode, "data.augment.random_erasing_mode",
 		"got %s with random_erasing 0: it has no effect", echo.Quote(a.RandomErasingMode))
 	if size := c.Data.EvalImageSize; size != 0 {
-		cs.check(size >= 8 && size <= 4096, "data.eval_image_size", "got %d, expected in [8, 4096] (0: the training size)", size)
+		cs.check(size >= 8 && size <= MaxImageSize, "data.eval_image_size", "got %d, expected in [8, %d] (0: the training size)", size, MaxImageSize)
 	}
 }
 

@@ -406,6 +406,7 @@ func folderPlaces[P any](entries []archiveEntry, mk func(split, class string) P)
 	}
 	out := make([]P, len(entries))
 	prefix := ""
+	folderOf := map[string]string{} // split -> the folder name that made it
 	for i, e := range entries {
 		p := parts(e)
 		if len(p) < depth {
@@ -419,7 +420,13 @@ func folderPlaces[P any](entries []archiveEntry, mk func(split, class string) P)
 		}
 		split := ""
 		if splitTree {
-			split = splitFolders[strings.ToLower(p[len(p)-3])]
+			name := p[len(p)-3]
+			split = splitFolders[strings.ToLower(name)]
+			// Folders matched without case, or two names of one split, would merge into it.
+			if prev, ok := folderOf[split]; ok && prev != name {
+				return nil, fmt.Errorf("folders %q and %q both make the %s split (e.g. %s): expected one", prev, name, split, e.name)
+			}
+			folderOf[split] = name
 		}
 		out[i] = mk(split, p[len(p)-2])
 	}

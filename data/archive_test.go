@@ -370,6 +370,8 @@ func TestArchiveRefusals(t *testing.T) {
 		{"too large", []member{{name: "c/1.png", body: img}}, ArchiveOptions{MaxMemberSize: 10}, "more than the 10"},
 		{"no image", []member{{name: "c/readme.txt", body: []byte("x")}}, ArchiveOptions{}, "no .jpeg"},
 		{"two roots", []member{{name: "a/c/1.png", body: img}, {name: "b/c/1.png", body: img}}, ArchiveOptions{}, "two roots"},
+		{"split folders differing in case", []member{{name: "train/c/1.png", body: img}, {name: "Train/c/2.png", body: img}}, ArchiveOptions{}, `"train" and "Train" both make the train split`},
+		{"two names of val", []member{{name: "train/c/1.png", body: img}, {name: "val/c/2.png", body: img}, {name: "test/c/3.png", body: img}}, ArchiveOptions{}, `"val" and "test" both make the val split`},
 	}
 	for _, c := range cases {
 		for _, gz := range []bool{false, true} {

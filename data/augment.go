@@ -23,6 +23,9 @@ type Transform struct {
 	HFlip float64
 	// CropPct is the eval center crop's fraction of the resized shorter side; 0 means 1.
 	CropPct float64
+	// MaxPixels bounds what the eval resize makes of an image (and its intermediate), as the loader's
+	// MaxImagePixels bounds what is decoded; 0 means DefaultMaxImagePixels.
+	MaxPixels int64
 	// Erasing is applied in training after normalisation (the loader calls it), drawing from the
 	// same per-example generator after the crop and flip.
 	Erasing RandomErasing
@@ -51,7 +54,7 @@ func (t Transform) Validate() error {
 		return fmt.Errorf("transform: ratio %v, want 0 < min <= max", t.Ratio)
 	case t.HFlip < 0 || t.HFlip > 1:
 		return fmt.Errorf("transform: hflip probability %g, want [0, 1]", t.HFlip)
-	case t.CropPct < 0 || t.CropPct > 1:
+	case !(t.CropPct >= 0 && t.CropPct <= 1):
 		return fmt.Errorf("transform: crop_pct %g, want (0, 1]", t.CropPct)
 	}
 	if err := t.Erasing.Validate(); err != nil {
@@ -119,7 +122,7 @@ func (t Transform) cropFlip(src pixels, rng *rand.PCG, sc *augScratch) (pixels, 
 		sc.crop = crop.pix
 		return t.resizeFlip(crop, rng, sc), nil
 	}
-	out, err := resizeCenterCrop(src, t.Size, t.CropPct, t.Interp, sc)
+	out, err := resizeCenterCrop(src, t.Size, t.CropPct, t.MaxPixels, t.Interp, sc)
 	if err != nil {
 		return pixels{}, err
 	}
@@ -187,14 +190,12 @@ func dctDenom(w, h, size int) int {
 }
 
 // resizeCenterCrop is torchvision's Resize(⌊size/cropPct⌋) (shorter side; the longer one truncated
-// as int(s·long/short)) then CenterCrop(size) with offsets rounded half to even.
-func resizeCenterCrop(src pixels, size int, cropPct float64, interp Interp, sc *augScratch) (pixels, error) {
-	s := EvalTransform{Size: size, CropPct: cropPct}.ResizeSize()
-	w, h := src.w, src.h
-	if w <= h {
-		w, h = s, int(float64(s)*float64(h)/float64(w))
-	} else {
-		w, h = int(float64(s)*float64(w)/float64(h)), s
+// as int(s·long/short)) then CenterCrop(size) with offsets rounded half to even; the resize is
+// bounded by maxPixels (resizedSize), a bad record past it.
+func resizeCenterCrop(src pixels, size int, cropPct float64, maxPixels int64, interp Interp, sc *augScratch) (pixels, error) {
+	w, h, err := resizedSize(src.w, src.h, EvalTransform{Size: size, CropPct: cropPct}.resizeSide(), maxPixels)
+	if err != nil {
+		return pixels{}, badRecord(err)
 	}
 	if size > w || size > h {
 		return pixels{}, fmt.Errorf("crop %d larger than the resized %dx%d image", size, w, h)

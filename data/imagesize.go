@@ -17,8 +17,13 @@ const DefaultMaxImagePixels = 89_478_485
 // ErrTooManyPixels is wrapped by the error of an image above the pixel limit.
 var ErrTooManyPixels = errors.New("image above the pixel limit")
 
-// checkPixels refuses a width×height image above maxPixels (0: DefaultMaxImagePixels).
+// checkPixels refuses a width×height image above maxPixels (0: DefaultMaxImagePixels), and one
+// with a side of 0: Go's JPEG decoder takes a declared height of 0 as an empty image, which then
+// stopped a run long after `data pack` had accepted it.
 func checkPixels(width, height int, maxPixels int64) error {
+	if width < 1 || height < 1 {
+		return fmt.Errorf("the header declares a %dx%d image: expected at least 1x1", width, height)
+	}
 	if maxPixels <= 0 {
 		maxPixels = DefaultMaxImagePixels
 	}

@@ -114,16 +114,25 @@ func NewLoader(ds *Dataset, opts LoaderOptions) (*Loader, error) {
 	return l, nil
 }
 
+// Bounds of the loader's options, checked before anything is allocated (data.batch_size,
+// data.prefetch and data.workers take them): an epoch's iterator allocates Prefetch whole batches
+// up front and starts Workers goroutines (prefetch=100000 allocated 100,000 batches).
+const (
+	MaxBatchSize = 1 << 16
+	MaxPrefetch  = 16
+	MaxWorkers   = 256
+)
+
 // NewSourceLoader checks opts against src and returns a Loader.
 func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 	if src == nil || src.Len() <= 0 {
 		return nil, fmt.Errorf("data: NewLoader: empty source")
 	}
-	if opts.BatchSize < 1 {
-		return nil, fmt.Errorf("data: NewLoader: batch size %d, want >= 1", opts.BatchSize)
+	if opts.BatchSize < 1 || opts.BatchSize > MaxBatchSize {
+		return nil, fmt.Errorf("data: NewLoader: batch size %d, want 1 to %d", opts.BatchSize, MaxBatchSize)
 	}
-	if opts.Prefetch < 0 || opts.Workers < 0 {
-		return nil, fmt.Errorf("data: NewLoader: prefetch %d, workers %d, want >= 0", opts.Prefetch, opts.Workers)
+	if opts.Prefetch < 0 || opts.Prefetch > MaxPrefetch || opts.Workers < 0 || opts.Workers > MaxWorkers {
+		return nil, fmt.Errorf("data: NewLoader: prefetch %d, workers %d, want 0 to %d and 0 to %d", opts.Prefetch, opts.Workers, MaxPrefetch, MaxWorkers)
 	}
 	if opts.Prefetch == 0 {
 		opts.Prefetch = 2

@@ -192,6 +192,8 @@ func TestBatchContentAndNormalisation(t *testing.T) {
 		{BatchSize: 2, Mean: []float32{0, 0, 0}, Std: []float32{1}},
 		{BatchSize: 2, Mean: []float32{0}},
 		{BatchSize: 2, Prefetch: -1},
+		// Bounded before Iterate allocates Prefetch batches and starts Workers goroutines.
+		{BatchSize: 2, Prefetch: MaxPrefetch + 1}, {BatchSize: 2, Workers: MaxWorkers + 1}, {BatchSize: MaxBatchSize + 1},
 	} {
 		if _, err := NewLoader(ds, bad); err == nil {
 			t.Errorf("NewLoader(%+v): no error", bad)

@@ -129,11 +129,9 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 			if b := img.Bounds(); opts.Resize > 0 && min(b.Dx(), b.Dy()) > opts.Resize {
 				p := toPixelsInto(img, 3, dec)
 				dec = p.pix
-				nw, nh := opts.Resize, opts.Resize
-				if p.w > p.h {
-					nw = int(float64(opts.Resize) * float64(p.w) / float64(p.h))
-				} else {
-					nh = int(float64(opts.Resize) * float64(p.h) / float64(p.w))
+				nw, nh, err := resizedSize(p.w, p.h, float64(opts.Resize), opts.MaxImagePixels)
+				if err != nil {
+					return fail(fmt.Errorf("data: pack: %s: %w", src.Describe(i), err))
 				}
 				r := resize(p, nw, nh, Bilinear, &tmp, &out)
 				eb.Reset()

@@ -8,6 +8,7 @@ import (
 	_ "image/jpeg" // registers the JPEG decoder for image.Decode
 	_ "image/png"  // registers the PNG decoder for image.Decode
 	"math"
+	"os"
 
 	"github.com/trainer/trainer/internal/bounded"
 	"github.com/trainer/trainer/internal/echo"
@@ -34,17 +35,50 @@ type EvalTransform struct {
 	MaxPixels int64
 }
 
-// ResizeSize is the shorter side after resizing: ⌊Size/CropPct⌋ (timm's rule; 256 for 224).
+// ResizeSize is the shorter side after resizing: ⌊Size/CropPct⌋ (timm's rule; 256 for 224), at most
+// math.MaxInt32 (a crop_pct of 1e-300 asks for more; resizedSize refuses it).
 func (t EvalTransform) ResizeSize() int {
+	return int(min(t.resizeSide(), math.MaxInt32))
+}
+
+// resizeSide is ResizeSize in floating point, before any conversion.
+func (t EvalTransform) resizeSide() float64 {
 	pct := t.CropPct
 	if pct <= 0 {
 		pct = 1
 	}
-	return int(math.Floor(float64(t.Size)/pct + 1e-9))
+	return math.Floor(float64(t.Size)/pct + 1e-9)
+}
+
+// resizedSize is the size torchvision's Resize(side) makes of a w×h image: the shorter side becomes
+// side, the longer int(side·long/short). It is computed in floating point and bounded before anything
+// is converted or allocated: the output and the two-pass resize's intermediate (the new width at the
+// old height) must hold at most maxPixels pixels (0: DefaultMaxImagePixels), the limit a decoded image
+// has, since a 138-byte 20000×1 PNG resized to 256 would be 5,120,000×256 (3.9 GB of RGB). The error
+// wraps ErrTooManyPixels, a bad record as an image above the limit is.
+func resizedSize(w, h int, side float64, maxPixels int64) (int, int, error) {
+	if maxPixels <= 0 {
+		maxPixels = DefaultMaxImagePixels
+	}
+	if !(side >= 1 && side <= float64(maxPixels)) {
+		return 0, 0, fmt.Errorf("%w: resizing the shorter side to %g (from the crop fraction), expected 1 to %d", ErrTooManyPixels, side, maxPixels)
+	}
+	fw, fh := side, math.Floor(side*float64(h)/float64(w))
+	if w > h {
+		fw, fh = math.Floor(side*float64(w)/float64(h)), side
+	}
+	// The intermediate exceeds the output only when shrinking, where the source (decoded, so within
+	// the limit) bounds it.
+	limit := float64(maxPixels)
+	if mid := fw * float64(h); fw*fh > limit || (mid > limit && mid > float64(w)*float64(h)) {
+		return 0, 0, fmt.Errorf("%w: resizing the %dx%d image's shorter side to %g makes %gx%g = %.4g pixels, more than %d "+
+			"(data.max_image_pixels or --max-image-pixels raise the limit)", ErrTooManyPixels, w, h, side, fw, fh, fw*fh, maxPixels)
+	}
+	return int(fw), int(fh), nil
 }
 
 func (t EvalTransform) validate() error {
-	if t.Size < 1 || t.CropPct < 0 || t.CropPct > 1 {
+	if t.Size < 1 || !(t.CropPct >= 0 && t.CropPct <= 1) {
 		return fmt.Errorf("eval transform: size %d, crop_pct %g (expected size >= 1, crop_pct in (0, 1])", t.Size, t.CropPct)
 	}
 	if len(t.Mean) != len(t.Std) || (len(t.Mean) != 1 && len(t.Mean) != 3) {
@@ -79,8 +113,12 @@ func LoadImage(path string, maxPixels int64) (image.Image, error) {
 	return img, nil
 }
 
-// LoadFile decodes and transforms one image file.
+// LoadFile decodes and transforms one image file; an image whose resize would pass the pixel limit is
+// refused from its header, before it is decoded.
 func (t EvalTransform) LoadFile(path string) ([]float32, error) {
+	if err := t.checkHeader(path); err != nil {
+		return nil, err
+	}
 	img, err := LoadImage(path, t.MaxPixels)
 	if err != nil {
 		return nil, err
@@ -92,6 +130,24 @@ func (t EvalTransform) LoadFile(path string) ([]float32, error) {
 	return out, nil
 }
 
+// checkHeader refuses the image at path when the size its header declares would resize past the
+// pixel limit (resizedSize); a header that does not read is left to LoadImage to report.
+func (t EvalTransform) checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil || cfg.Width < 1 || cfg.Height < 1 {
+		return nil
+	}
+	if _, _, err := resizedSize(cfg.Width, cfg.Height, t.resizeSide(), t.MaxPixels); err != nil {
+		return fmt.Errorf("image %s: %w", path, err)
+	}
+	return nil
+}
+
 // Apply returns the Size×Size×channels example (HWC, float32).
 func (t EvalTransform) Apply(img image.Image) ([]float32, error) {
 	if err := t.validate(); err != nil {
@@ -100,12 +156,9 @@ func (t EvalTransform) Apply(img image.Image) ([]float32, error) {
 	channels := len(t.Mean)
 	src := toPixels(img, channels)
 	// torchvision's Resize(int): the shorter side becomes s, the longer int(s·long/short).
-	s := t.ResizeSize()
-	w, h := src.w, src.h
-	if w <= h {
-		w, h = s, int(float64(s)*float64(h)/float64(w))
-	} else {
-		w, h = int(float64(s)*float64(w)/float64(h)), s
+	w, h, err := resizedSize(src.w, src.h, t.resizeSide(), t.MaxPixels)
+	if err != nil {
+		return nil, err
 	}
 	resized := src
 	if w != src.w || h != src.h {

@@ -3,6 +3,7 @@ package data
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -197,5 +198,42 @@ func TestEvalTransformMatchesTorchvision(t *testing.T) {
 				t.Errorf("differs from torchvision by up to %.3g of an 8-bit level", worst)
 			}
 		})
+	}
+}
+
+// TestResizeOutputBoundedBeforeAllocation: what a resize makes of an image is computed and checked
+// against the pixel limit before anything is allocated. A 20000×1 image, 20000 pixels, resized to a
+// shorter side of 256 would be 5,120,000×256 (3.9 GB as RGB): the eval transform (predict), the
+// loader's resize-and-crop and a NaN or 1e-300 crop fraction (which panicked in the resampler) are
+// refused with an error wrapping ErrTooManyPixels (a bad record in the loader), and an ordinary image
+// still resizes.
+func TestResizeOutputBoundedBeforeAllocation(t *testing.T) {
+	strip := image.NewGray(image.Rect(0, 0, 20000, 1))
+	tr := imageNetEval(224)
+	if _, err := tr.Apply(strip); !errors.Is(err, ErrTooManyPixels) || !strings.Contains(err.Error(), "20000x1") {
+		t.Errorf("eval transform of a 20000x1 image: %v, want ErrTooManyPixels naming its size", err)
+	}
+	for _, pct := range []float64{math.NaN(), 1e-300} {
+		tr.CropPct = pct
+		if _, err := tr.Apply(testImage(40, 30, 3)); err == nil {
+			t.Errorf("crop_pct %g: no error", pct)
+		}
+	}
+	tf := Transform{Size: 224, CropPct: 0.875}
+	var sc augScratch
+	if _, err := tf.apply(toPixels(strip, 3), &sc.rng, &sc); !errors.Is(err, ErrTooManyPixels) || !errors.Is(err, ErrBadRecord) {
+		t.Errorf("loader resize of a 20000x1 image: %v, want a bad record wrapping ErrTooManyPixels", err)
+	}
+	tf.CropPct = 1e-300
+	if _, err := tf.apply(toPixels(testImage(40, 30, 3), 3), &sc.rng, &sc); !errors.Is(err, ErrTooManyPixels) {
+		t.Errorf("loader resize at crop_pct 1e-300: %v, want ErrTooManyPixels", err)
+	}
+	tf = Transform{Size: 16, CropPct: 0.875, MaxPixels: 18 * 36}
+	if out, err := tf.apply(toPixels(testImage(40, 80, 3), 3), &sc.rng, &sc); err != nil || out.w != 16 || out.h != 16 {
+		t.Errorf("a 40x80 image to 18x36 under a limit of exactly that: %dx%d, %v; want 16x16", out.w, out.h, err)
+	}
+	tf.MaxPixels--
+	if _, err := tf.apply(toPixels(testImage(40, 80, 3), 3), &sc.rng, &sc); !errors.Is(err, ErrTooManyPixels) {
+		t.Errorf("a 40x80 image to 18x36 under a limit one pixel short: %v, want ErrTooManyPixels", err)
 	}
 }

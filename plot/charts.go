@@ -14,21 +14,33 @@ type Schedule struct {
 	LRTitle, EMATitle string
 	// StepsPerEpoch labels the x axis in epochs too; 0: steps only.
 	StepsPerEpoch float64
-	// LR[t] is the learning rate of optimizer step t.
+	// Steps[i] is the optimizer step LR[i] and EMADecay[i] are at, increasing; nil: every step, 0 to
+	// len(LR)−1. A long run is drawn from samples (a run of 10^9 steps would need 8 GB per series).
+	Steps []float64
+	// Total is the run's length in optimizer steps, where the x axis ends; 0: len(LR).
+	Total int
+	// LR[i] is the learning rate of optimizer step Steps[i].
 	LR []float64
-	// EMADecay[t] is the EMA decay at step t; nil when the run keeps no EMA (then there is no panel).
+	// EMADecay[i] is the EMA decay at step Steps[i]; nil when the run keeps no EMA (then there is no panel).
 	EMADecay []float64
 }
 
 // ScheduleCharts are the learning-rate panel and, with an EMA, the EMA-decay panel.
 func ScheduleCharts(s Schedule) []*Chart {
-	steps := make([]float64, len(s.LR))
-	for t := range steps {
-		steps[t] = float64(t)
+	steps := s.Steps
+	if steps == nil {
+		steps = make([]float64, len(s.LR))
+		for t := range steps {
+			steps[t] = float64(t)
+		}
+	}
+	total := float64(s.Total)
+	if s.Total == 0 {
+		total = float64(len(s.LR))
 	}
 	lr := newChart(s.LRTitle, "learning rate")
 	lr.line("", steps, s.LR, blue, vg.Points(1.8))
-	lr.Plot.X.Max = float64(len(s.LR)) // the run's length, its last step included
+	lr.Plot.X.Max = total // the run's length, its last step included
 	fromZero(&lr.Plot.Y)
 	stepAxis(&lr.Plot.X, s.StepsPerEpoch)
 	charts := []*Chart{lr}
@@ -39,7 +51,7 @@ func ScheduleCharts(s Schedule) []*Chart {
 	ema.line("", steps, transform(nines).apply(s.EMADecay), green, vg.Points(1.8))
 	lo, hi := bounds(func(d float64) bool { return d < 1 }, s.EMADecay)
 	decayAxis(&ema.Plot.Y, lo, hi, s.EMADecay[len(s.EMADecay)-1])
-	ema.Plot.X.Max = float64(len(s.EMADecay))
+	ema.Plot.X.Max = total
 	stepAxis(&ema.Plot.X, s.StepsPerEpoch)
 	return append(charts, ema)
 }

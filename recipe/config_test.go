@@ -17,7 +17,7 @@ func TestLoadConfigErrorsNameFileKeyAndExpectation(t *testing.T) {
 		{"fraction for an int", "epochs: 2.5\n", nil, []string{"recipe.yaml", "epochs", "expected an integer"}},
 		{"section as scalar", "data: mnist\n", nil, []string{"recipe.yaml", "data", "mapping"}},
 		{"out of range", "optimizer:\n  momentum: 1.5\n", nil, []string{"recipe.yaml", "optimizer.momentum", "[0, 1)"}},
-		{"negative batch", "data:\n  batch_size: 0\n", nil, []string{"data.batch_size", ">= 1"}},
+		{"negative batch", "data:\n  batch_size: 0\n", nil, []string{"data.batch_size", "[1, 65536]"}},
 		{"unknown net", "net:\n  name: resnet999\n", nil, []string{"net.name", "resnet999", "mnist_cnn"}},
 		{"unknown source", "data:\n  source: imagenet21k\n", nil, []string{"data.source", "mnist, fashion-mnist"}},
 		{"bad --set key", "seed: 1\n", []string{"optimizer.lrr=0.1"}, []string{"--set optimizer.lrr", "unknown key"}},

@@ -23,6 +23,23 @@ func TestDefaultsAgreeWithData(t *testing.T) {
 	}
 }
 
+// TestLimitsAgreeWithData: config states the loader's bounds itself (it imports no data); they are
+// data's.
+func TestLimitsAgreeWithData(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		config, inData int
+	}{
+		{"MaxBatchSize", config.MaxBatchSize, data.MaxBatchSize},
+		{"MaxPrefetch", config.MaxPrefetch, data.MaxPrefetch},
+		{"MaxWorkers", config.MaxWorkers, data.MaxWorkers},
+	} {
+		if c.config != c.inData {
+			t.Errorf("config.%s %d, data's %d", c.name, c.config, c.inData)
+		}
+	}
+}
+
 // TestTrainExamplesOpensNoBackend: the training split is counted from its files, on a backend that
 // cannot open here (no PJRT plugin) as on the pure-Go one: the idx files' 60,000 images, a folder's
 // image files, and a missing folder named with how to get it.

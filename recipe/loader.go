@@ -72,7 +72,7 @@ func LoaderOptions(c config.Config, size [3]int, classes, batch int, train bool,
 	BadInput(d, &opts) // data.on_bad_record, data.max_image_pixels
 	interp, _ := data.ParseInterp(d.Augment.Interpolation)
 	tf := &data.Transform{Size: size[0], Channels: size[2], Train: train, Interp: interp, CropPct: d.EvalCropPct,
-		FastDecode: train && d.FastDecode}
+		FastDecode: train && d.FastDecode, MaxPixels: int64(d.MaxImagePixels)}
 	if train {
 		copy(tf.Scale[:], d.Augment.RandomResizedCropScale)
 		copy(tf.Ratio[:], d.Augment.RandomResizedCropRatio)

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/trainer/trainer/config"
@@ -75,12 +76,23 @@ func EMADecay(c config.EMAConfig, t int) float64 {
 
 // Length is the run's length in optimizer steps and its optimizer steps per epoch, given the training
 // split's micro-batches per epoch: each optimizer step takes optimizer.accumulate_steps micro-batches,
-// so perEpoch is fractional under accumulation; steps, when set, replaces epochs.
-func Length(c config.Config, batchesPerEpoch int) (total int, perEpoch float64) {
+// so perEpoch is fractional under accumulation; steps, when set, replaces epochs. The product of
+// epochs and batches is checked before it is formed: a length beyond config.MaxSteps (epochs=1e8 of
+// 100 batches, or an epochs value whose product wraps past the int range) is an error naming both.
+func Length(c config.Config, batchesPerEpoch int) (total int, perEpoch float64, err error) {
 	k := max(c.Optimizer.AccumulateSteps, 1)
-	total = c.Epochs * batchesPerEpoch / k
+	perEpoch = float64(batchesPerEpoch) / float64(k)
 	if c.Steps > 0 {
-		total = c.Steps
+		if c.Steps > config.MaxSteps {
+			return 0, 0, fmt.Errorf("steps: got %d, expected at most %d", c.Steps, config.MaxSteps)
+		}
+		return c.Steps, perEpoch, nil
 	}
-	return total, float64(batchesPerEpoch) / float64(k)
+	// epochs·batches/k <= MaxSteps exactly when epochs·batches < (MaxSteps+1)·k, and neither side
+	// overflows while epochs <= ((MaxSteps+1)·k−1)/batches.
+	if c.Epochs < 0 || batchesPerEpoch < 0 || (batchesPerEpoch > 0 && c.Epochs > ((config.MaxSteps+1)*k-1)/batchesPerEpoch) {
+		return 0, 0, fmt.Errorf("epochs: %d epochs of %d batches (accumulate_steps %d) is more than %d optimizer steps, the most a run may have",
+			c.Epochs, batchesPerEpoch, k, config.MaxSteps)
+	}
+	return c.Epochs * batchesPerEpoch / k, perEpoch, nil
 }

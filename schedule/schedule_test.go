@@ -2,8 +2,10 @@ package schedule
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/recipe"
 )
@@ -121,11 +123,40 @@ func TestLength(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Epochs = 3
 	cfg.Optimizer.AccumulateSteps = 4
-	if total, perEpoch := Length(cfg, 10); total != 7 || perEpoch != 2.5 {
-		t.Errorf("3 epochs of 10 batches, k = 4: %d steps, %g per epoch; want 7 and 2.5", total, perEpoch)
+	if total, perEpoch, err := Length(cfg, 10); err != nil || total != 7 || perEpoch != 2.5 {
+		t.Errorf("3 epochs of 10 batches, k = 4: %d steps, %g per epoch, %v; want 7 and 2.5", total, perEpoch, err)
 	}
 	cfg.Steps = 5
-	if total, _ := Length(cfg, 10); total != 5 {
-		t.Errorf("steps 5: %d", total)
+	if total, _, err := Length(cfg, 10); err != nil || total != 5 {
+		t.Errorf("steps 5: %d, %v", total, err)
+	}
+}
+
+// TestLengthRefusesRunsPastMaxSteps: the product epochs × batches is bounded before it is formed, so
+// epochs=1e18 (which wrapped to a negative step count) and a product just past config.MaxSteps are
+// errors naming epochs, while the longest run allowed is exact.
+func TestLengthRefusesRunsPastMaxSteps(t *testing.T) {
+	cfg := config.Defaults()
+	for _, c := range []struct{ epochs, batches, k int }{
+		{1e18, 100, 1}, {math.MaxInt, 3, 1}, {1e8, 100, 1}, {config.MaxSteps, 2, 1}, {config.MaxSteps + 1, 1, 1}, {4 * (config.MaxSteps + 1), 1, 4},
+	} {
+		cfg.Epochs, cfg.Optimizer.AccumulateSteps = c.epochs, c.k
+		total, _, err := Length(cfg, c.batches)
+		if err == nil || !strings.Contains(err.Error(), "epochs") || !strings.Contains(err.Error(), "999999999") {
+			t.Errorf("epochs %d of %d batches, k %d: %d steps, %v; want an error naming epochs and the bound", c.epochs, c.batches, c.k, total, err)
+		}
+	}
+	for _, c := range []struct{ epochs, batches, k int }{{config.MaxSteps, 1, 1}, {333_333_333, 3, 1}, {4*(config.MaxSteps+1) - 1, 1, 4}} {
+		cfg.Epochs, cfg.Optimizer.AccumulateSteps = c.epochs, c.k
+		if total, _, err := Length(cfg, c.batches); err != nil || total != c.epochs*c.batches/c.k {
+			t.Errorf("epochs %d of %d batches, k %d: %d steps, %v; want %d", c.epochs, c.batches, c.k, total, err, c.epochs*c.batches/c.k)
+		}
+	}
+}
+
+// TestMaxStepsFitsACheckpointName: a run's longest length is the largest step a checkpoint names.
+func TestMaxStepsFitsACheckpointName(t *testing.T) {
+	if config.MaxSteps != checkpoint.MaxStep {
+		t.Errorf("config.MaxSteps %d, checkpoint.MaxStep %d: want them equal", config.MaxSteps, checkpoint.MaxStep)
 	}
 }

@@ -89,7 +89,10 @@ func BenchLoop(cfg config.Config, steps int) (LoopBench, error) {
 		return rep, err
 	}
 	step.StartCarry(1, true)
-	total, perEpoch := schedule.Length(cfg, feed.batchesPerEpoch())
+	total, perEpoch, err := schedule.Length(cfg, feed.batchesPerEpoch())
+	if err != nil {
+		return rep, err
+	}
 	micro := 0
 	run := func() error {
 		sc := scalarsFor(cfg, micro/k, micro%k, k, total, perEpoch)

@@ -451,7 +451,10 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	// The loader counts micro-batches; schedules, logs and checkpoints count optimizer steps, each of
 	// k = optimizer.accumulate_steps micro-batches.
 	k, batches := max(cfg.Optimizer.AccumulateSteps, 1), feed.batchesPerEpoch()
-	total, perEpoch := schedule.Length(cfg, batches)
+	total, perEpoch, err := schedule.Length(cfg, batches)
+	if err != nil {
+		return res, err
+	}
 	if total == 0 {
 		return res, fmt.Errorf("optimizer.accumulate_steps %d exceeds the %d batches of %d epochs: nothing to train",
 			k, cfg.Epochs*batches, cfg.Epochs)

@@ -44,7 +44,10 @@ func ScheduleLength(cfg config.Config, trainExamples int) (total int, perEpoch f
 	if micro == 0 {
 		return 0, 0, "", fmt.Errorf("data.batch_size %d is larger than the training split (%s)", cfg.Data.BatchSize, from)
 	}
-	total, perEpoch = schedule.Length(cfg, micro)
+	total, perEpoch, err = schedule.Length(cfg, micro)
+	if err != nil {
+		return 0, 0, "", err
+	}
 	return total, perEpoch, from, cfg.CheckScheduleLength(total, perEpoch)
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
+	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/gobackend"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/recipe"
@@ -122,6 +123,12 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 	if *batch < 1 || *steps < 1 || *size < 0 || *width <= 0 {
 		return errors.New("bench: --batch and --steps must be >= 1, --size >= 0, --width > 0")
 	}
+	// The bounds a run's recipe has (data.batch_size, net.image_size, net.width), checked before a
+	// batch is allocated; the step times are kept, one per step.
+	if *batch > data.MaxBatchSize || *size > config.MaxImageSize || *steps > maxBenchSteps || !(*width <= 16) {
+		return fmt.Errorf("bench: --batch %d, --size %d, --steps %d, --width %g: expected a batch of at most %d, a size of at most %d, "+
+			"at most %d steps and a width of at most 16", *batch, *size, *steps, *width, data.MaxBatchSize, config.MaxImageSize, maxBenchSteps)
+	}
 	switch *precision {
 	case "float32", "f32":
 		*precision = "float32"
@@ -216,6 +223,9 @@ func benchPeakMain(stdout io.Writer, asJSON bool) error {
 		p.GFLOPS, p.N, p.Kernel, p.Threads, benchPeakReps)
 	return err
 }
+
+// maxBenchSteps bounds bench --steps: its report keeps every step's time.
+const maxBenchSteps = 1_000_000
 
 // peerConfig is the minimal recipe of `bench --net`: the net at batch n, softmax cross-entropy, SGD
 // momentum 0.9 at a constant 0.01, no weight decay, EMA or clipping, the guard as by default;

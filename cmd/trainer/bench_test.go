@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -121,5 +122,25 @@ func TestBenchRecipe(t *testing.T) {
 	}
 	if err := cmdBench([]string{recipe, "--net", "mlp"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("CONFIG with --net: %v", err)
+	}
+}
+
+// TestBenchSizesBounded: bench and data bench refuse a batch, size or step count beyond a run's bounds
+// with one error naming the flags, before allocating (--batch 100000000 and --size 100000 ended in Go's
+// "fatal error: out of memory").
+func TestBenchSizesBounded(t *testing.T) {
+	for _, args := range [][]string{{"--net", "mlp", "--batch", "100000000"}, {"--net", "mlp", "--size", "100000"},
+		{"--net", "mlp", "--steps", "100000000000"}, {"--net", "mlp", "--width", "NaN"}} {
+		err := cmdBench(args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "bench: --batch") || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("bench %v: %v, want an error naming the bounds", args, err)
+		}
+	}
+	dir := t.TempDir() // no data needed: the flags are refused first
+	for _, args := range [][]string{{"--size", "100000"}, {"--batch", "100000000"}, {"--workers", "100000"}} {
+		err := cmdData(append([]string{"bench", dir}, args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "data bench: --size") || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("data bench %v: %v, want an error naming the bounds", args, err)
+		}
 	}
 }

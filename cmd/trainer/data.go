@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -106,8 +107,15 @@ func packJobs(src, out, labels string) (jobs []packJob, closeAll func(), err err
 	if err != nil {
 		return nil, closeAll, fmt.Errorf("data pack: %w", err)
 	}
+	// A folder is listed once, for sameClasses and for the packer.
 	folder := func(dir string) func() (data.Source, error) {
-		return func() (data.Source, error) { return data.OpenImageFolder(dir) }
+		var once sync.Once
+		var src data.Source
+		var err error
+		return func() (data.Source, error) {
+			once.Do(func() { src, err = data.OpenImageFolder(dir) })
+			return src, err
+		}
 	}
 	bin := func(path string) func() (data.Source, error) {
 		return func() (data.Source, error) { return data.OpenSource("imagenette-bin", path, "", data.SourceOptions{}) }
@@ -190,7 +198,7 @@ func packJobs(src, out, labels string) (jobs []packJob, closeAll func(), err err
 				break
 			}
 		}
-		return jobs, closeAll, nil
+		return jobs, closeAll, sameClasses(jobs)
 	}
 	return []packJob{{filepath.Base(src), folder(src), out}}, closeAll, nil
 }
@@ -204,8 +212,9 @@ func archiveStem(path string) string {
 	return name
 }
 
-// sameClasses refuses archive splits whose classes differ: a label is a class's position in its
-// split's list, so a val split with other classes would be scored against the wrong ones.
+// sameClasses refuses splits whose classes differ (of an archive, or an ImageFolder's train and val):
+// a label is a class's position in its split's list, so a val split with other classes would be
+// scored against the wrong ones.
 func sameClasses(jobs []packJob) error {
 	var first []string
 	for k, job := range jobs {
@@ -217,9 +226,19 @@ func sameClasses(jobs []packJob) error {
 			first = src.ClassNames()
 			continue
 		}
-		if !slices.Equal(first, src.ClassNames()) {
-			return fmt.Errorf("data pack: split %s has %d classes, split %s %d, or in another order: the splits must have the same classes",
-				job.name, len(src.ClassNames()), jobs[0].name, len(first))
+		if names := src.ClassNames(); !slices.Equal(first, names) {
+			i := 0
+			for i < min(len(first), len(names)) && first[i] == names[i] {
+				i++
+			}
+			at := func(list []string) string {
+				if i < len(list) {
+					return echo.Quote(list[i])
+				}
+				return "none"
+			}
+			return fmt.Errorf("data pack: split %s has %d classes, split %s %d; class %d is %s in %s and %s in %s: the splits must have the same classes",
+				job.name, len(names), jobs[0].name, len(first), i, at(names), job.name, at(first), jobs[0].name)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 )
 
@@ -50,6 +51,12 @@ func dataBenchMain(positional []string, stdout io.Writer, source *string, size, 
 	}
 	if *size < 8 || *batch < 1 || *batches < 1 {
 		return errors.New("data bench: --size must be >= 8, --batch and --batches >= 1")
+	}
+	// A run's bounds (net.image_size, data.batch_size, data.workers), checked before the loader
+	// allocates its batches.
+	if *size > config.MaxImageSize || *batch > data.MaxBatchSize || *workers < 0 || *workers > data.MaxWorkers {
+		return fmt.Errorf("data bench: --size %d, --batch %d, --workers %d: expected a size of at most %d, a batch of at most %d and 0 to %d workers",
+			*size, *batch, *workers, config.MaxImageSize, data.MaxBatchSize, data.MaxWorkers)
 	}
 	in, err := data.ParseInterp(*interp)
 	if err != nil {

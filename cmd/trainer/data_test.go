@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"io/fs"
@@ -223,4 +224,48 @@ func mustPNG(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// zeroHeightJPEG is a valid 8x8 JPEG whose frame header (SOF0) then declares a height of 0.
+func zeroHeightJPEG(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, image.NewGray(image.Rect(0, 0, 8, 8)), nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.Bytes()
+	i := bytes.Index(out, []byte{0xFF, 0xC0})
+	if i < 0 {
+		t.Fatal("no SOF0 marker")
+	}
+	out[i+5], out[i+6] = 0, 0 // marker, length (2), precision (1), then the height
+	return out
+}
+
+// TestDataPackRefusesAmbiguousFolders: an ImageFolder whose train and val have different class names
+// (the same count) is refused naming the first class that differs, before anything is written (the
+// check ran for archives only); a JPEG whose header declares a height of 0 is refused naming the file
+// (Go's decoder takes it for an empty image, which stopped the run later).
+func TestDataPackRefusesAmbiguousFolders(t *testing.T) {
+	tree, out := t.TempDir(), t.TempDir()
+	writeTree(t, tree)
+	if err := os.Rename(filepath.Join(tree, "val", "n02"), filepath.Join(tree, "val", "n03")); err != nil {
+		t.Fatal(err)
+	}
+	err := cmdData([]string{"pack", tree, out}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `class 1 is "n03" in val and "n02" in train`) {
+		t.Errorf("val with class n03 for train's n02: %v, want it refused naming both", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("a refused pack wrote %d entries", len(entries))
+	}
+
+	tree = t.TempDir()
+	writeTree(t, tree)
+	bad := filepath.Join(tree, "val", "n01", "flat.jpg")
+	os.WriteFile(bad, zeroHeightJPEG(t), 0o644)
+	err = cmdData([]string{"pack", tree, t.TempDir()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "8x0 image") {
+		t.Errorf("a JPEG of height 0: %v, want it refused naming the file", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,7 +84,7 @@ func plotScheduleMain(configPath string, out *string, sets []string, trainExampl
 
 // plotRunMain draws `plot run DIR`: loss, lr and accuracy from DIR/metrics.jsonl.
 func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdout, stderr io.Writer) error {
-	if smooth < 0 || smooth >= 1 {
+	if !(smooth >= 0 && smooth < 1) { // NaN fails it too
 		return fmt.Errorf("plot run: --smooth %g, expected a weight in [0, 1)", smooth)
 	}
 	metrics, err := plot.ReadMetrics(filepath.Join(runDir, "metrics.jsonl"))
@@ -138,16 +139,48 @@ func trainLossLabel(path string) string {
 	return "train (" + strings.Join(soft, ", ") + " targets)"
 }
 
-// scheduleOf is the learning rate and (with ema.decay) the EMA decay at every optimizer step of the run,
-// exactly as the loop computes them.
+// maxSchedulePoints bounds the steps `plot schedule` evaluates: a longer run is sampled, which a panel
+// a few thousand pixels wide cannot tell from every step (a run of 10^9 steps held three 8 GB series).
+const maxSchedulePoints = 1 << 20
+
+// scheduleSteps are the optimizer steps scheduleOf evaluates: every step of a run of at most
+// maxSchedulePoints, else that many evenly spread from the first to the last, with the last warmup
+// step and the first after it, where the schedule turns.
+func scheduleSteps(total, warmup int) []int {
+	if total <= maxSchedulePoints {
+		steps := make([]int, total)
+		for t := range steps {
+			steps[t] = t
+		}
+		return steps
+	}
+	steps := make([]int, 0, maxSchedulePoints+2)
+	for i := range maxSchedulePoints {
+		steps = append(steps, int(float64(i)*float64(total-1)/float64(maxSchedulePoints-1)))
+	}
+	for _, t := range []int{warmup - 1, warmup} {
+		if t > 0 && t < total {
+			steps = append(steps, t)
+		}
+	}
+	slices.Sort(steps)
+	return slices.Compact(steps)
+}
+
+// scheduleOf is the learning rate and (with ema.decay) the EMA decay at the optimizer steps of the run
+// scheduleSteps picks, exactly as the loop computes them.
 func scheduleOf(cfg config.Config, total int, perEpoch float64) plot.Schedule {
+	steps := scheduleSteps(total, cfg.Schedule.RunWarmup(perEpoch, total))
 	s := plot.Schedule{
 		LRTitle:       fmt.Sprintf("%s: learning rate (%s schedule, peak %g)", cfg.Name, cfg.Schedule.Name, cfg.PeakLR()),
 		StepsPerEpoch: perEpoch,
-		LR:            make([]float64, total),
+		Total:         total,
+		Steps:         make([]float64, len(steps)),
+		LR:            make([]float64, len(steps)),
 	}
-	for t := range total {
-		s.LR[t] = schedule.LearningRate(cfg, t, total, perEpoch)
+	for i, t := range steps {
+		s.Steps[i] = float64(t)
+		s.LR[i] = schedule.LearningRate(cfg, t, total, perEpoch)
 	}
 	if cfg.EMA.Decay > 0 {
 		s.EMATitle = fmt.Sprintf("%s: EMA decay (%g", cfg.Name, cfg.EMA.Decay)
@@ -155,9 +188,9 @@ func scheduleOf(cfg config.Config, total int, perEpoch float64) plot.Schedule {
 			s.EMATitle += ", warmup (1+t)/(10+t)"
 		}
 		s.EMATitle += ")"
-		s.EMADecay = make([]float64, total)
-		for t := range total {
-			s.EMADecay[t] = schedule.EMADecay(cfg.EMA, t)
+		s.EMADecay = make([]float64, len(steps))
+		for i, t := range steps {
+			s.EMADecay[i] = schedule.EMADecay(cfg.EMA, t)
 		}
 	}
 	return s

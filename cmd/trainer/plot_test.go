@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,8 +47,10 @@ func TestPlotRunWritesThreePNGs(t *testing.T) {
 	if err := cmdPlot([]string{"run", dir, "--out", out, "--log-loss=false", "--smooth", "0"}, &stdout, &stderr); err != nil {
 		t.Errorf("linear loss, no smoothing: %v", err)
 	}
-	if err := cmdPlot([]string{"run", dir, "--smooth", "1"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--smooth") {
-		t.Errorf("--smooth 1: %v, want an error naming the flag", err)
+	for _, smooth := range []string{"1", "NaN"} {
+		if err := cmdPlot([]string{"run", dir, "--smooth", smooth}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--smooth") {
+			t.Errorf("--smooth %s: %v, want an error naming the flag", smooth, err)
+		}
 	}
 	// A torn last line (an append cut short) is drawn around, with a note on stderr.
 	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(log+`{"type":"train","st`), 0o644); err != nil {
@@ -226,5 +229,37 @@ func TestTrainLossLabelSaysWhenTargetsAreSoft(t *testing.T) {
 	}
 	if got := trainLossLabel(filepath.Join(dir, "missing.yaml")); got != "train" {
 		t.Errorf("no config: %q", got)
+	}
+}
+
+// TestPlotScheduleOfLongRunsIsBounded: a run of 10^8 steps (steps=1e8 was OOM-killed holding every
+// step) is drawn from at most maxSchedulePoints samples that keep its first and last step and the
+// warmup's turn; epochs=1e15 (a makeslice panic) and a split of 99,999,999,999,999 examples are errors
+// naming the bound.
+func TestPlotScheduleOfLongRunsIsBounded(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Name = "long"
+	cfg.Schedule = config.ScheduleConfig{Name: "cosine", WarmupSteps: 1001}
+	const total = 100_000_000
+	s := scheduleOf(cfg, total, 1000)
+	if len(s.Steps) > maxSchedulePoints+2 || len(s.LR) != len(s.Steps) || s.Total != total {
+		t.Fatalf("%d steps, %d lr values, total %d; want at most %d samples, one lr each, total %d", len(s.Steps), len(s.LR), s.Total, maxSchedulePoints+2, total)
+	}
+	if s.Steps[0] != 0 || s.Steps[len(s.Steps)-1] != total-1 {
+		t.Errorf("samples from step %g to %g, want 0 to %d", s.Steps[0], s.Steps[len(s.Steps)-1], total-1)
+	}
+	peak := slices.Index(s.Steps, 1000)
+	if peak < 0 || s.LR[peak] != cfg.PeakLR() {
+		t.Errorf("the warmup's last step 1000 sampled at %d, lr there %v; want it sampled at the peak %g", peak, s.LR[max(peak, 0)], cfg.PeakLR())
+	}
+	if charts := plot.ScheduleCharts(s); charts[0].Plot.X.Max != total {
+		t.Errorf("x axis ends at %g, want the run's %d steps", charts[0].Plot.X.Max, total)
+	}
+	var stdout, stderr bytes.Buffer
+	for _, args := range [][]string{{"--set", "epochs=1e15"}, {"--train-examples", "99999999999999"}} {
+		err := cmdPlot(append([]string{"schedule", "../../configs/mnist_cnn_adamw_ema.yaml", "--out", filepath.Join(t.TempDir(), "s.png")}, args...), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "epochs") || !strings.Contains(err.Error(), "999999999") {
+			t.Errorf("plot schedule %v: %v, want an error naming epochs and the bound", args, err)
+		}
 	}
 }

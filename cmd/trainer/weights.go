@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/checkpoint"
+	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/internal/bounded"
@@ -79,9 +81,10 @@ func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string,
 	if set("size") || configHash == "" {
 		opts.ImageSize = *nf.size
 	}
-	if !(opts.Width > 0) || opts.NumClasses < 0 || opts.ImageSize < 0 {
-		return spec, opts, "", fmt.Errorf("--width %g, --num-classes %d, --size %d: expected width > 0 and no negative values",
-			opts.Width, opts.NumClasses, opts.ImageSize)
+	// A recipe's bounds (net.width, net.num_classes, net.image_size); NaN and +Inf fail the width's.
+	if !(opts.Width > 0 && opts.Width <= 16) || opts.NumClasses < 0 || opts.ImageSize < 0 || opts.ImageSize > config.MaxImageSize {
+		return spec, opts, "", fmt.Errorf("--width %g, --num-classes %d, --size %d: expected a width in (0, 16], a size of at most %d and no negative values",
+			opts.Width, opts.NumClasses, opts.ImageSize, config.MaxImageSize)
 	}
 	// Checkpoints and state_dicts hold float32 master weights whatever the compute precision.
 	opts.Precision = ""
@@ -278,8 +281,8 @@ func floatList(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a list of numbers", s)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%q is not a list of finite numbers", s)
 		}
 		out = append(out, v)
 	}
@@ -340,6 +343,10 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 	cropPct *float64, top *int, maxPixels *int64) error {
 	if *maxPixels < 1 {
 		return fmt.Errorf("--max-image-pixels %d, expected >= 1", *maxPixels)
+	}
+	// data.eval_crop_pct's range; NaN fails it too (it reached the resampler as a panic).
+	if !(*cropPct >= 0 && *cropPct <= 1) {
+		return fmt.Errorf("--crop-pct %g, expected in (0, 1] (0: 0.875 for RGB nets, 1 for grey ones)", *cropPct)
 	}
 	var names []string
 	var err error

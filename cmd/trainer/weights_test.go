@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -159,6 +162,52 @@ func TestPredictEndToEnd(t *testing.T) {
 	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--max-image-pixels", "1439", img}, tinyArgs...)...)
 	if err == nil || !strings.Contains(err.Error(), img) || !strings.Contains(err.Error(), "40x36 is 1440 pixels, more than 1439") {
 		t.Errorf("--max-image-pixels 1439: %v", err)
+	}
+
+	// What the resize would make is bounded too: a 20000x1 strip (20,000 pixels) would become
+	// 560000x28, above a limit of a million pixels; a crop fraction of NaN or 1e-300 is refused as
+	// the flag's range, not in the resampler.
+	strip := filepath.Join(dir, "strip.png")
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 20000, 1))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(strip, b.Bytes(), 0o644)
+	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--max-image-pixels", "1000000", strip}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), strip) || !strings.Contains(err.Error(), "560000x28") {
+		t.Errorf("a 20000x1 image: %v, want an error naming it and the resize's size", err)
+	}
+	// An 80000000x1 PNG (53.8 GB once resized for an RGB net) is refused from its header alone: this
+	// one has no pixel data, so only the header check can name the resize.
+	var hdr bytes.Buffer
+	hdr.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32([]byte("IHDR"), 80_000_000), 1)
+	ihdr = append(ihdr, 8, 0, 0, 0, 0)
+	binary.Write(&hdr, binary.BigEndian, uint32(len(ihdr)-4))
+	hdr.Write(ihdr)
+	binary.Write(&hdr, binary.BigEndian, crc32.ChecksumIEEE(ihdr))
+	wide := filepath.Join(dir, "wide.png")
+	os.WriteFile(wide, hdr.Bytes(), 0o644)
+	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, wide}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), wide) || !strings.Contains(err.Error(), "80000000x1 image's shorter side") {
+		t.Errorf("an 80000000x1 PNG: %v, want the resize refused from the header naming the image", err)
+	}
+	for _, pct := range []string{"nan", "1.5", "-0.5"} {
+		_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--crop-pct", pct, img}, tinyArgs...)...)
+		if err == nil || !strings.Contains(err.Error(), "--crop-pct") {
+			t.Errorf("--crop-pct %s: %v, want the flag refused", pct, err)
+		}
+	}
+	// --width and --size take a recipe's bounds (--size 100000 would build a net for 10^10 pixels).
+	for _, args := range [][]string{{"--size", "100000", "--width", "0.25"}, {"--width", "Inf"}, {"--width", "NaN"}} {
+		_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, img}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "expected a width in (0, 16], a size of at most 4096") {
+			t.Errorf("predict %v: %v, want the bounds named", args, err)
+		}
+	}
+	_, err = call(t, predictCmd, append([]string{"--net", "mnist_cnn", "--weights", w, "--crop-pct", "1e-300", img}, tinyArgs...)...)
+	if err == nil || !strings.Contains(err.Error(), img) || !errors.Is(err, data.ErrTooManyPixels) {
+		t.Errorf("--crop-pct 1e-300: %v, want the resize refused naming the image", err)
 	}
 }
 

@@ -444,3 +444,20 @@ func TestSpellingsNameTheSameKind(t *testing.T) {
 		t.Errorf("class_token and classToken together: %v, want one error saying the argument is given twice", err)
 	}
 }
+
+// TestNonFiniteArgumentsRefused: NaN and the infinities fail every number argument's range, which
+// `f < min || f > max` let NaN through (a dropout of rate NaN dropped every input, a BatchNorm of eps
+// NaN normalised to NaN).
+func TestNonFiniteArgumentsRefused(t *testing.T) {
+	in := "- input: {size: 8, channels: 3, classes: 4}\n"
+	for _, layer := range []string{
+		"- dropout: {rate: .nan}", "- dropout: {rate: .inf}", "- dropout: {rate: -.inf}",
+		"- conv: {filters: 4, kernel: 3}\n- batchnorm: {eps: .nan}", "- conv: {filters: 4, kernel: 3}\n- batchnorm: {decay: .nan}",
+		"- mbconv: {filters: 4, expand: 1, kernel: 3, se: .nan}",
+	} {
+		_, err := Load("test.yaml", parse(t, in+layer+"\n- globalavgpool\n- dense: {units: classes}"), Sizes{})
+		if err == nil || !strings.Contains(err.Error(), "expected a number in") {
+			t.Errorf("%s: %v, want the argument refused with its range", layer, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package netspec
 import (
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -360,7 +361,8 @@ func (p *Checker) arg(a Arg, args map[string]any, l *Layer) (any, error) {
 		default:
 			return nil, bad()
 		}
-		if f < a.Min || f > a.Max || (a.Open && f == a.Max) {
+		// Written so that NaN (every comparison false) and the infinities fail it too.
+		if !(f >= a.Min && f <= a.Max) || math.IsInf(f, 0) || (a.Open && f == a.Max) {
 			return nil, bad()
 		}
 		return f, nil
