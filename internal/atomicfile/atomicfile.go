@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/trainer/trainer/internal/bounded"
 )
 
 // Write stores data at path through a temporary file in the same directory: write, fsync, rename over
@@ -108,18 +110,5 @@ func replaceable(path string) error {
 	if err != nil {
 		return err
 	}
-	kind := "a special file"
-	switch m := st.Mode(); {
-	case m&fs.ModeSymlink != 0:
-		kind = "a symbolic link"
-	case m.IsDir():
-		kind = "a directory"
-	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
-		kind = "a device"
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a named pipe"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	}
-	return fmt.Errorf("%s is %s, not written: %w (name a new file, or remove it first)", path, kind, ErrNotReplaceable)
+	return fmt.Errorf("%s is %s, not written: %w (name a new file, or remove it first)", path, bounded.Kind(st.Mode()), ErrNotReplaceable)
 }

@@ -56,18 +56,27 @@ func regular(path string, st fs.FileInfo) error {
 	if st.Mode().IsRegular() {
 		return nil
 	}
-	kind := "a special file"
-	switch m := st.Mode(); {
+	return fmt.Errorf("%s is %s: %w, expected a file", path, Kind(st.Mode()), ErrNotRegular)
+}
+
+// Kind names what a file of mode m is, for an error that refuses it: "a symbolic link", "a directory",
+// "a device", "a named pipe", "a socket", "a special file" or "a regular file".
+func Kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m.IsDir():
-		kind = "a directory"
+		return "a directory"
 	case m&fs.ModeCharDevice != 0, m&fs.ModeDevice != 0:
-		kind = "a device"
+		return "a device"
 	case m&fs.ModeNamedPipe != 0:
-		kind = "a named pipe"
+		return "a named pipe"
 	case m&fs.ModeSocket != 0:
-		kind = "a socket"
+		return "a socket"
 	}
-	return fmt.Errorf("%s is %s: %w, expected a file", path, kind, ErrNotRegular)
+	return "a special file"
 }
 
 // ReadFile reads the regular file at path whole, refusing one larger than limit bytes (limit <= 0:
