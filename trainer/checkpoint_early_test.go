@@ -54,7 +54,9 @@ func TestResumeRefusesACheckpointWithAnExtraTensor(t *testing.T) {
 func TestStepsPastTheCheckpointRangeAreRefusedAtStart(t *testing.T) {
 	cfg := constantRun(t, "long", checkpoint.MaxStep+1)
 	_, err := Run(cfg, RunOptions{Out: io.Discard})
-	if err == nil || !strings.Contains(err.Error(), "1000000000 optimizer steps") || !strings.Contains(err.Error(), "999999999") {
+	// The recipe's own bound (config.MaxSteps) refuses it first; the loop's check guards runs whose
+	// epochs make the count.
+	if err == nil || !strings.Contains(err.Error(), "1000000000") || !strings.Contains(err.Error(), "999999999") {
 		t.Errorf("steps %d: %v; want it refused naming the range", cfg.Steps, err)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Dir())); err == nil {
