@@ -103,15 +103,18 @@ func init() {
 	switch {
 	case hasAVX512:
 		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX512F, gemmKernelAVX512F64x
+		if hasAVX2FMA {
+			gemmNarrowKernel = gemmKernelAVX2FMA
+		}
 	case hasAVX2FMA:
 		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64
 	}
 	switch os.Getenv("TRAINER_GEMM_KERNEL") {
 	case "go":
-		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelGo4x8, gemmKernelGo4x8F64
+		gemmDefaultKernel, gemmDefaultKernel64, gemmNarrowKernel = gemmKernelGo4x8, gemmKernelGo4x8F64, nil
 	case "avx2":
 		if hasAVX2FMA {
-			gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64
+			gemmDefaultKernel, gemmDefaultKernel64, gemmNarrowKernel = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64, nil
 		}
 	}
 }
