@@ -23,6 +23,7 @@
 #                                                  and configs/mnist_cnn.yaml (or the comma-separated
 #                                                  names given) beside the same recipes in PyTorch
 #                                                  (scripts/torch_recipe.py), alternating, one table
+#                                                  of test top-1 and wall seconds (THREADS=n: both on n)
 #   scripts/cpu-peer.sh core                       only the peer's set-up (the lines above)
 #   scripts/cpu-peer.sh NET BATCH SIZE [steps]     one net's peer (any registered net)
 #   scripts/cpu-peer.sh [batch] [steps]            MNIST-CNN (default batch 128, 20 steps)
@@ -125,6 +126,16 @@ case "${1:-}" in
       trainer=$tmp/trainer
     fi
     GOMLX_NO_AUTO_INSTALL=1 "$py" "$here/cpu_peer_table.py" "$trainer" --rounds "${2:-3}" --steps "${3:-10}" --threads "${4:-0}" ${NETS:+--nets "$NETS"}
+    ;;
+  recipe)
+    trainer=${TRAINER:-}
+    if [ -z "$trainer" ]; then
+      tmp=$(mktemp -d)
+      trap 'rm -rf "$tmp"' EXIT
+      (cd "$here/.." && GOMLX_NO_AUTO_INSTALL=1 go build -o "$tmp/trainer" ./cmd/trainer)
+      trainer=$tmp/trainer
+    fi
+    "$py" "$here/recipe_peer.py" "$trainer" --rounds "${2:-3}" ${3:+--configs "$3"} --threads "${THREADS:-0}"
     ;;
   resnet*) exec "$py" "$here/torch_resnet_step.py" "$1" "$2" "$3" "${4:-10}" ;;
   all)
