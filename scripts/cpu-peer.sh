@@ -66,6 +66,19 @@ core_run() {
   echo "${core:-unknown} $("$py" -c 'import json,sys; print(json.loads(sys.argv[1])["gflop_per_s"])' "$json") $json"
 }
 echo "CPU: $(cpu_line)" >&2
+# PyTorch's OpenMP threads spin while they wait for each other: on a machine busy with other work a
+# descheduled thread stalls the rest (MNIST-fast's step 531 ms instead of 61 at a load average of 7).
+# Sleeping waits cost a little on an idle machine and save the peer on a busy one, so they are chosen
+# when the load average is at or above the core count, unless OMP_WAIT_POLICY is set.
+load1=$(cut -d' ' -f1 /proc/loadavg)
+if [ -n "${OMP_WAIT_POLICY:-}" ]; then
+  echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY set by the environment: kept (load average $load1)" >&2
+elif awk -v l="$load1" -v c="$(nproc)" 'BEGIN {exit !(l >= c)}'; then
+  export OMP_WAIT_POLICY=PASSIVE
+  echo "load average $load1 >= $(nproc) cores: OMP_WAIT_POLICY=PASSIVE (the peer's threads sleep while they wait)" >&2
+else
+  echo "load average $load1: OpenMP's default waits" >&2
+fi
 echo "BLAS: $blas" >&2
 [ -n "${OPENBLAS_L2_SIZE:-}" ] && echo "OPENBLAS_L2_SIZE=$OPENBLAS_L2_SIZE set by the environment: kept (OpenBLAS's blocking for that L2)" >&2
 case "$blas" in

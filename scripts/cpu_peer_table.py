@@ -129,7 +129,7 @@ def main():
     print(f"# PyTorch {p0.get('torch', '?')}, {p0.get('threads', '?')} threads, BLAS {p0.get('blas', '?')} "
           f"(torch BLAS_INFO={p0.get('torch_blas_info', '?')}), OpenBLAS core {core}"
           f"{' (OPENBLAS_CORETYPE=' + coretype + ')' if coretype else ''}, oneDNN for convolutions: "
-          f"{'yes' if torch_onednn() else 'no'}; ours: `trainer bench --net`, "
+          f"{'yes' if torch_onednn() else 'no'}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}; ours: `trainer bench --net`, "
           f"{results[0][3][0]['threads'] if results else '?'} threads; peak {peak['peak_gflop_per_s']:.1f} GFLOP/s "
           f"({peak['peak_kernel']} GEMM, {peak['peak_n']}³); {args.rounds} rounds of {args.steps} steps, "
           f"load average after {load_after}")

@@ -81,7 +81,7 @@ def main():
     print(f"# {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, {threads} threads each, "
           f"OpenBLAS core {env.get('CPU_PEER_BLAS_CORE', 'not checked')}"
           f"{' (OPENBLAS_CORETYPE=' + env['OPENBLAS_CORETYPE'] + ')' if env.get('OPENBLAS_CORETYPE') else ''}, "
-          f"load average before {load()}", flush=True)
+          f"OMP_WAIT_POLICY={env.get('OMP_WAIT_POLICY', 'default')}, load average before {load()}", flush=True)
     results = []
     for config in configs:
         o, p = [], []
