@@ -145,15 +145,21 @@ func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []i
 	}
 	buf := getPadded(prod(dims))
 	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf))
-	// Copy row by row of the last axis (the channels, usually), each to its place in the padded tensor,
-	// and zero only the gaps between them: the places rise with the rows, so each value is written once.
-	// (Clearing the whole pooled buffer first cost as much as the copy: most of it is interior.)
-	last := len(dims) - 1
+	// Copy block by block, each to its place in the padded tensor, and zero only the gaps between them:
+	// the places rise with the blocks, so each value is written once. (Clearing the whole pooled buffer
+	// first cost as much as the copy: most of it is interior.) A block is everything from the last
+	// padded axis on (NHWC's rows of W·C values): no padding inside it, so it is contiguous in both.
+	last := 0
+	for i := range dims {
+		if dims[i] != inDims[i] {
+			last = i
+		}
+	}
 	src, dst := rowMajorStrides(inDims), rowMajorStrides(dims)
-	n := inDims[last]
+	n := prod(inDims[last:])
 	written := 0
 	forEachPosition(inDims[:last], func(pos []int) {
-		so, do := 0, lo[last]
+		so, do := 0, lo[last]*dst[last]
 		for i, p := range pos {
 			so += p * src[i]
 			do += (p + lo[i]) * dst[i]

@@ -63,3 +63,47 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestPadInputChannelsLast: with the channels last (NHWC, not padded), padInput copies whole W·C blocks;
+// every value lands where the padding puts it and the padding is zero.
+func TestPadInputChannelsLast(t *testing.T) {
+	if defaultKernelOf[float32]().direct == nil {
+		t.Skip("no direct kernel on this architecture: padInput pads nothing")
+	}
+	inDims := []int{2, 4, 5, 3} // N, H, W, C
+	input := make([]float32, prod(inDims))
+	for i := range input {
+		input[i] = float32(i + 1)
+	}
+	spec := convGemmSpec{axes: channelsLast(2), strides: []int{1, 1}, kernelDilations: []int{1, 1},
+		inputDilations: []int{1, 1}, paddings: [][2]int{{2, 1}, {1, 2}}}
+	stale := make([]float32, 2*7*8*3)
+	for i := range stale {
+		stale[i] = float32(math.NaN())
+	}
+	putPadded(stale)
+	out, dims, _, ok := padInput(input, inDims, spec)
+	if !ok {
+		t.Fatal("padInput padded nothing")
+	}
+	defer putPadded(out)
+	if want := []int{2, 7, 8, 3}; !slices.Equal(dims, want) {
+		t.Fatalf("dims %v, want %v", dims, want)
+	}
+	for n := range dims[0] {
+		for h := range dims[1] {
+			for w := range dims[2] {
+				for c := range dims[3] {
+					got := out[((n*dims[1]+h)*dims[2]+w)*dims[3]+c]
+					var want float32
+					if ih, iw := h-2, w-1; ih >= 0 && ih < inDims[1] && iw >= 0 && iw < inDims[2] {
+						want = input[((n*inDims[1]+ih)*inDims[2]+iw)*inDims[3]+c]
+					}
+					if got != want {
+						t.Fatalf("padded[%d,%d,%d,%d] = %v, want %v", n, h, w, c, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -107,6 +107,13 @@ var (
 	gemmDefaultKernel64 = gemmKernelGo4x8F64
 )
 
+// gemmNarrowKernel, when set, computes float32 products of at most gemmNarrowMaxN columns (a classifier's
+// 10 classes, a convolution's 16 channels): a default kernel twice as wide (AVX-512's 32 columns) would
+// spend half its multiplications or more on the zero columns of the edge tile.
+var gemmNarrowKernel *gemmKernel
+
+const gemmNarrowMaxN = 16
+
 // defaultKernelOf is the default kernel for element type T.
 func defaultKernelOf[T gemmFloat]() *gemmKernelOf[T] {
 	var k any = gemmDefaultKernel
@@ -266,6 +273,9 @@ func (p *gemmProblemOf[T]) run(out []T) {
 	kern := p.kernel
 	if kern == nil {
 		kern = defaultKernelOf[T]()
+		if p.n <= gemmNarrowMaxN && !isFloat64[T]() && gemmNarrowKernel != nil {
+			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
+		}
 	}
 	threads := p.threads
 	if threads <= 0 {

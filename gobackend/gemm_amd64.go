@@ -23,6 +23,11 @@ func gemmKernelAVX512(k int, a, b, c *float32, rows *int)
 //go:noescape
 func gemmKernelAVX2Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
 
+// gemmKernelAVX512Direct is gemmKernelAVX512 reading A in place: row r at step p is data[rowsA[r]+koff[p]].
+//
+//go:noescape
+func gemmKernelAVX512Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
+
 // gemmKernelAVX2F64 and gemmKernelAVX512F64 are the float64 kernels (gemm_f64_amd64.s): the same
 // registers hold 6×8 and 14×16 tiles of doubles.
 //
@@ -46,6 +51,12 @@ var gemmKernelAVX2FMA = &gemmKernel{name: "AVX2+FMA", mr: 6, nr: 16, fn: func(k 
 var gemmKernelAVX512F = &gemmKernel{name: "AVX-512", mr: 14, nr: 32, fn: func(k int, a, b, c []float32, rows []int) {
 	checkKernelArgs(k, 14, 32, a, b, c, rows)
 	gemmKernelAVX512(k, &a[0], &b[0], &c[0], &rows[0])
+}, direct: func(k int, data []float32, rowsA, koff []int, b, c []float32, rows []int) {
+	_, _, _, _ = rowsA[13], koff[k-1], b[k*32-1], rows[13]
+	for _, r := range rows[:14] {
+		_ = c[r : r+32]
+	}
+	gemmKernelAVX512Direct(k, &data[0], &rowsA[0], &koff[0], &b[0], &c[0], &rows[0])
 }}
 
 var gemmKernelAVX2FMAF64 = &gemmKernel64{name: "AVX2+FMA float64", mr: 6, nr: 8, fn: func(k int, a, b, c []float64, rows []int) {
@@ -92,15 +103,18 @@ func init() {
 	switch {
 	case hasAVX512:
 		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX512F, gemmKernelAVX512F64x
+		if hasAVX2FMA {
+			gemmNarrowKernel = gemmKernelAVX2FMA
+		}
 	case hasAVX2FMA:
 		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64
 	}
 	switch os.Getenv("TRAINER_GEMM_KERNEL") {
 	case "go":
-		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelGo4x8, gemmKernelGo4x8F64
+		gemmDefaultKernel, gemmDefaultKernel64, gemmNarrowKernel = gemmKernelGo4x8, gemmKernelGo4x8F64, nil
 	case "avx2":
 		if hasAVX2FMA {
-			gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64
+			gemmDefaultKernel, gemmDefaultKernel64, gemmNarrowKernel = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64, nil
 		}
 	}
 }

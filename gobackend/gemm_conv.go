@@ -160,11 +160,13 @@ func (o *convOperand[T]) packUnmarked(dst []T, _, i0, i1, k0, k1, w int, mark []
 // zeros) over contracting indices [k0, k1), w rows wide. Per kernel position, the rows whose window
 // reaches the input there are copied through the 8×8 transposes (whole runs of consecutive offsets),
 // the others (in the padding) read a valid row's values and are cleared afterwards: rows near the
-// border, a large part of a small feature map, take the same path as interior ones.
+// border, a large part of a small feature map, take the same path as interior ones. Runs shorter than
+// a transpose (few input channels, or the kernel gradient's layout, whose consecutive contracting
+// indices are batches apart) are copied by packShortRun instead.
 func (o *convOperand[T]) packRows(panel []T, r0, valid, k0, k1, w int) {
 	allIn := valid == w && allInterior(o.rowInterior[r0:r0+w])
 	var ok [maxPanelRows]bool
-	var offs [maxPanelRows]int
+	var base, offs [maxPanelRows]int
 	for k := k0; k < k1; {
 		group := min(o.kGroupEnd[k], k1) // Same window offset: one validity test per row.
 		nOK, ref := 0, 0
@@ -179,15 +181,23 @@ func (o *convOperand[T]) packRows(panel []T, r0, valid, k0, k1, w int) {
 			k = group
 			continue
 		}
+		for r := range w {
+			rr := ref
+			if r < valid && ok[r] {
+				rr = r
+			}
+			base[r] = o.rowBase[r0+rr]
+		}
 		kg := k
 		for k < group {
 			end := min(o.kRunEnd[k], group) // Consecutive in memory.
+			if end-k < 8 {
+				packShortRun(panel[(k-k0)*w:], o.data, base[:w], o.kOff[k], end-k)
+				k = end
+				continue
+			}
 			for r := range w {
-				rr := ref
-				if r < valid && ok[r] {
-					rr = r
-				}
-				offs[r] = o.rowBase[r0+rr] + o.kOff[k]
+				offs[r] = base[r] + o.kOff[k]
 			}
 			packRowOffsets(panel[(k-k0)*w:], o.data, offs[:w], end-k, w)
 			k = end
@@ -200,6 +210,29 @@ func (o *convOperand[T]) packRows(panel []T, r0, valid, k0, k1, w int) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// packShortRun writes panel[j·w + r] = src[base[r]+off+j] for rows r < w = len(base) and j < n: a run
+// too short for the 8×8 transposes. Rows adjacent in memory (the kernel gradient's input channels) go
+// as one copy per run of them, the others value by value.
+func packShortRun[T gemmFloat](panel, src []T, base []int, off, n int) {
+	w := len(base)
+	for j := range n {
+		row := panel[j*w : j*w+w]
+		for r := 0; r < w; {
+			e := r + 1
+			for e < w && base[e] == base[e-1]+1 {
+				e++
+			}
+			at := base[r] + off + j
+			if e-r == 1 {
+				row[r] = src[at]
+			} else {
+				copy(row[r:e], src[at:at+e-r])
+			}
+			r = e
 		}
 	}
 }

@@ -300,3 +300,33 @@ func TestGemmDirectMatchesPacked(t *testing.T) {
 		}
 	}
 }
+
+// Products of at most gemmNarrowMaxN columns take the narrow kernel where there is one; it adds the
+// same terms in the same order as the default kernel, so the bits are the default kernel's.
+func TestGemmNarrowKernelMatchesDefault(t *testing.T) {
+	if gemmNarrowKernel == nil {
+		t.Skip("no narrow kernel on this CPU")
+	}
+	rng := rand.New(rand.NewSource(29))
+	for _, n := range []int{1, 10, 16} {
+		for _, m := range []int{5, 37} {
+			k := 600 // Several K blocks.
+			lhs, rhs := randTT(rng, m, k), randTT(rng, k, n)
+			for _, split := range []gemmSplit{splitNone, splitShared, splitK, splitRows} {
+				var outs [3][]float32
+				for i, kern := range []*gemmKernel{gemmNarrowKernel, gemmDefaultKernel, nil} {
+					l := newGemmOperand(toF32(lhs), []int{m, k}, []int{1}, nil)
+					r := newGemmOperand(toF32(rhs), []int{k, n}, []int{0}, nil)
+					p := &gemmProblem{lhs: l, rhs: r, kernel: kern, forceSplit: split, threads: 2, batch: 1, m: m, n: n, k: k}
+					outs[i] = make([]float32, m*n)
+					p.run(outs[i])
+				}
+				for i := range outs[0] {
+					if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) || outs[2][i] != outs[0][i] {
+						t.Fatalf("m %d n %d split %d: output %d narrow %v, default %v, chosen %v", m, n, split, i, outs[0][i], outs[1][i], outs[2][i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -24,7 +24,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# (net, batch, size): the issue-18 table's sizes, the small nets at their own resolution.
+# (net, batch, size): the small nets at their own resolution, the ImageNet nets at 64 px.
 ROWS = [
     ("mnist_cnn", 128, 28),
     ("mnist_fast", 128, 28),
@@ -65,6 +65,13 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def torch_onednn():
+    """Whether the peer's torch takes float32 convolutions through oneDNN (MKL-DNN)."""
+    out = subprocess.run(["/usr/bin/python3", "-c", "import torch; b = torch.backends.mkldnn; print(b.is_available() and b.enabled)"],
+                         capture_output=True, text=True).stdout
+    return out.strip() == "True"
 
 
 def registered(trainer):
@@ -117,8 +124,12 @@ def main():
     load_after = load()
 
     p0 = results[0][4][0] if results else {}
+    core = os.environ.get("CPU_PEER_BLAS_CORE", "not checked (run through scripts/cpu-peer.sh table)")
+    coretype = os.environ.get("OPENBLAS_CORETYPE", "")
     print(f"# PyTorch {p0.get('torch', '?')}, {p0.get('threads', '?')} threads, BLAS {p0.get('blas', '?')} "
-          f"(torch BLAS_INFO={p0.get('torch_blas_info', '?')}); ours: `trainer bench --net`, "
+          f"(torch BLAS_INFO={p0.get('torch_blas_info', '?')}), OpenBLAS core {core}"
+          f"{' (OPENBLAS_CORETYPE=' + coretype + ')' if coretype else ''}, oneDNN for convolutions: "
+          f"{'yes' if torch_onednn() else 'no'}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}; ours: `trainer bench --net`, "
           f"{results[0][3][0]['threads'] if results else '?'} threads; peak {peak['peak_gflop_per_s']:.1f} GFLOP/s "
           f"({peak['peak_kernel']} GEMM, {peak['peak_n']}³); {args.rounds} rounds of {args.steps} steps, "
           f"load average after {load_after}")
