@@ -197,7 +197,8 @@ func (c Config) validateRecipe(cs *checks) {
 			}
 			switch key {
 			case "eps":
-				cs.check(value == -1 || (value > 0 && value < 1), "optimizer.eps", "got %g, expected in (0, 1) or -1 (%s's default %g)", value, o.Name, defs[key])
+				// TF-slim's RMSProp runs ε = 1.0 inside the root (MobileNetV2's recipe).
+				cs.check(value == -1 || (value > 0 && value <= 10), "optimizer.eps", "got %g, expected in (0, 10] or -1 (%s's default %g)", value, o.Name, defs[key])
 			default:
 				cs.check(value == -1 || (value >= 0 && value < 1), "optimizer."+key, "got %g, expected in [0, 1) or -1 (%s's default %g)", value, o.Name, defs[key])
 			}
