@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -15,7 +16,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
@@ -89,98 +89,118 @@ func newBenchCommand() *cobra.Command {
 		Long:  benchDescription,
 		Args:  cobra.MaximumNArgs(1),
 	}
+	var f benchFlags
 	fs := cmd.Flags()
-	netName := fs.String("net", "", "registered net `NAME` (trainer nets), when no CONFIG is given (default mnist_cnn)")
-	batch := fs.Int("batch", 128, "batch size `N` (data.batch_size; with a CONFIG, its own unless given)")
-	size := fs.Int("size", 0, "square input resolution `S` (net.image_size; 0: the net's default)")
-	steps := fs.Int("steps", 5, "timed steps `K` (after one untimed step that compiles)")
-	width := fs.Float64("width", 1, "width multiplier `W` of the net (net.width)")
-	precision := fs.String("precision", "float32", "compute precision `float32|bf16` (bf16: bfloat16 compute, float32 master weights)")
-	dataPlace := fs.String("data", "device", "`device|host|shards`: one synthetic batch sent once and reused (no input transfer), or sent every step; shards (with a CONFIG): the recipe's whole loop from its own data beside the resident step (bench_shards.go)")
-	input := fs.String("input", "float32", "`float32|uint8`: normalised images, or pixels the graph normalises first (data.device_normalize)")
-	sets := fs.StringArray("set", nil, "override a key of the CONFIG: `key=value` (repeatable)")
-	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (with a CONFIG, its own unless given)")
-	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the timed steps to the file `F`")
-	asJSON := fs.Bool("json", false, "print JSON")
-	peakOnly := fs.Bool("peak", false, "only measure the pure-Go backend's peak: its float32 GEMM on two 1024×1024 matrices, best of 5")
+	fs.StringVar(&f.Net, "net", "", "registered net `NAME` (trainer nets), when no CONFIG is given (default mnist_cnn)")
+	fs.IntVar(&f.Batch, "batch", 128, "batch size `N` (data.batch_size; with a CONFIG, its own unless given)")
+	fs.IntVar(&f.Size, "size", 0, "square input resolution `S` (net.image_size; 0: the net's default)")
+	fs.IntVar(&f.Steps, "steps", 5, "timed steps `K` (after one untimed step that compiles)")
+	fs.Float64Var(&f.Width, "width", 1, "width multiplier `W` of the net (net.width)")
+	fs.StringVar(&f.Precision, "precision", "float32", "compute precision `float32|bf16` (bf16: bfloat16 compute, float32 master weights)")
+	fs.StringVar(&f.Data, "data", "device", "`device|host|shards`: one synthetic batch sent once and reused (no input transfer), or sent every step; shards (with a CONFIG): the recipe's whole loop from its own data beside the resident step (bench_shards.go)")
+	fs.StringVar(&f.Input, "input", "float32", "`float32|uint8`: normalised images, or pixels the graph normalises first (data.device_normalize)")
+	fs.StringArrayVar(&f.Set, "set", nil, "override a key of the CONFIG: `key=value` (repeatable)")
+	fs.StringVar(&f.Backend, "backend", "go", "backend `B`: go, xla:cpu, xla:cuda, xla:tpu or a plugin path (with a CONFIG, its own unless given)")
+	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the timed steps to the file `F`")
+	fs.BoolVar(&f.JSON, "json", false, "print JSON")
+	fs.BoolVar(&f.Peak, "peak", false, "only measure the pure-Go backend's peak: its float32 GEMM on two 1024×1024 matrices, best of 5")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		given := map[string]bool{}
-		fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
-		if *peakOnly {
-			return benchPeakMain(cmd.OutOrStdout(), *asJSON)
+		f.given = givenFlags(fs)
+		if f.Peak {
+			return benchPeakMain(cmd.OutOrStdout(), f.JSON)
 		}
-		return benchMain(cmd.OutOrStdout(), positional, given, fs, *sets, netName, backendName, cpuProfile,
-			precision, dataPlace, input, batch, size, steps, width, asJSON)
+		return benchMain(f, positional, cmd.OutOrStdout())
 	}
 	return cmd
 }
 
+// benchFlags are `trainer bench`'s flags, one field per flag.
+type benchFlags struct {
+	Net        string   // --net
+	Batch      int      // --batch
+	Size       int      // --size
+	Steps      int      // --steps
+	Width      float64  // --width
+	Precision  string   // --precision
+	Data       string   // --data
+	Input      string   // --input
+	Set        []string // --set
+	Backend    string   // --backend
+	CPUProfile string   // --cpuprofile
+	JSON       bool     // --json
+	Peak       bool     // --peak
+	// given names the flags set on the command line (not a flag; filled at parse time): with a
+	// CONFIG, only those override its keys.
+	given map[string]bool
+}
+
 // benchMain times one train step (trainstep.Step: what `trainer run` compiles) on random data; see
-// benchDescription. given names the flags set on the command line.
-func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs *pflag.FlagSet, sets []string,
-	netName, backendName, cpuProfile, precision, dataPlace, input *string, batch, size, steps *int, width *float64, asJSON *bool) error {
+// benchDescription.
+func benchMain(f benchFlags, positional []string, stdout io.Writer) error {
 	var err error
-	if *batch < 1 || *steps < 1 || *size < 0 || *width <= 0 {
+	if f.Batch < 1 || f.Steps < 1 || f.Size < 0 || f.Width <= 0 {
 		return errors.New("bench: --batch and --steps must be >= 1, --size >= 0, --width > 0")
 	}
 	// The bounds a run's recipe has (data.batch_size, net.image_size, net.width), checked before a
 	// batch is allocated; the step times are kept, one per step.
-	if *batch > data.MaxBatchSize || *size > config.MaxImageSize || *steps > maxBenchSteps || !(*width <= 16) {
+	if f.Batch > data.MaxBatchSize || f.Size > config.MaxImageSize || f.Steps > maxBenchSteps || !(f.Width <= 16) {
 		return fmt.Errorf("bench: --batch %d, --size %d, --steps %d, --width %g: expected a batch of at most %d, a size of at most %d, "+
-			"at most %d steps and a width of at most 16", *batch, *size, *steps, *width, data.MaxBatchSize, config.MaxImageSize, maxBenchSteps)
+			"at most %d steps and a width of at most 16", f.Batch, f.Size, f.Steps, f.Width, data.MaxBatchSize, config.MaxImageSize, maxBenchSteps)
 	}
-	switch *precision {
+	switch f.Precision {
 	case "float32", "f32":
-		*precision = "float32"
+		f.Precision = "float32"
 	case "bf16", "bfloat16":
-		*precision = "bfloat16"
+		f.Precision = "bfloat16"
 	default:
-		return fmt.Errorf("bench: --precision %q: expected float32 or bf16", *precision)
+		return fmt.Errorf("bench: --precision %q: expected float32 or bf16", f.Precision)
 	}
-	if *dataPlace != "device" && *dataPlace != "host" && *dataPlace != "shards" {
-		return fmt.Errorf("bench: --data %q: expected device, host or shards", *dataPlace)
+	if f.Data != "device" && f.Data != "host" && f.Data != "shards" {
+		return fmt.Errorf("bench: --data %q: expected device, host or shards", f.Data)
 	}
-	if *input != "float32" && *input != "uint8" {
-		return fmt.Errorf("bench: --input %q: expected float32 or uint8", *input)
+	if f.Input != "float32" && f.Input != "uint8" {
+		return fmt.Errorf("bench: --input %q: expected float32 or uint8", f.Input)
 	}
 	var cfg config.Config
 	var recipePath string
 	if len(positional) == 1 {
-		if given["net"] {
+		if f.given["net"] {
 			return errors.New("bench: give a CONFIG or --net NAME, not both")
 		}
 		// The flags given override the recipe's keys; the others leave them as they are.
 		var overrides []string
+		value := map[string]string{"backend": f.Backend, "batch": strconv.Itoa(f.Batch), "size": strconv.Itoa(f.Size),
+			"width": strconv.FormatFloat(f.Width, 'g', -1, 64), "precision": f.Precision} // as pflag prints them
 		for flagName, key := range map[string]string{"backend": "backend", "batch": "data.batch_size",
 			"size": "net.image_size", "width": "net.width", "precision": "net.precision"} {
-			if given[flagName] {
-				overrides = append(overrides, key+"="+fs.Lookup(flagName).Value.String())
+			if f.given[flagName] {
+				overrides = append(overrides, key+"="+value[flagName])
 			}
 		}
-		if given["input"] {
-			overrides = append(overrides, fmt.Sprintf("data.device_normalize=%v", *input == "uint8"))
+		if f.given["input"] {
+			overrides = append(overrides, fmt.Sprintf("data.device_normalize=%v", f.Input == "uint8"))
 		}
 		slices.Sort(overrides)
 		recipePath = positional[0]
-		if cfg, err = recipe.Load(recipePath, append(overrides, sets...)); err != nil {
+		if cfg, err = recipe.Load(recipePath, append(overrides, f.Set...)); err != nil {
 			return err
 		}
 	} else {
-		if len(sets) > 0 {
+		if len(f.Set) > 0 {
 			return errors.New("bench: --set needs a CONFIG")
 		}
-		name := *netName
+		name := f.Net
 		if name == "" {
 			name = "mnist_cnn"
 		}
-		if cfg, err = peerConfig(name, *backendName, *batch, *size, *width, *precision, *input == "uint8"); err != nil {
+		if cfg, err = peerConfig(name, f.Backend, f.Batch, f.Size, f.Width, f.Precision, f.Input == "uint8"); err != nil {
 			return err
 		}
 	}
-	if *dataPlace == "shards" {
-		return benchShards(stdout, cfg, recipePath, *steps, *asJSON)
+	if f.Data == "shards" {
+		return benchShards(stdout, cfg, recipePath, f.Steps, f.JSON)
 	}
-	rep, err := benchStep(cfg, *steps, *dataPlace == "host", *cpuProfile)
+	rep, err := benchStep(cfg, f.Steps, f.Data == "host", f.CPUProfile)
 	if err != nil {
 		return err
 	}
@@ -190,7 +210,7 @@ func benchMain(stdout io.Writer, positional []string, given map[string]bool, fs 
 		rep.PeakGFLOPPerS, rep.PeakN, rep.PeakKernel = p.GFLOPS, p.N, p.Kernel
 		rep.PercentOfPeak = 100 * rep.GFLOPPerS / p.GFLOPS
 	}
-	if *asJSON {
+	if f.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)

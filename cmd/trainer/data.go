@@ -42,15 +42,15 @@ ILSVRC2012_img_train.tar (per-class tars) or ILSVRC2012_img_val.tar (with --labe
 holding those two tars and the devkit (ILSVRC2012_devkit_t12.tar.gz) or LOC_val_solution.csv.`,
 		Args: cobra.ExactArgs(2),
 	}
-	resize := pack.Flags().Int("resize", 0, "resize encoded images whose shorter side is larger to this side `N`, re-encoded as JPEG (0: keep the files)")
-	shardSize := pack.Flags().String("shard-size", "1GiB", "start a new shard past this `SIZE`")
-	quality := pack.Flags().Int("quality", 90, "JPEG quality `Q` of resized images")
-	packPixels := pack.Flags().Int64("max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
-	overwrite := pack.Flags().Bool("overwrite", false, "pack into a non-empty OUT, replacing the shards there once the new ones are complete")
-	labels := pack.Flags().String("labels", "", "the labels of ImageNet's validation tar: `FILE` ILSVRC2012_devkit_t12.tar.gz or LOC_val_solution.csv (default: found beside the tar)")
+	var pf packFlags
+	pack.Flags().IntVar(&pf.Resize, "resize", 0, "resize encoded images whose shorter side is larger to this side `N`, re-encoded as JPEG (0: keep the files)")
+	pack.Flags().StringVar(&pf.ShardSize, "shard-size", "1GiB", "start a new shard past this `SIZE`")
+	pack.Flags().IntVar(&pf.Quality, "quality", 90, "JPEG quality `Q` of resized images")
+	pack.Flags().Int64Var(&pf.MaxImagePixels, "max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
+	pack.Flags().BoolVar(&pf.Overwrite, "overwrite", false, "pack into a non-empty OUT, replacing the shards there once the new ones are complete")
+	pack.Flags().StringVar(&pf.Labels, "labels", "", "the labels of ImageNet's validation tar: `FILE` ILSVRC2012_devkit_t12.tar.gz or LOC_val_solution.csv (default: found beside the tar)")
 	pack.RunE = func(cmd *cobra.Command, positional []string) error {
-		return dataPackMain(positional, cmd.OutOrStdout(), cmd.ErrOrStderr(), packFlags{resize: *resize, shardSize: *shardSize,
-			quality: *quality, maxPixels: *packPixels, overwrite: *overwrite, labels: *labels})
+		return dataPackMain(pf, positional, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	inspect := &cobra.Command{
 		Use:   "inspect FILE|DIR",
@@ -65,10 +65,11 @@ holding those two tars and the devkit (ILSVRC2012_devkit_t12.tar.gz) or LOC_val_
 		Short: "Check every shard's header, index and CRC-32C",
 		Args:  cobra.ExactArgs(1),
 	}
-	decode := verify.Flags().Bool("decode", false, "also decode every encoded record")
-	verifyPixels := verify.Flags().Int64("max-image-pixels", data.DefaultMaxImagePixels, "with --decode, refuse an image of more than `N` pixels (width × height)")
+	var vf dataVerifyFlags
+	verify.Flags().BoolVar(&vf.Decode, "decode", false, "also decode every encoded record")
+	verify.Flags().Int64Var(&vf.MaxImagePixels, "max-image-pixels", data.DefaultMaxImagePixels, "with --decode, refuse an image of more than `N` pixels (width × height)")
 	verify.RunE = func(cmd *cobra.Command, positional []string) error {
-		return dataVerifyMain(positional, cmd.OutOrStdout(), *decode, *verifyPixels)
+		return dataVerifyMain(vf, positional, cmd.OutOrStdout())
 	}
 	cmd.AddCommand(pack, newDataFetchCommand(), inspect, verify, newDataBenchCommand())
 	return cmd
@@ -244,35 +245,35 @@ func sameClasses(jobs []packJob) error {
 	return nil
 }
 
-// packFlags are the parsed flags of `trainer data pack`.
+// packFlags are `trainer data pack`'s flags, one field per flag.
 type packFlags struct {
-	resize    int
-	shardSize string
-	quality   int
-	maxPixels int64
-	overwrite bool
-	labels    string // --labels
+	Resize         int    // --resize
+	ShardSize      string // --shard-size
+	Quality        int    // --quality
+	MaxImagePixels int64  // --max-image-pixels
+	Overwrite      bool   // --overwrite
+	Labels         string // --labels
 }
 
 // dataPackMain is `trainer data pack` with its parsed flags.
-func dataPackMain(positional []string, stdout, stderr io.Writer, f packFlags) error {
-	size, err := parseByteSize(f.shardSize)
+func dataPackMain(f packFlags, positional []string, stdout, stderr io.Writer) error {
+	size, err := parseByteSize(f.ShardSize)
 	if err != nil {
 		return fmt.Errorf("data pack: --shard-size: %w", err)
 	}
-	if f.maxPixels < 1 {
-		return fmt.Errorf("data pack: --max-image-pixels %d, expected >= 1", f.maxPixels)
+	if f.MaxImagePixels < 1 {
+		return fmt.Errorf("data pack: --max-image-pixels %d, expected >= 1", f.MaxImagePixels)
 	}
 	out := positional[1]
 	entries, err := os.ReadDir(out)
-	if err == nil && len(entries) > 0 && !f.overwrite {
+	if err == nil && len(entries) > 0 && !f.Overwrite {
 		// Before any work: packing a large split first and then refusing would waste it.
 		return fmt.Errorf("data pack: %s is not empty (%d entries, e.g. %s): pack into a new folder, or pass --overwrite "+
 			"to replace the shards there", out, len(entries), entries[0].Name())
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("data pack: %w", err)
 	}
-	jobs, closeAll, err := packJobs(positional[0], out, f.labels)
+	jobs, closeAll, err := packJobs(positional[0], out, f.Labels)
 	if err != nil {
 		return err
 	}
@@ -377,8 +378,8 @@ func runPackJobs(jobs []packJob, stdout, stderr io.Writer, f packFlags, size int
 			}
 		}
 		var written int64
-		paths, err := data.Pack(src, job.out, job.name, data.PackOptions{Resize: f.resize, Quality: f.quality, ShardSize: size,
-			MaxImagePixels: f.maxPixels, Overwrite: f.overwrite,
+		paths, err := data.Pack(src, job.out, job.name, data.PackOptions{Resize: f.Resize, Quality: f.Quality, ShardSize: size,
+			MaxImagePixels: f.MaxImagePixels, Overwrite: f.Overwrite,
 			Progress: func(done, total int, bytes int64) { written = bytes; report(done, total, bytes, false) }})
 		if err != nil {
 			if progress {
@@ -446,8 +447,14 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 	return nil
 }
 
+// dataVerifyFlags are `trainer data verify`'s flags, one field per flag.
+type dataVerifyFlags struct {
+	Decode         bool  // --decode
+	MaxImagePixels int64 // --max-image-pixels
+}
+
 // dataVerifyMain is `trainer data verify` with its parsed flags.
-func dataVerifyMain(positional []string, stdout io.Writer, decode bool, maxPixels int64) error {
+func dataVerifyMain(f dataVerifyFlags, positional []string, stdout io.Writer) error {
 	sh, err := data.OpenShards(positional[0]) // the set is whole and every header and index is sound
 	if err != nil {
 		return err
@@ -459,13 +466,13 @@ func dataVerifyMain(positional []string, stdout io.Writer, decode bool, maxPixel
 			errs = append(errs, err)
 		}
 	}
-	if decode && sh.Kind() == data.ShardEncoded {
+	if f.Decode && sh.Kind() == data.ShardEncoded {
 		var buf []byte
 		for i := range sh.Len() {
 			ex, err := sh.Example(i, buf)
 			if err == nil {
 				buf = ex.Encoded
-				_, _, err = data.DecodeImage(ex.Encoded, maxPixels)
+				_, _, err = data.DecodeImage(ex.Encoded, f.MaxImagePixels)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", sh.Describe(i), err))
@@ -476,7 +483,7 @@ func dataVerifyMain(positional []string, stdout io.Writer, decode bool, maxPixel
 		return fmt.Errorf("data verify %s: %d problems:\n%w", positional[0], len(errs), errors.Join(errs...))
 	}
 	fmt.Fprintf(stdout, "ok: %d shards, %d records, %d classes, CRC-32C checked", len(sh.Paths), sh.Len(), sh.NumClasses())
-	if decode {
+	if f.Decode {
 		fmt.Fprintf(stdout, ", every record decoded")
 	}
 	fmt.Fprintln(stdout)

@@ -25,64 +25,77 @@ batch after batch. Prints images/s, images per CPU-second (the process's user + 
 a busy machine does not lower it) and, with --target-images-per-sec, the cores that rate needs.`,
 		Args: cobra.ExactArgs(1),
 	}
+	var f dataBenchFlags
 	fs := cmd.Flags()
-	source := fs.String("source", "imagefolder", "what SPLIT is, `imagefolder|shards`: a folder of class folders, or of shards")
-	size := fs.Int("size", 224, "output resolution `S`")
-	batch := fs.Int("batch", 64, "batch size `N`")
-	batches := fs.Int("batches", 20, "batches `K` to time (after one warm-up batch)")
-	workers := fs.Int("workers", 0, "decode workers `N` (0: one per core)")
-	interp := fs.String("interpolation", "bilinear", "resampling filter `bilinear|bicubic`")
-	fast := fs.Bool("fast-decode", false, "decode as data.fast_decode does (libjpeg-turbo's fast IDCT and upsampling)")
-	target := fs.Float64("target-images-per-sec", 0, "also print the cores that would feed `R` images/s (a GPU's step rate, from trainer bench)")
+	fs.StringVar(&f.Source, "source", "imagefolder", "what SPLIT is, `imagefolder|shards`: a folder of class folders, or of shards")
+	fs.IntVar(&f.Size, "size", 224, "output resolution `S`")
+	fs.IntVar(&f.Batch, "batch", 64, "batch size `N`")
+	fs.IntVar(&f.Batches, "batches", 20, "batches `K` to time (after one warm-up batch)")
+	fs.IntVar(&f.Workers, "workers", 0, "decode workers `N` (0: one per core)")
+	fs.StringVar(&f.Interpolation, "interpolation", "bilinear", "resampling filter `bilinear|bicubic`")
+	fs.BoolVar(&f.FastDecode, "fast-decode", false, "decode as data.fast_decode does (libjpeg-turbo's fast IDCT and upsampling)")
+	fs.Float64Var(&f.TargetImagesPerSec, "target-images-per-sec", 0, "also print the cores that would feed `R` images/s (a GPU's step rate, from trainer bench)")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return dataBenchMain(positional, cmd.OutOrStdout(), source, size, batch, batches, workers, interp, fast, target)
+		return dataBenchMain(f, positional, cmd.OutOrStdout())
 	}
 	return cmd
 }
 
+// dataBenchFlags are `trainer data bench`'s flags, one field per flag.
+type dataBenchFlags struct {
+	Source             string  // --source
+	Size               int     // --size
+	Batch              int     // --batch
+	Batches            int     // --batches
+	Workers            int     // --workers
+	Interpolation      string  // --interpolation
+	FastDecode         bool    // --fast-decode
+	TargetImagesPerSec float64 // --target-images-per-sec
+}
+
 // dataBenchMain times the training input pipeline as a run uses it: the loader's parallel workers
 // reading SPLIT, decoding, RandomResizedCrop + flip at --size and normalising, batch after batch.
-func dataBenchMain(positional []string, stdout io.Writer, source *string, size, batch, batches, workers *int, interp *string, fast *bool, target *float64) error {
-	if *target < 0 {
-		return fmt.Errorf("data bench: --target-images-per-sec %g, want >= 0", *target)
+func dataBenchMain(f dataBenchFlags, positional []string, stdout io.Writer) error {
+	if f.TargetImagesPerSec < 0 {
+		return fmt.Errorf("data bench: --target-images-per-sec %g, want >= 0", f.TargetImagesPerSec)
 	}
-	if *source != "imagefolder" && *source != "shards" {
-		return fmt.Errorf("data bench: --source %q, expected imagefolder or shards", *source)
+	if f.Source != "imagefolder" && f.Source != "shards" {
+		return fmt.Errorf("data bench: --source %q, expected imagefolder or shards", f.Source)
 	}
-	if *size < 8 || *batch < 1 || *batches < 1 {
+	if f.Size < 8 || f.Batch < 1 || f.Batches < 1 {
 		return errors.New("data bench: --size must be >= 8, --batch and --batches >= 1")
 	}
 	// A run's bounds (net.image_size, data.batch_size, data.workers), checked before the loader
 	// allocates its batches.
-	if *size > config.MaxImageSize || *batch > data.MaxBatchSize || *workers < 0 || *workers > data.MaxWorkers {
+	if f.Size > config.MaxImageSize || f.Batch > data.MaxBatchSize || f.Workers < 0 || f.Workers > data.MaxWorkers {
 		return fmt.Errorf("data bench: --size %d, --batch %d, --workers %d: expected a size of at most %d, a batch of at most %d and 0 to %d workers",
-			*size, *batch, *workers, config.MaxImageSize, data.MaxBatchSize, data.MaxWorkers)
+			f.Size, f.Batch, f.Workers, config.MaxImageSize, data.MaxBatchSize, data.MaxWorkers)
 	}
-	in, err := data.ParseInterp(*interp)
+	in, err := data.ParseInterp(f.Interpolation)
 	if err != nil {
 		return fmt.Errorf("data bench: --interpolation: %w", err)
 	}
-	src, err := data.OpenSource(*source, positional[0], "train", data.SourceOptions{})
+	src, err := data.OpenSource(f.Source, positional[0], "train", data.SourceOptions{})
 	if err != nil {
 		return fmt.Errorf("data bench: %w", err)
 	}
 	l, err := data.NewSourceLoader(src, data.LoaderOptions{
-		BatchSize: *batch, Shuffle: true, DropLast: true, Seed: 1, Workers: *workers,
+		BatchSize: f.Batch, Shuffle: true, DropLast: true, Seed: 1, Workers: f.Workers,
 		Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
-		Transform: &data.Transform{Size: *size, Train: true, Scale: [2]float64{0.08, 1},
-			Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: in, FastDecode: *fast},
+		Transform: &data.Transform{Size: f.Size, Train: true, Scale: [2]float64{0.08, 1},
+			Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: in, FastDecode: f.FastDecode},
 	})
 	if err != nil {
 		return fmt.Errorf("data bench: %w", err)
 	}
-	threads := *workers
+	threads := f.Workers
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
 	var images int
 	var start time.Time
 	var cpu0 time.Duration
-	for epoch := 0; images < *batches**batch; epoch++ {
+	for epoch := 0; images < f.Batches*f.Batch; epoch++ {
 		it := l.Iterate(epoch, 0)
 		for b, ok := it.Next(); ok; b, ok = it.Next() {
 			if start.IsZero() {
@@ -90,7 +103,7 @@ func dataBenchMain(positional []string, stdout io.Writer, source *string, size, 
 				continue
 			}
 			images += len(b.Labels)
-			if images >= *batches**batch {
+			if images >= f.Batches*f.Batch {
 				break
 			}
 		}
@@ -102,17 +115,17 @@ func dataBenchMain(positional []string, stdout io.Writer, source *string, size, 
 	elapsed, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
 	rate := float64(images) / elapsed
 	decoder := data.JPEGDecoder()
-	if *fast {
+	if f.FastDecode {
 		decoder += ", fast decode"
 	}
 	fmt.Fprintf(stdout, "%s (%d images): decode (%s) + RandomResizedCrop(%d, %s) + flip + normalise: %.0f images/s with %d workers on %d cores\n",
-		positional[0], src.Len(), decoder, *size, *interp, rate, threads, runtime.NumCPU())
+		positional[0], src.Len(), decoder, f.Size, f.Interpolation, rate, threads, runtime.NumCPU())
 	if cpu > 0 { // else this platform does not give the process's CPU time
 		perCore := float64(images) / cpu
 		fmt.Fprintf(stdout, "per core: %.0f images per CPU-second (%.1f CPU-seconds for %d images); %.0f images/s per worker\n",
 			perCore, cpu, images, rate/float64(min(threads, runtime.NumCPU())))
-		if *target > 0 {
-			fmt.Fprintf(stdout, "%.0f images/s needs %d cores at this rate per core\n", *target, int(math.Ceil(*target/perCore)))
+		if f.TargetImagesPerSec > 0 {
+			fmt.Fprintf(stdout, "%.0f images/s needs %d cores at this rate per core\n", f.TargetImagesPerSec, int(math.Ceil(f.TargetImagesPerSec/perCore)))
 		}
 	}
 	fmt.Fprintln(stdout, data.JPEGDecoderNote())

@@ -40,11 +40,11 @@ func TestDataBenchPrintsCoresNeeded(t *testing.T) {
 			}
 		}
 	}
-	source, interp := "imagefolder", "bilinear"
-	size, batch, batches, workers := 32, 4, 6, 1
-	fast, target := true, 50000.0
+	f := dataBenchFlags{Source: "imagefolder", Interpolation: "bilinear", Size: 32, Batch: 4, Batches: 6, Workers: 1,
+		FastDecode: true, TargetImagesPerSec: 50000}
+	target := f.TargetImagesPerSec
 	var out bytes.Buffer
-	if err := dataBenchMain([]string{dir}, &out, &source, &size, &batch, &batches, &workers, &interp, &fast, &target); err != nil {
+	if err := dataBenchMain(f, []string{dir}, &out); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -62,8 +62,8 @@ func TestDataBenchPrintsCoresNeeded(t *testing.T) {
 	if lo, hi := math.Ceil(target/(perCore+0.5)), math.Ceil(target/math.Max(perCore-0.5, 1)); float64(cores) < lo || float64(cores) > hi {
 		t.Errorf("%d cores for %g images/s at %g per core, want %g..%g", cores, target, perCore, lo, hi)
 	}
-	bad := -1.0
-	if err := dataBenchMain([]string{dir}, &out, &source, &size, &batch, &batches, &workers, &interp, &fast, &bad); err == nil {
+	f.TargetImagesPerSec = -1
+	if err := dataBenchMain(f, []string{dir}, &out); err == nil {
 		t.Error("a negative --target-images-per-sec was accepted")
 	}
 }

@@ -32,27 +32,30 @@ data.dir: OUT. The archive stays in OUT for a later re-pack; delete it once done
 in OUT is left as it is. Datasets: imagenette (fast.ai's Imagenette 2: 9,469 train, 3,925 val images).`,
 		Args: cobra.ExactArgs(2),
 	}
-	size := fetch.Flags().String("size", "320", "the archive `PX` to fetch: Imagenette's 320 or 160 (the shorter side of its images)")
-	mirror := fetch.Flags().String("mirror", "", "download from this base `URL` instead of the official host (default $"+mirrorEnv+")")
-	sha := fetch.Flags().String("sha256", "", "expected SHA-256 `HEX` of the archive, for a mirror that serves another file (default: the published digest)")
-	resize := fetch.Flags().Int("resize", 0, "resize images whose shorter side is larger to this side `N` when packing (0: keep the files)")
-	shardSize := fetch.Flags().String("shard-size", "1GiB", "start a new shard past this `SIZE`")
+	var f fetchFlags
+	fetch.Flags().StringVar(&f.Size, "size", "320", "the archive `PX` to fetch: Imagenette's 320 or 160 (the shorter side of its images)")
+	fetch.Flags().StringVar(&f.Mirror, "mirror", "", "download from this base `URL` instead of the official host (default $"+mirrorEnv+")")
+	fetch.Flags().StringVar(&f.SHA256, "sha256", "", "expected SHA-256 `HEX` of the archive, for a mirror that serves another file (default: the published digest)")
+	fetch.Flags().IntVar(&f.Resize, "resize", 0, "resize images whose shorter side is larger to this side `N` when packing (0: keep the files)")
+	fetch.Flags().StringVar(&f.ShardSize, "shard-size", "1GiB", "start a new shard past this `SIZE`")
 	fetch.RunE = func(cmd *cobra.Command, positional []string) error {
-		return dataFetchMain(positional[0], positional[1], fetchFlags{size: *size, mirror: *mirror, sha256: *sha,
-			pack: packFlags{resize: *resize, shardSize: *shardSize, quality: 90, maxPixels: data.DefaultMaxImagePixels}},
-			cmd.OutOrStdout(), cmd.ErrOrStderr())
+		return dataFetchMain(f, positional, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return fetch
 }
 
-// fetchFlags are the parsed flags of `trainer data fetch`.
+// fetchFlags are `trainer data fetch`'s flags, one field per flag.
 type fetchFlags struct {
-	size, mirror, sha256 string
-	pack                 packFlags
+	Size      string // --size
+	Mirror    string // --mirror
+	SHA256    string // --sha256
+	Resize    int    // --resize
+	ShardSize string // --shard-size
 }
 
-// dataFetchMain is `trainer data fetch DATASET OUT`.
-func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) error {
+// dataFetchMain is `trainer data fetch DATASET OUT` with its parsed flags.
+func dataFetchMain(f fetchFlags, positional []string, stdout, stderr io.Writer) error {
+	name, out := positional[0], positional[1]
 	ds, ok := data.LookupDataset(name)
 	if !ok || len(ds.Archives) == 0 {
 		var fetchable []string
@@ -67,16 +70,16 @@ func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) err
 		}
 		return fmt.Errorf("data fetch: %q has no archive to fetch (fetchable: %s)%s", name, strings.Join(fetchable, ", "), hint)
 	}
-	i := slices.IndexFunc(ds.Archives, func(a data.DatasetArchive) bool { return a.Variant == f.size })
+	i := slices.IndexFunc(ds.Archives, func(a data.DatasetArchive) bool { return a.Variant == f.Size })
 	if i < 0 {
 		var variants []string
 		for _, a := range ds.Archives {
 			variants = append(variants, a.Variant)
 		}
-		return fmt.Errorf("data fetch %s: --size %s, expected one of %s", name, f.size, strings.Join(variants, ", "))
+		return fmt.Errorf("data fetch %s: --size %s, expected one of %s", name, f.Size, strings.Join(variants, ", "))
 	}
 	arc := ds.Archives[i]
-	size, err := parseByteSize(f.pack.shardSize)
+	size, err := parseByteSize(f.ShardSize)
 	if err != nil {
 		return fmt.Errorf("data fetch: --shard-size: %w", err)
 	}
@@ -98,7 +101,7 @@ func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) err
 		return fmt.Errorf("data fetch: %w", err)
 	}
 	url := arc.URL
-	base := f.mirror
+	base := f.Mirror
 	if base == "" {
 		base = os.Getenv(mirrorEnv)
 	}
@@ -106,8 +109,8 @@ func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) err
 		url = strings.TrimSuffix(base, "/") + "/" + arc.File()
 	}
 	want, wantSize := arc.SHA256, arc.Size
-	if f.sha256 != "" {
-		want, wantSize = f.sha256, 0 // another file: its size is not known here
+	if f.SHA256 != "" {
+		want, wantSize = f.SHA256, 0 // another file: its size is not known here
 	}
 	dest := filepath.Join(out, arc.File())
 	fmt.Fprintf(stdout, "fetching %s into %s\n", download.Redact(url), dest)
@@ -141,7 +144,8 @@ func dataFetchMain(name, out string, f fetchFlags, stdout, stderr io.Writer) err
 	if err := sameClasses(jobs); err != nil {
 		return err
 	}
-	if err := runPackJobs(jobs, stdout, stderr, f.pack, size, nil); err != nil {
+	if err := runPackJobs(jobs, stdout, stderr, packFlags{Resize: f.Resize, ShardSize: f.ShardSize, Quality: 90,
+		MaxImagePixels: data.DefaultMaxImagePixels}, size, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s is ready: data.source: shards, data.dir: %s (the archive %s stays; delete it if you will not re-pack)\n",

@@ -29,41 +29,50 @@ func newPlotCommand() *cobra.Command {
 		Short: "Draw a recipe's learning rate and EMA decay over its run",
 		Args:  cobra.ExactArgs(1),
 	}
-	scheduleOut := scheduleCmd.Flags().String("out", "", "output `FILE.png` (default RUN_DIR/NAME_schedule.png, beside the run)")
-	sets := scheduleCmd.Flags().StringArray("set", nil, setFlagUsage)
-	trainExamples := scheduleCmd.Flags().Int("train-examples", 0, "the training split's size `N` (default: the split's own, or, without the data, the known size of data.dataset)")
+	var sf plotScheduleFlags
+	scheduleCmd.Flags().StringVar(&sf.Out, "out", "", "output `FILE.png` (default RUN_DIR/NAME_schedule.png, beside the run)")
+	scheduleCmd.Flags().StringArrayVar(&sf.Set, "set", nil, setFlagUsage)
+	scheduleCmd.Flags().IntVar(&sf.TrainExamples, "train-examples", 0, "the training split's size `N` (default: the split's own, or, without the data, the known size of data.dataset)")
 	scheduleCmd.RunE = func(cmd *cobra.Command, positional []string) error {
-		return plotScheduleMain(positional[0], scheduleOut, *sets, *trainExamples, cmd.OutOrStdout())
+		return plotScheduleMain(sf, positional, cmd.OutOrStdout())
 	}
 	runPlot := &cobra.Command{
 		Use:   "run DIR",
 		Short: "Draw a run's loss, lr and accuracy from its metrics.jsonl",
 		Args:  cobra.ExactArgs(1),
 	}
-	runOut := runPlot.Flags().String("out", "", "output directory `DIR` (default the run's)")
-	logLoss := runPlot.Flags().Bool("log-loss", true, "draw the loss on a log axis (--log-loss=false: linear, from 0)")
-	smooth := runPlot.Flags().Float64("smooth", 0.6, "weight `W` in [0, 1) of the train curves' exponential smoothing, drawn over the faded raw curve; 0: raw only")
+	var rf plotRunFlags
+	runPlot.Flags().StringVar(&rf.Out, "out", "", "output directory `DIR` (default the run's)")
+	runPlot.Flags().BoolVar(&rf.LogLoss, "log-loss", true, "draw the loss on a log axis (--log-loss=false: linear, from 0)")
+	runPlot.Flags().Float64Var(&rf.Smooth, "smooth", 0.6, "weight `W` in [0, 1) of the train curves' exponential smoothing, drawn over the faded raw curve; 0: raw only")
 	runPlot.RunE = func(cmd *cobra.Command, positional []string) error {
-		return plotRunMain(positional[0], runOut, *logLoss, *smooth, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		return plotRunMain(rf, positional, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	cmd.AddCommand(scheduleCmd, runPlot)
 	return cmd
 }
 
+// plotScheduleFlags are `trainer plot schedule`'s flags, one field per flag.
+type plotScheduleFlags struct {
+	Out           string   // --out
+	Set           []string // --set
+	TrainExamples int      // --train-examples
+}
+
 // plotScheduleMain draws `plot schedule CONFIG`: the lr and EMA decay over the run, as the loop computes them.
-func plotScheduleMain(configPath string, out *string, sets []string, trainExamples int, stdout io.Writer) error {
-	if trainExamples < 0 {
-		return fmt.Errorf("plot schedule: --train-examples %d, expected >= 1 (0: the split's own size)", trainExamples)
+func plotScheduleMain(f plotScheduleFlags, positional []string, stdout io.Writer) error {
+	if f.TrainExamples < 0 {
+		return fmt.Errorf("plot schedule: --train-examples %d, expected >= 1 (0: the split's own size)", f.TrainExamples)
 	}
-	cfg, err := loadConfig(configPath, sets, "", nil)
+	cfg, err := loadConfig(positional[0], f.Set, "", nil)
 	if err != nil {
 		return err
 	}
-	total, perEpoch, from, err := trainer.ScheduleLength(cfg, trainExamples)
+	total, perEpoch, from, err := trainer.ScheduleLength(cfg, f.TrainExamples)
 	if err != nil {
 		return fmt.Errorf("plot schedule: %w", err)
 	}
-	path := *out
+	path := f.Out
 	if path == "" {
 		// Beside the run's directory, not in it: planning a run must not create or change a run.
 		path = filepath.Join(cfg.RunDir, cfg.Name+"_schedule.png")
@@ -82,10 +91,18 @@ func plotScheduleMain(configPath string, out *string, sets []string, trainExampl
 	return nil
 }
 
+// plotRunFlags are `trainer plot run`'s flags, one field per flag.
+type plotRunFlags struct {
+	Out     string  // --out
+	LogLoss bool    // --log-loss
+	Smooth  float64 // --smooth
+}
+
 // plotRunMain draws `plot run DIR`: loss, lr and accuracy from DIR/metrics.jsonl.
-func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdout, stderr io.Writer) error {
-	if !(smooth >= 0 && smooth < 1) { // NaN fails it too
-		return fmt.Errorf("plot run: --smooth %g, expected a weight in [0, 1)", smooth)
+func plotRunMain(f plotRunFlags, positional []string, stdout, stderr io.Writer) error {
+	runDir := positional[0]
+	if !(f.Smooth >= 0 && f.Smooth < 1) { // NaN fails it too
+		return fmt.Errorf("plot run: --smooth %g, expected a weight in [0, 1)", f.Smooth)
 	}
 	metrics, err := plot.ReadMetrics(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
@@ -94,9 +111,9 @@ func plotRunMain(runDir string, out *string, logLoss bool, smooth float64, stdou
 	for _, note := range metrics.Notes {
 		fmt.Fprintf(stderr, "plot run: %s\n", note)
 	}
-	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: logLoss, Smooth: smooth,
+	charts := plot.RunCharts(metrics, plot.RunOptions{Name: filepath.Base(runDir), LogLoss: f.LogLoss, Smooth: f.Smooth,
 		TrainLoss: trainLossLabel(filepath.Join(runDir, "config.yaml"))})
-	dir := *out
+	dir := f.Out
 	if dir == "" {
 		dir = runDir
 	}

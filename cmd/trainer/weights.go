@@ -32,27 +32,35 @@ import (
 // Weight interchange with PyTorch (docs/weights.md): export a checkpoint as a safetensors state_dict,
 // import one as a checkpoint, and classify images with either.
 
-// netFlags fix the shapes of a net's variables when it is named rather than given by a config.
-type netFlags struct {
-	fs      *pflag.FlagSet
-	size    *int
-	width   *float64
-	classes *int
+// netShape holds --size, --width and --num-classes, the flags export, import and predict share: they fix
+// the shapes of a net's variables when it is named rather than given by a config.
+type netShape struct {
+	Size       int     // --size
+	Width      float64 // --width
+	NumClasses int     // --num-classes
+	// given names the flags set on the command line (not a flag; filled at parse time by noteGiven):
+	// with a config, only those override its net section.
+	given map[string]bool
 }
 
-func addNetFlags(fs *pflag.FlagSet) *netFlags {
-	return &netFlags{
-		fs:      fs,
-		size:    fs.Int("size", 0, "input size `S` (net.image_size; 0: the net's default; ViT sizes its position embedding from it)"),
-		width:   fs.Float64("width", 1, "width multiplier `W` of the net (net.width)"),
-		classes: fs.Int("num-classes", 0, "number `N` of classes (net.num_classes; 0: the net's default)"),
-	}
+// addNetShapeFlags binds --size, --width and --num-classes to n.
+func addNetShapeFlags(fs *pflag.FlagSet, n *netShape) {
+	fs.IntVar(&n.Size, "size", 0, "input size `S` (net.image_size; 0: the net's default; ViT sizes its position embedding from it)")
+	fs.Float64Var(&n.Width, "width", 1, "width multiplier `W` of the net (net.width)")
+	fs.IntVar(&n.NumClasses, "num-classes", 0, "number `N` of classes (net.num_classes; 0: the net's default)")
+}
+
+// givenFlags names the flags of fs set on the command line.
+func givenFlags(fs *pflag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
+	return given
 }
 
 // resolveNet reads CONFIG_OR_NET: a registered net's name (shaped by the flags), or a YAML recipe whose
 // net section gives the net and its options (flags given explicitly override it).
-func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string, error) {
-	set := nf.fs.Changed
+func (n netShape) resolveNet(arg string) (graphs.Spec, graphs.Options, string, error) {
+	set := func(name string) bool { return n.given[name] }
 	spec, err := graphs.Get(arg)
 	var opts graphs.Options
 	configHash := ""
@@ -73,13 +81,13 @@ func (nf *netFlags) resolveNet(arg string) (graphs.Spec, graphs.Options, string,
 		configHash = cfg.Hash()
 	}
 	if set("width") || configHash == "" {
-		opts.Width = *nf.width
+		opts.Width = n.Width
 	}
 	if set("num-classes") || configHash == "" {
-		opts.NumClasses = *nf.classes
+		opts.NumClasses = n.NumClasses
 	}
 	if set("size") || configHash == "" {
-		opts.ImageSize = *nf.size
+		opts.ImageSize = n.Size
 	}
 	// A recipe's bounds (net.width, net.num_classes, net.image_size); NaN and +Inf fail the width's.
 	if !(opts.Width > 0 && opts.Width <= 16) || opts.NumClasses < 0 || opts.ImageSize < 0 || opts.ImageSize > config.MaxImageSize {
@@ -144,26 +152,27 @@ flags) as a safetensors state_dict with the reference's names (docs/weights.md).
 	fs := cmd.Flags()
 	fs.StringVar(&f.Checkpoint, "checkpoint", "", "the checkpoint `CKPT` to export")
 	fs.StringVar(&f.Out, "out", "", "write the state_dict to `FILE.safetensors`")
-	f.Net = addNetFlags(fs)
+	addNetShapeFlags(fs, &f.netShape)
 	_ = cmd.MarkFlagRequired("checkpoint")
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		f.given = givenFlags(fs)
 		return exportMain(f, positional, cmd.OutOrStdout())
 	}
 	return cmd
 }
 
-// exportFlags are `trainer export`'s flags, one field per flag; Net holds --size, --width and
+// exportFlags are `trainer export`'s flags, one field per flag; netShape holds --size, --width and
 // --num-classes, the group import and predict share.
 type exportFlags struct {
-	Checkpoint string    // --checkpoint
-	Out        string    // --out
-	Net        *netFlags // --size, --width, --num-classes
+	Checkpoint string // --checkpoint
+	Out        string // --out
+	netShape          // --size, --width, --num-classes
 }
 
 // exportMain is `trainer export` with its parsed flags.
 func exportMain(f exportFlags, positional []string, stdout io.Writer) error {
-	spec, opts, _, err := f.Net.resolveNet(positional[0])
+	spec, opts, _, err := f.resolveNet(positional[0])
 	if err != nil {
 		return err
 	}
@@ -206,25 +215,26 @@ against the hash prefix in its file name or --sha256.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.Out, "out", "", "write the checkpoint to `CKPT`")
 	fs.StringVar(&f.SHA256, "sha256", "", "the SHA-256 `HEX` the file or download must have (URLs without a hash prefix need it)")
-	f.Net = addNetFlags(fs)
+	addNetShapeFlags(fs, &f.netShape)
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
+		f.given = givenFlags(fs)
 		return importMain(cmd.Context(), f, positional, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return cmd
 }
 
-// importFlags are `trainer import`'s flags, one field per flag; Net holds --size, --width and
+// importFlags are `trainer import`'s flags, one field per flag; netShape holds --size, --width and
 // --num-classes.
 type importFlags struct {
-	Out    string    // --out
-	SHA256 string    // --sha256
-	Net    *netFlags // --size, --width, --num-classes
+	Out      string // --out
+	SHA256   string // --sha256
+	netShape        // --size, --width, --num-classes
 }
 
 // importMain is `trainer import` with its parsed flags; a download's progress goes to stderr.
 func importMain(ctx stdcontext.Context, f importFlags, positional []string, stdout, stderr io.Writer) error {
-	spec, opts, configHash, err := f.Net.resolveNet(positional[0])
+	spec, opts, configHash, err := f.resolveNet(positional[0])
 	if err != nil {
 		return err
 	}
@@ -319,46 +329,62 @@ func newPredictCommand() *cobra.Command {
 preprocessing (resize, center crop, normalise; docs/weights.md).`,
 		Args: cobra.MinimumNArgs(1),
 	}
+	var f predictFlags
 	fs := cmd.Flags()
-	net := fs.String("net", "", "registered net `NAME` or config file")
-	weightsPath := fs.String("weights", "", "weights `FILE`: a state_dict (.safetensors, or PyTorch's .pth) or a trainer checkpoint")
-	classesPath := fs.String("classes", "", "text `FILE` of class names, one per line (sets --num-classes)")
-	nf := addNetFlags(fs)
-	cropPct := fs.Float64("crop-pct", 0, "center-crop fraction `F` of the resized image (0: 0.875 for RGB nets, 1 for grey ones)")
-	meanFlag := fs.String("mean", "", "per-channel mean `M[,M]` (default ImageNet's for RGB nets, MNIST's for grey ones)")
-	stdFlag := fs.String("std", "", "per-channel std `S[,S]` (default as --mean)")
-	top := fs.Int("top", 5, "how many classes `K` to print per image")
-	backendName := fs.String("backend", "go", "backend `B`: go, xla:cpu, xla:cuda, or a plugin path")
-	maxPixels := fs.Int64("max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
+	fs.StringVar(&f.Net, "net", "", "registered net `NAME` or config file")
+	fs.StringVar(&f.Weights, "weights", "", "weights `FILE`: a state_dict (.safetensors, or PyTorch's .pth) or a trainer checkpoint")
+	fs.StringVar(&f.Classes, "classes", "", "text `FILE` of class names, one per line (sets --num-classes)")
+	addNetShapeFlags(fs, &f.netShape)
+	fs.Float64Var(&f.CropPct, "crop-pct", 0, "center-crop fraction `F` of the resized image (0: 0.875 for RGB nets, 1 for grey ones)")
+	fs.StringVar(&f.Mean, "mean", "", "per-channel mean `M[,M]` (default ImageNet's for RGB nets, MNIST's for grey ones)")
+	fs.StringVar(&f.Std, "std", "", "per-channel std `S[,S]` (default as --mean)")
+	fs.IntVar(&f.Top, "top", 5, "how many classes `K` to print per image")
+	fs.StringVar(&f.Backend, "backend", "go", "backend `B`: go, xla:cpu, xla:cuda, or a plugin path")
+	fs.Int64Var(&f.MaxImagePixels, "max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
 	_ = cmd.MarkFlagRequired("net")
 	_ = cmd.MarkFlagRequired("weights")
 	cmd.RunE = func(cmd *cobra.Command, images []string) error {
-		return predictMain(images, cmd.OutOrStdout(), nf, net, weightsPath, classesPath, meanFlag, stdFlag, backendName, cropPct, top, maxPixels)
+		f.given = givenFlags(fs)
+		return predictMain(f, images, cmd.OutOrStdout())
 	}
 	return cmd
 }
 
+// predictFlags are `trainer predict`'s flags, one field per flag; netShape holds --size, --width and
+// --num-classes.
+type predictFlags struct {
+	Net            string  // --net
+	Weights        string  // --weights
+	Classes        string  // --classes
+	netShape               // --size, --width, --num-classes
+	CropPct        float64 // --crop-pct
+	Mean           string  // --mean
+	Std            string  // --std
+	Top            int     // --top
+	Backend        string  // --backend
+	MaxImagePixels int64   // --max-image-pixels
+}
+
 // predictMain is `trainer predict` with its parsed flags.
-func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPath, classesPath, meanFlag, stdFlag, backendName *string,
-	cropPct *float64, top *int, maxPixels *int64) error {
-	if *maxPixels < 1 {
-		return fmt.Errorf("--max-image-pixels %d, expected >= 1", *maxPixels)
+func predictMain(f predictFlags, images []string, stdout io.Writer) error {
+	if f.MaxImagePixels < 1 {
+		return fmt.Errorf("--max-image-pixels %d, expected >= 1", f.MaxImagePixels)
 	}
 	// data.eval_crop_pct's range; NaN fails it too (it reached the resampler as a panic).
-	if !(*cropPct >= 0 && *cropPct <= 1) {
-		return fmt.Errorf("--crop-pct %g, expected in (0, 1] (0: 0.875 for RGB nets, 1 for grey ones)", *cropPct)
+	if !(f.CropPct >= 0 && f.CropPct <= 1) {
+		return fmt.Errorf("--crop-pct %g, expected in (0, 1] (0: 0.875 for RGB nets, 1 for grey ones)", f.CropPct)
 	}
 	var names []string
 	var err error
-	if *classesPath != "" {
-		if names, err = readClassNames(*classesPath); err != nil {
+	if f.Classes != "" {
+		if names, err = readClassNames(f.Classes); err != nil {
 			return err
 		}
-		if !nf.fs.Changed("num-classes") {
-			*nf.classes = len(names)
+		if !f.given["num-classes"] {
+			f.NumClasses = len(names)
 		}
 	}
-	spec, opts, _, err := nf.resolveNet(*net)
+	spec, opts, _, err := f.resolveNet(f.Net)
 	if err != nil {
 		return err
 	}
@@ -367,27 +393,27 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 		classes = spec.NumClasses
 	}
 	if names != nil && len(names) != classes {
-		return fmt.Errorf("%s has %d class names, the net has %d classes", *classesPath, len(names), classes)
+		return fmt.Errorf("%s has %d class names, the net has %d classes", f.Classes, len(names), classes)
 	}
-	over := trainer.PredictOverrides{CropPct: *cropPct}
-	if *meanFlag != "" {
-		if over.Mean, err = floatList(*meanFlag); err != nil {
+	over := trainer.PredictOverrides{CropPct: f.CropPct}
+	if f.Mean != "" {
+		if over.Mean, err = floatList(f.Mean); err != nil {
 			return fmt.Errorf("--mean: %w", err)
 		}
 	}
-	if *stdFlag != "" {
-		if over.Std, err = floatList(*stdFlag); err != nil {
+	if f.Std != "" {
+		if over.Std, err = floatList(f.Std); err != nil {
 			return fmt.Errorf("--std: %w", err)
 		}
 	}
-	tr, err := trainer.PredictTransform(spec, opts, over, *maxPixels)
+	tr, err := trainer.PredictTransform(spec, opts, over, f.MaxImagePixels)
 	if err != nil {
 		return err
 	}
 
 	var ctx *context.Context
-	if isStateDictFile(*weightsPath) {
-		if ctx, _, err = loadStateDict(spec, opts, *weightsPath); err != nil {
+	if isStateDictFile(f.Weights) {
+		if ctx, _, err = loadStateDict(spec, opts, f.Weights); err != nil {
 			return err
 		}
 	} else {
@@ -395,7 +421,7 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 		if err != nil {
 			return err
 		}
-		_, model, err := checkpointVariables(*weightsPath, spec, vars)
+		_, model, err := checkpointVariables(f.Weights, spec, vars)
 		if err != nil {
 			return err
 		}
@@ -404,11 +430,11 @@ func predictMain(images []string, stdout io.Writer, nf *netFlags, net, weightsPa
 			return err
 		}
 	}
-	b, err := backend.Open(*backendName)
+	b, err := backend.Open(f.Backend)
 	if err != nil {
 		return err
 	}
-	p := trainer.Predictor{Backend: b, Variables: ctx, Spec: spec, Options: opts, Transform: tr, Top: *top}
+	p := trainer.Predictor{Backend: b, Variables: ctx, Spec: spec, Options: opts, Transform: tr, Top: f.Top}
 	return p.Predict(images, func(pred trainer.Prediction) error {
 		fmt.Fprintln(stdout, echo.Terminal(pred.Path))
 		for rank, c := range pred.Classes {
