@@ -71,11 +71,13 @@ func TestSIGINTCheckpointsAndExitsCleanly(t *testing.T) {
 	if len(ckpts) != 1 {
 		t.Fatalf("want one checkpoint written at the stop, found %v", ckpts)
 	}
-	// No step starts after the signal: the run stops within the step in flight (and the one whose
-	// record was being written when the file was read), not a second of steps later.
+	// The checkpoint is of a step at or after the last one logged before the signal. How many steps
+	// ran in between depends on how fast this machine delivers the signal, so it is not asserted here;
+	// that no step starts once the stop is seen is trainer's TestStopCheckpointsAndResumes (a stop
+	// given before the first step ends the run at step 1).
 	var stopped int
 	fmt.Sscanf(filepath.Base(ckpts[0]), "ckpt-%d.tckpt", &stopped)
-	if stopped < atSignal || stopped > atSignal+2 {
-		t.Errorf("signalled after step %d, stopped at step %d: want at most 2 steps more", atSignal, stopped)
+	if stopped < atSignal {
+		t.Errorf("signalled after step %d, checkpoint of step %d", atSignal, stopped)
 	}
 }
