@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainer/trainer/gobackend/kernels"
+
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -240,7 +242,7 @@ func (b *Backend) String() string { return simplego.BackendName }
 func (b *Backend) Description() string {
 	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm, AllReduce; im2col/col2im ConvGeneral, sliced ReduceWindow"
 	if b.fastDot {
-		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + gemmKernelName() +
+		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + kernels.GemmKernelName() +
 			"), copying Slice/Gather, tiled Transpose, row-loop element-wise ops"
 		if !b.noFuse {
 			d += ", element-wise fusion"
@@ -432,12 +434,4 @@ func ones(n int) []int {
 		s[i] = 1
 	}
 	return s
-}
-
-func prod(dims []int) int {
-	p := 1
-	for _, d := range dims {
-		p *= d
-	}
-	return p
 }

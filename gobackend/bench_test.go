@@ -28,6 +28,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainer/trainer/gobackend/kernels"
+
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -37,7 +39,7 @@ import (
 func BenchmarkMNISTConvs(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	randF32 := func(scale float64, dims ...int) func() *tensors.Tensor {
-		data := make([]float32, prod(dims))
+		data := make([]float32, kernels.Prod(dims))
 		for i := range data {
 			data[i] = float32((2*rng.Float64() - 1) * scale)
 		}
@@ -124,13 +126,13 @@ func BenchmarkGemm(b *testing.B) {
 				rng := rand.New(rand.NewSource(1))
 				mk := func(dims []int) *tensors.Tensor {
 					if f64 {
-						data := make([]float64, prod(dims))
+						data := make([]float64, kernels.Prod(dims))
 						for i := range data {
 							data[i] = rng.Float64()
 						}
 						return tensors.FromFlatDataAndDimensions(data, dims...)
 					}
-					data := make([]float32, prod(dims))
+					data := make([]float32, kernels.Prod(dims))
 					for i := range data {
 						data[i] = rng.Float32()
 					}
@@ -178,7 +180,7 @@ func BenchmarkResNetConvs(b *testing.B) {
 	} {
 		rng := rand.New(rand.NewSource(1))
 		mk := func(dims []int) *tensors.Tensor {
-			data := make([]float32, prod(dims))
+			data := make([]float32, kernels.Prod(dims))
 			for i := range data {
 				data[i] = rng.Float32()*2 - 1
 			}
@@ -290,7 +292,7 @@ func BenchmarkBatchNormBlock(b *testing.B) {
 			defer exec.Finalize()
 			rng := rand.New(rand.NewSource(1))
 			mk := func(dims ...int) *tensors.Tensor {
-				data := make([]float32, prod(dims))
+				data := make([]float32, kernels.Prod(dims))
 				for i := range data {
 					data[i] = rng.Float32()*2 - 1
 				}

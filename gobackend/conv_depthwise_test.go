@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/trainer/trainer/gobackend/kernels"
+
 	"github.com/gomlx/gomlx/backends"
 )
 
@@ -52,8 +54,8 @@ func depthwiseCases() []depthwiseCase {
 	// and the rest to reach the input's size), with the flipped kernel read in place.
 	dgrad := func(name string, out []int, k, stride, dil int, pads [][2]int) depthwiseCase {
 		c := fwd(name, out, k, 1, dil, pads)
-		c.inputDilations = fillWith(len(out)-2, stride)
-		c.flip = true
+		c.InputDilations = fillWith(len(out)-2, stride)
+		c.Flip = true
 		return c
 	}
 	cases = append(cases,
@@ -91,18 +93,18 @@ func fillWith(n, v int) []int {
 }
 
 // runDepthwise computes the case through runConvGemms in element type T, with the AVX2 kernels on or off.
-func runDepthwise[T gemmFloat](t *testing.T, dc depthwiseCase, x, k tt, outDims []int, vec bool) tt {
+func runDepthwise[T kernels.Float](t *testing.T, dc depthwiseCase, x, k tt, outDims []int, vec bool) tt {
 	t.Helper()
 	saved := hasDwAVX2
 	hasDwAVX2 = vec && saved
 	defer func() { hasDwAVX2 = saved }()
 	spec := specOf(dc.convCase)
-	for i := range spec.flip {
-		spec.flip[i] = dc.flip
+	for i := range spec.Flip {
+		spec.Flip[i] = dc.flip
 	}
-	forward, kernelGrad := depthwiseApplies(x.dims, k.dims, outDims, spec)
+	forward, kernelGrad := kernels.DepthwiseApplies(x.dims, k.dims, outDims, spec)
 	if forward == dc.kernelGrad || kernelGrad != dc.kernelGrad {
-		t.Fatalf("depthwiseApplies: forward %v, kernel gradient %v; want the %s form", forward, kernelGrad, map[bool]string{false: "forward", true: "kernel-gradient"}[dc.kernelGrad])
+		t.Fatalf("kernels.DepthwiseApplies: forward %v, kernel gradient %v; want the %s form", forward, kernelGrad, map[bool]string{false: "forward", true: "kernel-gradient"}[dc.kernelGrad])
 	}
 	conv := func(v []float64) []T {
 		out := make([]T, len(v))
@@ -111,7 +113,7 @@ func runDepthwise[T gemmFloat](t *testing.T, dc depthwiseCase, x, k tt, outDims 
 		}
 		return out
 	}
-	out := make([]T, prod(outDims))
+	out := make([]T, kernels.Prod(outDims))
 	for i := range out {
 		out[i] = 7 // Stale values must be overwritten.
 	}
@@ -138,7 +140,7 @@ func TestDepthwiseConvMatchesReference(t *testing.T) {
 				kRef = refReverse(k, axes...)
 			}
 			want := refConv(x, kRef, dc.convCase)
-			taps := float64(prod(dc.kDims) / dc.kDims[dc.axes.KernelOutputChannels] * max(dc.kDims[dc.axes.KernelInputChannels], 1))
+			taps := float64(kernels.Prod(dc.kDims) / dc.kDims[dc.axes.KernelOutputChannels] * max(dc.kDims[dc.axes.KernelInputChannels], 1))
 			for _, vec := range []bool{true, false} {
 				assertClose(t, fmt.Sprintf("float64, AVX2 %v", vec), runDepthwise[float64](t, dc, x, k, want.dims, vec), want, 1e-14*taps)
 				assertClose(t, fmt.Sprintf("float32, AVX2 %v", vec), runDepthwise[float32](t, dc, x, k, want.dims, vec), want, 2e-6*taps)

@@ -1,11 +1,12 @@
 package gobackend
 
 import (
-	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"unsafe"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -16,7 +17,7 @@ import (
 
 // Fused convolutions are nodes of their own: goBuilder.ConvGeneral builds simplego's ConvGeneral node
 // (for its shape checks) and turns it into a fusedConvOpType node (simplego_internals.go) whose data is
-// a *convGemmSpec, run by execFusedConv as packed GEMMs reading the input windows while packing
+// a *kernels.ConvGemmSpec, run by execFusedConv as packed GEMMs reading the input windows while packing
 // (gemm_conv.go). Being the backend's own node, the spec can hold what simplego's ConvGeneral node
 // can't: a kernel flip folded in at compile time (foldKernelFlips).
 
@@ -26,26 +27,16 @@ func newFusedConv(node backends.Op, p *convParams) (backends.Op, error) {
 	if !ok || !nodeFieldsOK {
 		return nil, errors.Errorf("fused convolution: unexpected node %T", node)
 	}
-	spec := &convGemmSpec{axes: p.axes.Clone(), strides: slices.Clone(p.strides), kernelDilations: slices.Clone(p.kernelDilations),
-		inputDilations: slices.Clone(p.inputDilations), paddings: slices.Clone(p.paddings), flip: make([]bool, p.spatialRank),
-		channelGroups: p.channelGroupCount, batchGroups: p.batchGroupCount, plans: &sync.Map{}}
+	spec := &kernels.ConvGemmSpec{Axes: kernels.ConvAxes(p.axes.Clone()), Strides: slices.Clone(p.strides), KernelDilations: slices.Clone(p.kernelDilations),
+		InputDilations: slices.Clone(p.inputDilations), Paddings: slices.Clone(p.paddings), Flip: make([]bool, p.spatialRank),
+		ChannelGroups: p.channelGroupCount, BatchGroups: p.batchGroupCount, Plans: &sync.Map{}}
 	setNodeOpData(n, fusedConvOpType, spec)
 	return n, nil
 }
 
-// kind names the convolution for op statistics: FusedConv, GroupedConv (one GEMM per group) or
-// DepthwiseConv (the direct kernels; decided at run time from the dims, so named by the groups here).
-func (s *convGemmSpec) kind() string {
-	switch {
-	case s.channelGroups > 1 || s.batchGroups > 1:
-		return fmt.Sprintf("GroupedConv[%d, %d]", max(s.channelGroups, 1), max(s.batchGroups, 1))
-	}
-	return "FusedConv"
-}
-
 // execFusedConv runs a fused convolution node.
 func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, _ []bool) (*simplego.Buffer, error) {
-	spec, ok := nodeDataOf(node).(*convGemmSpec)
+	spec, ok := nodeDataOf(node).(*kernels.ConvGemmSpec)
 	if !ok || len(inputs) != 2 {
 		return nil, errors.Errorf("fused convolution node without its parameters")
 	}
@@ -81,14 +72,14 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 }
 
 // runConvGemms computes the fused convolution into out; false if the layout is not handled.
-func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, spec convGemmSpec, out []T) bool {
-	if len(spec.flip) == len(spec.axes.InputSpatial) && len(spec.strides) == len(spec.flip) {
-		switch forward, kernelGrad := depthwiseApplies(inDims, kDims, outDims, spec); {
+func runConvGemms[T kernels.Float](input []T, inDims []int, kernel []T, kDims, outDims []int, spec kernels.ConvGemmSpec, out []T) bool {
+	if len(spec.Flip) == len(spec.Axes.InputSpatial) && len(spec.Strides) == len(spec.Flip) {
+		switch forward, kernelGrad := kernels.DepthwiseApplies(inDims, kDims, outDims, spec); {
 		case forward:
-			depthwiseForward(input, inDims, kernel, kDims, outDims, spec, out)
+			kernels.DepthwiseForward(input, inDims, kernel, kDims, outDims, spec, out)
 			return true
 		case kernelGrad:
-			depthwiseKernelGrad(input, inDims, kernel, kDims, outDims, spec, out)
+			kernels.DepthwiseKernelGrad(input, inDims, kernel, kDims, outDims, spec, out)
 			return true
 		}
 	}
@@ -96,23 +87,23 @@ func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 		defer putPadded(padded)
 		input, inDims, spec = padded, paddedDims, paddedSpec
 	}
-	probs, ok := convGemmsOf(input, inDims, kernel, kDims, outDims, spec)
+	probs, ok := kernels.ConvGemmsOf(input, inDims, kernel, kDims, outDims, spec)
 	if !ok {
 		return false
 	}
 	clear(out)
-	if len(probs) > 1 && max(spec.channelGroups, spec.batchGroups) > 1 {
+	if len(probs) > 1 && max(spec.ChannelGroups, spec.BatchGroups) > 1 {
 		// One GEMM per group, each writing its own output channels: small ones run side by side.
-		parallelChunks(splitRange(len(probs), len(probs), 1), runtime.GOMAXPROCS(0), func(lo, hi int) {
+		kernels.ParallelChunks(kernels.SplitRange(len(probs), len(probs), 1), runtime.GOMAXPROCS(0), func(lo, hi int) {
 			for _, p := range probs[lo:hi] {
-				p.threads = 1
-				p.run(out)
+				p.SetThreads(1)
+				p.Run(out)
 			}
 		})
 		return true
 	}
 	for _, p := range probs {
-		p.run(out)
+		p.Run(out)
 	}
 	return true
 }
@@ -122,13 +113,13 @@ func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 // reads every full panel in place (border rows included) instead of packing it. Worth it when there is
 // a direct form (float32, AVX2): the copy is one pass over the input, packing is one per kernel
 // position. Not for input dilation (the phases keep their own windows) or negative padding.
-func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []int, convGemmSpec, bool) {
-	if isFloat64[T]() || defaultKernelOf[T]().direct == nil {
+func padInput[T kernels.Float](input []T, inDims []int, spec kernels.ConvGemmSpec) ([]T, []int, kernels.ConvGemmSpec, bool) {
+	if kernels.IsFloat64[T]() || !kernels.HasDirectKernel[T]() {
 		return nil, nil, spec, false
 	}
 	padded := false
-	for i, p := range spec.paddings {
-		if p[0] < 0 || p[1] < 0 || spec.inputDilations[i] != 1 {
+	for i, p := range spec.Paddings {
+		if p[0] < 0 || p[1] < 0 || spec.InputDilations[i] != 1 {
 			return nil, nil, spec, false
 		}
 		padded = padded || p != [2]int{}
@@ -136,14 +127,14 @@ func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []i
 	if !padded {
 		return nil, nil, spec, false
 	}
-	a := spec.axes
+	a := spec.Axes
 	dims := slices.Clone(inDims)
 	lo := make([]int, len(dims))
 	for i, axis := range a.InputSpatial {
-		lo[axis] = spec.paddings[i][0]
-		dims[axis] += spec.paddings[i][0] + spec.paddings[i][1]
+		lo[axis] = spec.Paddings[i][0]
+		dims[axis] += spec.Paddings[i][0] + spec.Paddings[i][1]
 	}
-	buf := getPadded(prod(dims))
+	buf := getPadded(kernels.Prod(dims))
 	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf))
 	// Copy block by block, each to its place in the padded tensor, and zero only the gaps between them:
 	// the places rise with the blocks, so each value is written once. (Clearing the whole pooled buffer
@@ -155,10 +146,10 @@ func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []i
 			last = i
 		}
 	}
-	src, dst := rowMajorStrides(inDims), rowMajorStrides(dims)
-	n := prod(inDims[last:])
+	src, dst := kernels.RowMajorStrides(inDims), kernels.RowMajorStrides(dims)
+	n := kernels.Prod(inDims[last:])
 	written := 0
-	forEachPosition(inDims[:last], func(pos []int) {
+	kernels.ForEachPosition(inDims[:last], func(pos []int) {
 		so, do := 0, lo[last]*dst[last]
 		for i, p := range pos {
 			so += p * src[i]
@@ -171,7 +162,7 @@ func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []i
 		written = do + n
 	})
 	clear(out[written:])
-	spec.paddings = make([][2]int, len(spec.paddings))
+	spec.Paddings = make([][2]int, len(spec.Paddings))
 	return out, dims, spec, true
 }
 
@@ -185,8 +176,8 @@ func getPadded(n int) []float32 {
 	return make([]float32, n)
 }
 
-func putPadded[T gemmFloat](b []T) {
-	f := asFloat32(b)
+func putPadded[T kernels.Float](b []T) {
+	f := kernels.AsFloat32(b)
 	paddedPool.Put(&f)
 }
 
@@ -199,7 +190,7 @@ func foldKernelFlips(nodes []*simplego.Node) {
 		if nodeOpType(n) != fusedConvOpType {
 			continue
 		}
-		spec, ok := nodeDataOf(n).(*convGemmSpec)
+		spec, ok := nodeDataOf(n).(*kernels.ConvGemmSpec)
 		inputs := nodeInputsOf(n)
 		if !ok || len(inputs) != 2 {
 			continue
@@ -211,11 +202,11 @@ func foldKernelFlips(nodes []*simplego.Node) {
 			if !ok {
 				break
 			}
-			i := slices.Index(spec.axes.KernelSpatial, axis)
+			i := slices.Index(spec.Axes.KernelSpatial, axis)
 			if i < 0 {
 				break
 			}
-			spec.flip[i] = !spec.flip[i]
+			spec.Flip[i] = !spec.Flip[i]
 			kernel, folded = src, true
 		}
 		if folded {

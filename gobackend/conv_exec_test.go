@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/trainer/trainer/gobackend/kernels"
+
 	"github.com/gomlx/gomlx/backends"
 )
 
@@ -12,15 +14,15 @@ import (
 // padding and the input inside, whichever axes are padded (here NCHW, so the last axis is a padded
 // spatial one) and whatever a previous use left in the buffer (NaNs here).
 func TestPadInputOverwritesStaleBuffer(t *testing.T) {
-	if defaultKernelOf[float32]().direct == nil {
+	if kernels.DefaultKernelOf[float32]().direct == nil {
 		t.Skip("no direct kernel on this architecture: padInput pads nothing")
 	}
 	inDims := []int{2, 3, 4, 5} // N, C, H, W
-	input := make([]float32, prod(inDims))
+	input := make([]float32, kernels.Prod(inDims))
 	for i := range input {
 		input[i] = float32(i + 1)
 	}
-	spec := convGemmSpec{
+	spec := kernels.ConvGemmSpec{
 		axes: backends.ConvolveAxesConfig{InputBatch: 0, InputChannels: 1, InputSpatial: []int{2, 3},
 			KernelInputChannels: 1, KernelOutputChannels: 0, KernelSpatial: []int{2, 3},
 			OutputBatch: 0, OutputChannels: 1, OutputSpatial: []int{2, 3}},
@@ -28,7 +30,7 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 		paddings: [][2]int{{1, 2}, {2, 1}},
 	}
 	wantDims := []int{2, 3, 4 + 3, 5 + 3}
-	stale := make([]float32, prod(wantDims)+7)
+	stale := make([]float32, kernels.Prod(wantDims)+7)
 	for i := range stale {
 		stale[i] = float32(math.NaN())
 	}
@@ -67,15 +69,15 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 // TestPadInputChannelsLast: with the channels last (NHWC, not padded), padInput copies whole W·C blocks;
 // every value lands where the padding puts it and the padding is zero.
 func TestPadInputChannelsLast(t *testing.T) {
-	if defaultKernelOf[float32]().direct == nil {
+	if kernels.DefaultKernelOf[float32]().direct == nil {
 		t.Skip("no direct kernel on this architecture: padInput pads nothing")
 	}
 	inDims := []int{2, 4, 5, 3} // N, H, W, C
-	input := make([]float32, prod(inDims))
+	input := make([]float32, kernels.Prod(inDims))
 	for i := range input {
 		input[i] = float32(i + 1)
 	}
-	spec := convGemmSpec{axes: channelsLast(2), strides: []int{1, 1}, kernelDilations: []int{1, 1},
+	spec := kernels.ConvGemmSpec{axes: channelsLast(2), strides: []int{1, 1}, kernelDilations: []int{1, 1},
 		inputDilations: []int{1, 1}, paddings: [][2]int{{2, 1}, {1, 2}}}
 	stale := make([]float32, 2*7*8*3)
 	for i := range stale {

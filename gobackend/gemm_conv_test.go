@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trainer/trainer/gobackend/kernels"
+
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -68,7 +70,7 @@ func TestFusedConvMatchesReference(t *testing.T) {
 				o, err = bb.ConvertDType(o, dtypes.Float64)
 				return []backends.Op{o}, err
 			}, x, k)[0]
-			assertClose(t, "float32 conv", got, want, 2e-6*float64(prod(cc.kDims)))
+			assertClose(t, "float32 conv", got, want, 2e-6*float64(kernels.Prod(cc.kDims)))
 			fused := b.count(fusedConvOpType) > before
 			applies := cc.axes.OutputChannels == len(cc.inDims)-1
 			if fused != applies {
@@ -97,9 +99,9 @@ func TestFusedConvFloat64(t *testing.T) {
 			if b.count(fusedConvOpType) == before {
 				t.Fatal("the float64 convolution did not run through the fused GEMM")
 			}
-			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(prod(cc.kDims)))
+			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(kernels.Prod(cc.kDims)))
 			if max(cc.batchGroups, 1) == 1 {
-				assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(prod(cc.kDims)))
+				assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(kernels.Prod(cc.kDims)))
 			}
 		})
 	}
@@ -150,13 +152,13 @@ func TestConvOperandPacking(t *testing.T) {
 }
 
 // specOf fills in a case's parameters as the builder does.
-func specOf(cc convCase) convGemmSpec {
+func specOf(cc convCase) kernels.ConvGemmSpec {
 	S := len(cc.inDims) - 2
-	spec := convGemmSpec{axes: cc.axes, strides: fillOnes(cc.strides, S), kernelDilations: fillOnes(cc.kernelDilations, S),
+	spec := kernels.ConvGemmSpec{axes: cc.axes, strides: fillOnes(cc.strides, S), kernelDilations: fillOnes(cc.kernelDilations, S),
 		inputDilations: fillOnes(cc.inputDilations, S), paddings: cc.paddings, flip: make([]bool, S),
 		channelGroups: cc.groups, batchGroups: cc.batchGroups}
-	if spec.paddings == nil {
-		spec.paddings = make([][2]int, S)
+	if spec.Paddings == nil {
+		spec.Paddings = make([][2]int, S)
 	}
 	return spec
 }
@@ -201,9 +203,9 @@ func TestFoldKernelFlips(t *testing.T) {
 		return []backends.Op{o}, err
 	}, x, k)[0]
 	assertClose(t, "conv with a folded flip", got, want, 1e-5)
-	spec := nodeDataOf(conv.(*simplego.Node)).(*convGemmSpec)
-	if fmt.Sprint(spec.flip) != "[true true]" || nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]) != backends.OpTypeConvertDType {
-		t.Fatalf("the flip was not folded: flip %v, kernel input %s", spec.flip, nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]))
+	spec := nodeDataOf(conv.(*simplego.Node)).(*kernels.ConvGemmSpec)
+	if fmt.Sprint(spec.Flip) != "[true true]" || nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]) != backends.OpTypeConvertDType {
+		t.Fatalf("the flip was not folded: flip %v, kernel input %s", spec.Flip, nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]))
 	}
 }
 
@@ -214,11 +216,11 @@ func TestConvPlansReused(t *testing.T) {
 	cases := fusedConvCases()
 	for _, cc := range []convCase{cases[2], cases[len(cases)-5]} {
 		spec := specOf(cc)
-		spec.plans = &sync.Map{}
+		spec.Plans = &sync.Map{}
 		for round := range 3 {
 			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
 			want := refConv(x, k, cc)
-			out := make([]float64, prod(want.dims))
+			out := make([]float64, kernels.Prod(want.dims))
 			if !runConvGemms(x.data, x.dims, k.data, k.dims, want.dims, spec, out) {
 				t.Fatalf("%s: layout refused", cc.name)
 			}
@@ -227,7 +229,7 @@ func TestConvPlansReused(t *testing.T) {
 			assertClose(t, fmt.Sprintf("%s round %d", cc.name, round), got, want, 1e-13)
 		}
 		n := 0
-		spec.plans.Range(func(_, _ any) bool { n++; return true })
+		spec.Plans.Range(func(_, _ any) bool { n++; return true })
 		if n != 1 {
 			t.Fatalf("%s: %d plans kept, want 1", cc.name, n)
 		}
@@ -237,7 +239,7 @@ func TestConvPlansReused(t *testing.T) {
 // The kernel's direct form (A read in place: whole-window panels of a convolution's input) gives the
 // packed form's bits on every fused-convolution case, and did read panels in place.
 func TestConvDirectPanelsMatchPacked(t *testing.T) {
-	kern := defaultKernelOf[float32]()
+	kern := kernels.DefaultKernelOf[float32]()
 	if kern.direct == nil {
 		t.Skip("the default kernel has no direct form on this CPU")
 	}
@@ -256,7 +258,7 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: layout refused", cc.name)
 		}
-		got, want := make([]float32, prod(outDims)), make([]float32, prod(outDims))
+		got, want := make([]float32, kernels.Prod(outDims)), make([]float32, kernels.Prod(outDims))
 		for _, p := range probs {
 			mark := make([]bool, (p.m+kern.mr-1)/kern.mr)
 			anyDirect = anyDirect || p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/trainer/trainer/gobackend/kernels"
+
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -177,7 +179,7 @@ func TestGemmKernelsAndSplits64(t *testing.T) {
 					run := func(kernel *gemmKernel64) tt {
 						l := newGemmOperand(lhs.data, dc.lhsDims, dc.lhsContract, dc.lhsBatch)
 						r := newGemmOperand(rhs.data, dc.rhsDims, dc.rhsContract, dc.rhsBatch)
-						p := &gemmProblemOf[float64]{lhs: l, rhs: r, kernel: kernel, forceSplit: split, threads: 3}
+						p := &kernels.GemmProblemOf[float64]{lhs: l, rhs: r, kernel: kernel, forceSplit: split, threads: 3}
 						p.batch, p.m, p.n, p.k = len(l.batchOff), len(l.crossOff), len(r.crossOff), len(l.kOff)
 						out := newTT(want.dims...)
 						for i := range out.data {
@@ -265,7 +267,7 @@ func findDotNode(t *testing.T, op backends.Op) *simplego.Node {
 // MeasurePeak runs the GEMM and reports a positive rate with the kernel it used.
 func TestMeasurePeak(t *testing.T) {
 	p := MeasurePeak(64, 2)
-	if p.GFLOPS <= 0 || p.N != 64 || p.Threads < 1 || p.Kernel != gemmKernelName() {
+	if p.GFLOPS <= 0 || p.N != 64 || p.Threads < 1 || p.Kernel != kernels.GemmKernelName() {
 		t.Fatalf("MeasurePeak(64, 2) = %+v", p)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/trainer/trainer/gobackend/kernels"
+
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -594,5 +596,5 @@ func reduceInto[T reducible](reduction backends.ReduceOpType, ins, outs [][]T) {
 		body(0, size)
 		return
 	}
-	parallelChunks(splitRange(size, chunks, 1), min(threads, chunks), body)
+	kernels.ParallelChunks(kernels.SplitRange(size, chunks, 1), min(threads, chunks), body)
 }

@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import (
 	"os"

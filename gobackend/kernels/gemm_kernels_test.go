@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func TestGemmKernelTileEdges(t *testing.T) {
 }
 
 // checkTileEdges runs kern over the edge shapes; u is the unit roundoff of T.
-func checkTileEdges[T gemmFloat](t *testing.T, kern *gemmKernelOf[T], u float64) {
+func checkTileEdges[T Float](t *testing.T, kern *gemmKernelOf[T], u float64) {
 	rng := rand.New(rand.NewSource(int64(31*kern.mr + kern.nr)))
 	edges := func(w int) []int { return []int{1, max(w-1, 1), w, w + 1, 2*w + 1} }
 	type shape struct{ m, n, k int }
@@ -87,14 +87,14 @@ func checkTileEdges[T gemmFloat](t *testing.T, kern *gemmKernelOf[T], u float64)
 			before := append([]T(nil), out...)
 			for _, split := range []gemmSplit{splitNone, splitShared} {
 				copy(out, before)
-				p := &gemmProblemOf[T]{
+				p := &GemmProblemOf[T]{
 					lhs:   newGemmOperand(lhs, []int{s.m, s.k}, []int{1}, nil),
 					rhs:   newGemmOperand(rhs, []int{s.k, s.n}, []int{0}, nil),
 					batch: 1, m: s.m, n: s.n, k: s.k,
 					rowOff: rowOff, batchStride: len(out), accumulate: true,
 					threads: 3, kernel: kern, forceSplit: split,
 				}
-				p.run(out)
+				p.Run(out)
 				for i := range s.m {
 					for j := range stride {
 						at := rowOff[i] + j
@@ -106,9 +106,9 @@ func checkTileEdges[T gemmFloat](t *testing.T, kern *gemmKernelOf[T], u float64)
 						}
 						want, bound := float64(before[at]), math.Abs(float64(before[at]))
 						for p := range s.k {
-							prod := float64(lhs[i*s.k+p]) * float64(rhs[p*s.n+j])
-							want += prod
-							bound += math.Abs(prod)
+							Prod := float64(lhs[i*s.k+p]) * float64(rhs[p*s.n+j])
+							want += Prod
+							bound += math.Abs(Prod)
 						}
 						bound *= float64(s.k+2) * u
 						if integers {

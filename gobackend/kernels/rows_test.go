@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import (
 	"fmt"
@@ -33,19 +33,19 @@ func TestRowKernelsMatchGo(t *testing.T) {
 		for _, sa := range []int{0, 1} {
 			for _, sb := range []int{0, 1} {
 				a, b := vals(max(n*sa, 1)), vals(max(n*sb, 1))
-				for op := binAdd; op <= binMin; op++ {
+				for op := BinAdd; op <= BinMin; op++ {
 					got := make([]float32, n)
 					binaryRow(op, got, a, b, sa, sb)
 					for i := range got {
 						x, y := a[i*sa], b[i*sb]
 						want := [...]float32{x + y, x - y, x * y, x / y, max(x, y), min(x, y)}[op]
 						if !same(got[i], want) {
-							t.Fatalf("%s n=%d sa=%d sb=%d [%d]: %v op %v = %v, want %v", fuseKindName(fuseKind(op)), n, sa, sb, i, x, y, got[i], want)
+							t.Fatalf("%s n=%d sa=%d sb=%d [%d]: %v op %v = %v, want %v", FuseKind(op), n, sa, sb, i, x, y, got[i], want)
 						}
 					}
 				}
 				gt := make([]bool, n)
-				greaterRow(gt, a, b, sa, sb)
+				GreaterRow(gt, a, b, sa, sb)
 				for i := range gt {
 					if gt[i] != (a[i*sa] > b[i*sb]) {
 						t.Fatalf("GreaterThan n=%d sa=%d sb=%d [%d]: %v > %v = %v", n, sa, sb, i, a[i*sa], b[i*sb], gt[i])
@@ -56,7 +56,7 @@ func TestRowKernelsMatchGo(t *testing.T) {
 					cond[i] = rng.Intn(2) == 0
 				}
 				w := make([]float32, n)
-				whereRow(w, cond, a, b, 1, sa, sb)
+				WhereRow(w, cond, a, b, 1, sa, sb)
 				for i := range w {
 					want := b[i*sb]
 					if cond[i] {
@@ -73,9 +73,9 @@ func TestRowKernelsMatchGo(t *testing.T) {
 		for i := range want {
 			want[i] = o[i] + x[i]
 		}
-		accumulateRow(o, x)
+		AccumulateRow(o, x)
 		if fmt.Sprint(o) != fmt.Sprint(want) {
-			t.Fatalf("accumulateRow n=%d: %v, want %v", n, o, want)
+			t.Fatalf("AccumulateRow n=%d: %v, want %v", n, o, want)
 		}
 	}
 }
@@ -114,7 +114,7 @@ func TestPackColumns8(t *testing.T) {
 	}
 }
 
-// sumRows adds the rows in order, exactly as sequential additions do, special values included.
+// SumRows adds the rows in order, exactly as sequential additions do, special values included.
 func TestSumRows(t *testing.T) {
 	rng := rand.New(rand.NewSource(79))
 	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 64, 70} {
@@ -136,7 +136,7 @@ func TestSumRows(t *testing.T) {
 					want[j] += x[r*stride+j]
 				}
 			}
-			sumRows(o, x, rows, stride)
+			SumRows(o, x, rows, stride)
 			if fmt.Sprint(o) != fmt.Sprint(want) {
 				t.Fatalf("n=%d rows=%d: %v, want %v", n, rows, o, want)
 			}

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package gobackend
+package kernels
 
 // Off amd64 the element-wise executors use their Go loops only.
 const hasRowsAVX2, hasGreaterAVX2 = false, false

@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import "unsafe"
 
@@ -20,8 +20,8 @@ func dwAccF32(c int, acc *float32, accOffs *int, x *float32, xOffs *int, v *floa
 func dwAccF64(c int, acc *float64, accOffs *int, x *float64, xOffs *int, v *float64, pairs, count, xStep, vStep int)
 
 // dwVecWidth is how many channels the kernels take at a time.
-func dwVecWidth[T gemmFloat]() int {
-	if isFloat64[T]() {
+func dwVecWidth[T Float]() int {
+	if IsFloat64[T]() {
 		return 4
 	}
 	return 8
@@ -29,7 +29,7 @@ func dwVecWidth[T gemmFloat]() int {
 
 // dwTapRowsVec runs dwTapRows' first c/width·width channels through the kernel and returns how many
 // it did (0 when the kernels are off). The slices are checked to hold every value the kernel reads.
-func dwTapRowsVec[T gemmFloat](c int, dst []T, dstStep, count int, src []T, srcStep int, srcOffs []int, w []T, wOffs []int) int {
+func dwTapRowsVec[T Float](c int, dst []T, dstStep, count int, src []T, srcStep int, srcOffs []int, w []T, wOffs []int) int {
 	cv := c &^ (dwVecWidth[T]() - 1)
 	if !hasDwAVX2 || cv == 0 || count == 0 || len(srcOffs) == 0 {
 		return 0
@@ -40,7 +40,7 @@ func dwTapRowsVec[T gemmFloat](c int, dst []T, dstStep, count int, src []T, srcS
 		panic("dwTapRows: negative offset")
 	}
 	_, _, _ = src[hi+cv-1], w[whi+cv-1], dst[(count-1)*dstStep+cv-1]
-	if isFloat64[T]() {
+	if IsFloat64[T]() {
 		dwTapsF64(cv, (*float64)(unsafe.Pointer(&dst[0])), dstStep, count, (*float64)(unsafe.Pointer(&src[0])), srcStep,
 			&srcOffs[0], (*float64)(unsafe.Pointer(&w[0])), &wOffs[0], len(srcOffs))
 	} else {
@@ -52,7 +52,7 @@ func dwTapRowsVec[T gemmFloat](c int, dst []T, dstStep, count int, src []T, srcS
 
 // dwAccRowsVec runs dwAccRows' first c/width·width channels through the kernel and returns how many it
 // did (0 when the kernels are off). The slices are checked to hold every value the kernel touches.
-func dwAccRowsVec[T gemmFloat](c int, acc []T, accOffs []int, x []T, xOffs []int, xStep int, v []T, v0, vStep, count int) int {
+func dwAccRowsVec[T Float](c int, acc []T, accOffs []int, x []T, xOffs []int, xStep int, v []T, v0, vStep, count int) int {
 	cv := c &^ (dwVecWidth[T]() - 1)
 	if !hasDwAVX2 || cv == 0 || count == 0 || len(accOffs) == 0 {
 		return 0
@@ -64,7 +64,7 @@ func dwAccRowsVec[T gemmFloat](c int, acc []T, accOffs []int, x []T, xOffs []int
 		panic("dwAccRows: negative offset")
 	}
 	_, _, _ = acc[ahi+cv-1], x[xhi+cv-1], v[vhi+cv-1]
-	if isFloat64[T]() {
+	if IsFloat64[T]() {
 		dwAccF64(cv, (*float64)(unsafe.Pointer(&acc[0])), &accOffs[0], (*float64)(unsafe.Pointer(&x[0])), &xOffs[0],
 			(*float64)(unsafe.Pointer(&v[v0])), len(accOffs), count, xStep, vStep)
 	} else {

@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 //go:noescape
 func rowGreaterEqVV(n int, dst *bool, a, b *float32)

@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 // Dispatch of the element-wise row loops to the AVX2 kernels (rows_amd64.s) where the CPU has them;
 // the kernels do whole groups of 8 values and these functions the tail, so every value gets the same
@@ -14,11 +14,11 @@ var rowKernels = [4][3]rowKernel{
 	{rowDivVV, rowDivVS, rowDivSV},
 }
 
-// binaryRowVec runs the AVX2 kernel on the first n/8*8 values of a binary row when it applies, and
+// BinaryRowVec runs the AVX2 kernel on the first n/8*8 values of a binary row when it applies, and
 // returns how many values it did.
-func binaryRowVec(op binOp, out, a, b []float32, sa, sb int) int {
+func BinaryRowVec(op BinOp, out, a, b []float32, sa, sb int) int {
 	n8 := len(out) &^ 7
-	if !hasRowsAVX2 || op > binDiv || n8 == 0 || (sa == 0 && sb == 0) {
+	if !hasRowsAVX2 || op > BinDiv || n8 == 0 || (sa == 0 && sb == 0) {
 		return 0
 	}
 	kind := 0
@@ -54,11 +54,11 @@ func whereRowVec(dst []float32, cond []bool, t, f []float32, st, sf int) int {
 	return n8
 }
 
-// greaterRow: dst[i] = a[i·sa] > b[i·sb] (false when either is NaN, as Go's >).
-func greaterRow[T gemmFloat](dst []bool, aT, bT []T, sa, sb int) {
+// GreaterRow: dst[i] = a[i·sa] > b[i·sb] (false when either is NaN, as Go's >).
+func GreaterRow[T Float](dst []bool, aT, bT []T, sa, sb int) {
 	done := 0
-	if n8 := len(dst) &^ 7; hasGreaterAVX2 && !isFloat64[T]() && n8 > 0 && (sa == 1 || sb == 1) {
-		a, b := asFloat32(aT), asFloat32(bT)
+	if n8 := len(dst) &^ 7; hasGreaterAVX2 && !IsFloat64[T]() && n8 > 0 && (sa == 1 || sb == 1) {
+		a, b := AsFloat32(aT), AsFloat32(bT)
 		checkRowArgs(n8, a, sa, b, sb)
 		switch {
 		case sa == 1 && sb == 1:
@@ -75,8 +75,8 @@ func greaterRow[T gemmFloat](dst []bool, aT, bT []T, sa, sb int) {
 	}
 }
 
-// whereRow: dst[i] = cond[i·sc] ? t[i·st] : f[i·sf].
-func whereRow(dst []float32, cond []bool, t, f []float32, sc, st, sf int) {
+// WhereRow: dst[i] = cond[i·sc] ? t[i·st] : f[i·sf].
+func WhereRow(dst []float32, cond []bool, t, f []float32, sc, st, sf int) {
 	done := 0
 	if sc == 1 {
 		done = whereRowVec(dst, cond, t, f, st, sf)
@@ -90,11 +90,11 @@ func whereRow(dst []float32, cond []bool, t, f []float32, sc, st, sf int) {
 	}
 }
 
-// accumulateRow: o[i] += x[i].
-func accumulateRow[T gemmFloat](o, x []T) {
+// AccumulateRow: o[i] += x[i].
+func AccumulateRow[T Float](o, x []T) {
 	done := 0
-	if n8 := len(o) &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
-		o32, x32 := asFloat32(o), asFloat32(x)
+	if n8 := len(o) &^ 7; hasRowsAVX2 && !IsFloat64[T]() && n8 > 0 {
+		o32, x32 := AsFloat32(o), AsFloat32(x)
 		checkRowArgs(n8, x32, 1, x32, 1)
 		rowAddVV(n8, &o32[0], &o32[0], &x32[0])
 		done = n8
@@ -114,21 +114,21 @@ func checkRowArgs(n int, a []float32, sa int, b []float32, sb int) {
 // packColumns8 writes, for rows r < 8 starting at src offsets offs[r] and k < n, panel[k·w + r] =
 // src[offs[r]+k]: eight rows of an operand into eight columns of a packed panel (whose column 0 is
 // panel[0]), with the AVX2 8×8 transpose for whole groups of 8 k and Go for the rest (float64: Go).
-func packColumns8[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
+func packColumns8[T Float](panel, src []T, offs *[8]int, n, w int) {
 	packColumnsPartial(panel, src, offs, n, 8, w)
 }
 
-// sumRows adds rows of x (rows·stride apart, len(o) values each) into o: o[j] += x[j], then
+// SumRows adds rows of x (rows·stride apart, len(o) values each) into o: o[j] += x[j], then
 // x[stride+j], ... in row order, so each sum is the sequential one (the AVX2 kernel runs across j).
-func sumRows[T gemmFloat](o, x []T, rows, stride int) {
+func SumRows[T Float](o, x []T, rows, stride int) {
 	n := len(o)
 	if rows == 0 || n == 0 {
 		return
 	}
 	_ = x[(rows-1)*stride+n-1]
 	done := 0
-	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && n8 > 0 {
-		rowSumRows(n8, rows, &asFloat32(o)[0], &asFloat32(x)[0], stride)
+	if n8 := n &^ 7; hasRowsAVX2 && !IsFloat64[T]() && n8 > 0 {
+		rowSumRows(n8, rows, &AsFloat32(o)[0], &AsFloat32(x)[0], stride)
 		done = n8
 	}
 	for j := done; j < n; j++ {

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package gobackend
+package kernels
 
 func rowGreaterEqVV(n int, dst *bool, a, b *float32) {
 	panic("no AVX2 comparison kernels on this architecture")

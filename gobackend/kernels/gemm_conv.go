@@ -1,10 +1,9 @@
-package gobackend
+package kernels
 
 import (
+	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/gomlx/gomlx/backends"
 )
 
 // A convolution as one packed GEMM without an im2col tensor: out[(n, y), co] = Σ_(kpos, ci)
@@ -16,15 +15,38 @@ import (
 // one. Grouped convolutions are one such GEMM per group (its input channels or batches, its output
 // channels), except the depthwise forms, which conv_depthwise.go computes directly.
 
-// convGemmSpec holds the ConvGeneral parameters the fused path uses (every one filled in), and the
+// ConvAxes says which axis of the input, kernel and output tensors is which: the same fields as
+// GoMLX's backends.ConvolveAxesConfig, so the glue converts one into the other.
+type ConvAxes struct {
+	InputBatch, InputChannels int
+	InputSpatial              []int
+
+	KernelInputChannels, KernelOutputChannels int
+	KernelSpatial                             []int
+
+	OutputBatch, OutputChannels int
+	OutputSpatial               []int
+}
+
+// ConvGemmSpec holds the ConvGeneral parameters the fused path uses (every one filled in), and the
 // spatial axes along which the kernel is read reversed (a flip folded in by the fusion pass).
-type convGemmSpec struct {
-	axes                                     backends.ConvolveAxesConfig
-	strides, kernelDilations, inputDilations []int
-	paddings                                 [][2]int
-	flip                                     []bool
-	channelGroups, batchGroups               int       // 0 or 1: none.
-	plans                                    *sync.Map // convPlanKey -> []*gemmProblemOf[T] without data; nil: none kept.
+type ConvGemmSpec struct {
+	Axes                                     ConvAxes
+	Strides, KernelDilations, InputDilations []int
+	Paddings                                 [][2]int
+	Flip                                     []bool
+	ChannelGroups, BatchGroups               int       // 0 or 1: none.
+	Plans                                    *sync.Map // convPlanKey -> []*GemmProblemOf[T] without data; nil: none kept.
+}
+
+// Kind names the convolution for op statistics: FusedConv, GroupedConv (one GEMM per group) or
+// DepthwiseConv (the direct kernels; decided at run time from the dims, so named by the groups here).
+func (s *ConvGemmSpec) Kind() string {
+	switch {
+	case s.ChannelGroups > 1 || s.BatchGroups > 1:
+		return fmt.Sprintf("GroupedConv[%d, %d]", max(s.ChannelGroups, 1), max(s.BatchGroups, 1))
+	}
+	return "FusedConv"
 }
 
 // convPlanKey names a fused convolution's GEMM problems: the dims of its input, kernel and output
@@ -35,13 +57,13 @@ type convPlanKey struct {
 	f64   bool
 }
 
-// convGemmsOf returns newConvGemms' problems for these tensors, their offset tables built once per
-// node and dims (spec.plans) and copied with the tensors' data: a step runs each convolution with the
+// ConvGemmsOf returns newConvGemms' problems for these tensors, their offset tables built once per
+// node and dims (spec.Plans) and copied with the tensors' data: a step runs each convolution with the
 // same dims every time, and building the tables cost about as much as packing.
-func convGemmsOf[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec) ([]*gemmProblemOf[T], bool) {
+func ConvGemmsOf[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec) ([]*GemmProblemOf[T], bool) {
 	var key convPlanKey
-	key.f64 = isFloat64[T]()
-	cacheable := c.plans != nil
+	key.f64 = IsFloat64[T]()
+	cacheable := c.Plans != nil
 	for i, d := range [][]int{inDims, kDims, outDims} {
 		if len(d) > len(key.dims[i]) {
 			cacheable = false
@@ -52,18 +74,18 @@ func convGemmsOf[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDim
 	if !cacheable {
 		return newConvGemms(input, inDims, kernel, kDims, outDims, c)
 	}
-	var templates []*gemmProblemOf[T]
-	if v, found := c.plans.Load(key); found {
-		templates = v.([]*gemmProblemOf[T])
+	var templates []*GemmProblemOf[T]
+	if v, found := c.Plans.Load(key); found {
+		templates = v.([]*GemmProblemOf[T])
 	} else {
 		probs, ok := newConvGemms[T](nil, inDims, nil, kDims, outDims, c)
 		if !ok {
 			return nil, false
 		}
-		c.plans.Store(key, probs)
+		c.Plans.Store(key, probs)
 		templates = probs
 	}
-	probs := make([]*gemmProblemOf[T], len(templates))
+	probs := make([]*GemmProblemOf[T], len(templates))
 	for i, t := range templates {
 		p := *t
 		lhs := *t.lhs.(*convOperand[T])
@@ -79,7 +101,7 @@ func convGemmsOf[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDim
 // coordinates rowCoord[i·S+a] (position·stride − low padding), contracting index k (a kernel position
 // and input channel) adds kOff[k] and kCoord[k·S+a] (kernel position·dilation). A(i, k) is
 // data[rowBase[i]+kOff[k]] when every coordinate sum lies inside the input, else 0.
-type convOperand[T gemmFloat] struct {
+type convOperand[T Float] struct {
 	data              []T
 	S                 int
 	inDims            []int // Input spatial sizes.
@@ -217,7 +239,7 @@ func (o *convOperand[T]) packRows(panel []T, r0, valid, k0, k1, w int) {
 // packShortRun writes panel[j·w + r] = src[base[r]+off+j] for rows r < w = len(base) and j < n: a run
 // too short for the 8×8 transposes. Rows adjacent in memory (the kernel gradient's input channels) go
 // as one copy per run of them, the others value by value.
-func packShortRun[T gemmFloat](panel, src []T, base []int, off, n int) {
+func packShortRun[T Float](panel, src []T, base []int, off, n int) {
 	w := len(base)
 	for j := range n {
 		row := panel[j*w : j*w+w]
@@ -243,16 +265,16 @@ func packShortRun[T gemmFloat](panel, src []T, base []int, off, n int) {
 // positions that meet real input values, so the zeros of the dilation are never multiplied. ok is
 // false for layouts it does not handle (output channels not contiguous). Output rows no phase reaches
 // stay zero: the caller clears the output and runs the problems with accumulate set.
-func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec) ([]*gemmProblemOf[T], bool) {
-	a := c.axes
+func newConvGemms[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec) ([]*GemmProblemOf[T], bool) {
+	a := c.Axes
 	S := len(a.InputSpatial)
-	if len(a.KernelSpatial) != S || len(a.OutputSpatial) != S || len(c.strides) != S || len(c.kernelDilations) != S ||
-		len(c.inputDilations) != S || len(c.paddings) != S || len(c.flip) != S {
+	if len(a.KernelSpatial) != S || len(a.OutputSpatial) != S || len(c.Strides) != S || len(c.KernelDilations) != S ||
+		len(c.InputDilations) != S || len(c.Paddings) != S || len(c.Flip) != S {
 		return nil, false
 	}
-	sIn, sK, sOut := rowMajorStrides(inDims), rowMajorStrides(kDims), rowMajorStrides(outDims)
+	sIn, sK, sOut := RowMajorStrides(inDims), RowMajorStrides(kDims), RowMajorStrides(outDims)
 	N, C, Cout := inDims[a.InputBatch], inDims[a.InputChannels], kDims[a.KernelOutputChannels]
-	G, BG := max(c.channelGroups, 1), max(c.batchGroups, 1)
+	G, BG := max(c.ChannelGroups, 1), max(c.BatchGroups, 1)
 	if G > 1 && BG > 1 || C%G != 0 || N%BG != 0 || Cout%(G*BG) != 0 {
 		return nil, false
 	}
@@ -263,22 +285,22 @@ func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 	inSp, kSp, outSp := make([]int, S), make([]int, S), make([]int, S)
 	for i := range S {
 		inSp[i], kSp[i], outSp[i] = inDims[a.InputSpatial[i]], kDims[a.KernelSpatial[i]], outDims[a.OutputSpatial[i]]
-		if c.inputDilations[i] < 1 || c.strides[i] < 1 || c.kernelDilations[i] < 1 {
+		if c.InputDilations[i] < 1 || c.Strides[i] < 1 || c.KernelDilations[i] < 1 {
 			return nil, false
 		}
 	}
-	if Nb*prod(outSp) == 0 || prod(kSp)*Cg == 0 || Coutg == 0 {
+	if Nb*Prod(outSp) == 0 || Prod(kSp)*Cg == 0 || Coutg == 0 {
 		return nil, true // Nothing to multiply: the output is empty or zeros.
 	}
 	// Rows: batch-major unless the batch axis is the input's densest (the kernel gradient's layout, whose
 	// "batch" is the input channels): then consecutive rows are consecutive in memory.
 	batchInner := Nb > 1
 	for i := range S {
-		if outSp[i] > 1 && c.strides[i]*sIn[a.InputSpatial[i]] < sIn[a.InputBatch]*c.inputDilations[i] {
+		if outSp[i] > 1 && c.Strides[i]*sIn[a.InputSpatial[i]] < sIn[a.InputBatch]*c.InputDilations[i] {
 			batchInner = false
 		}
 	}
-	var probs []*gemmProblemOf[T]
+	var probs []*GemmProblemOf[T]
 	for g := range G * BG {
 		// Group g reads input channels [g·Cg, (g+1)·Cg) (channel groups) or input batches [g·Nb, (g+1)·Nb)
 		// (batch groups), and writes output channels [g·Coutg, (g+1)·Coutg).
@@ -292,7 +314,7 @@ func newConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDi
 		for co := range cross {
 			cross[co] = (grp.outCol0 + co) * sK[a.KernelOutputChannels]
 		}
-		forEachPosition(c.inputDilations, func(phase []int) {
+		ForEachPosition(c.InputDilations, func(phase []int) {
 			if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, grp, cross); p != nil {
 				probs = append(probs, p)
 			}
@@ -314,29 +336,29 @@ func floorMod(x, d int) int { return ((x % d) + d) % d }
 // phase (per axis) modulo the input dilation; nil if no row or no kernel position qualifies. In that
 // class a window offset kpos·kernelDilation meets a real input value exactly when it is −phase modulo
 // the dilation, at input index (origin − phase)/d + (offset + phase)/d.
-func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, batchInner bool,
-	inSp, kSp, outSp, sIn, sK, sOut []int, grp convGroup, cross []int) *gemmProblemOf[T] {
+func newConvPhase[T Float](input, kernel []T, c ConvGemmSpec, phase []int, batchInner bool,
+	inSp, kSp, outSp, sIn, sK, sOut []int, grp convGroup, cross []int) *GemmProblemOf[T] {
 	N, C, Cout := grp.N, grp.C, grp.Cout
-	a := c.axes
+	a := c.Axes
 	S := len(inSp)
-	d := c.inputDilations
+	d := c.InputDilations
 	// Contracting indices: the qualifying kernel positions row-major, input channels innermost.
-	maxK := prod(kSp) * C
+	maxK := Prod(kSp) * C
 	kOff, kCoord, kOffB := make([]int, 0, maxK), make([]int, 0, maxK*S), make([]int, 0, maxK)
 	kMin, kMax := make([]int, S), make([]int, S)
 	first := true
-	forEachPosition(kSp, func(kp []int) {
+	ForEachPosition(kSp, func(kp []int) {
 		baseA, baseB := 0, 0
 		coord := make([]int, S)
 		for i := range S {
-			off := kp[i]*c.kernelDilations[i] + phase[i]
+			off := kp[i]*c.KernelDilations[i] + phase[i]
 			if off%d[i] != 0 {
 				return
 			}
 			coord[i] = off / d[i]
 			baseA += coord[i] * sIn[a.InputSpatial[i]]
 			kIdx := kp[i]
-			if c.flip[i] {
+			if c.Flip[i] {
 				kIdx = kSp[i] - 1 - kp[i]
 			}
 			baseB += kIdx * sK[a.KernelSpatial[i]]
@@ -360,14 +382,14 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 	if K == 0 {
 		return nil
 	}
-	maxM := N * prod(outSp)
+	maxM := N * Prod(outSp)
 	op := &convOperand[T]{data: input, S: S, inDims: inSp, kOff: kOff, kCoord: kCoord, kRunEnd: make([]int, K), kGroupEnd: make([]int, K),
 		rowBase: make([]int, 0, maxM), rowCoord: make([]int, 0, maxM*S), rowInterior: make([]bool, 0, maxM)}
 	rowOff := make([]int, 0, maxM)
 	rc := make([]int, S)
 	emit := func(n int, y []int) {
 		for i := range S {
-			origin := y[i]*c.strides[i] - c.paddings[i][0]
+			origin := y[i]*c.Strides[i] - c.Paddings[i][0]
 			if floorMod(origin, d[i]) != phase[i] {
 				return // Another phase's row.
 			}
@@ -385,14 +407,14 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 		rowOff = append(rowOff, off)
 	}
 	if batchInner {
-		forEachPosition(outSp, func(y []int) {
+		ForEachPosition(outSp, func(y []int) {
 			for n := range N {
 				emit(n, y)
 			}
 		})
 	} else {
 		for n := range N {
-			forEachPosition(outSp, func(y []int) { emit(n, y) })
+			ForEachPosition(outSp, func(y []int) { emit(n, y) })
 		}
 	}
 	M := len(rowOff)
@@ -419,7 +441,7 @@ func newConvPhase[T gemmFloat](input, kernel []T, c convGemmSpec, phase []int, b
 		}
 	}
 	rhs := &gemmOperandOf[T]{data: kernel, batchOff: []int{0}, crossOff: cross, kOff: kOffB}
-	return &gemmProblemOf[T]{lhs: op, rhs: rhs, batch: 1, m: M, n: Cout, k: K, rowOff: rowOff, accumulate: true}
+	return &GemmProblemOf[T]{lhs: op, rhs: rhs, batch: 1, m: M, n: Cout, k: K, rowOff: rowOff, accumulate: true}
 }
 
 func allInterior(rows []bool) bool {

@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import "unsafe"
 
@@ -13,7 +13,7 @@ const maxPanelRows = 16
 // last chunk first: a chunk of fewer than 8 rows repeats its last one, and each k's store of 8 values
 // spills onto the next k's first rows, which the earlier chunks (or, for the last k, the caller's next
 // contracting indices, packed after) write again.
-func packRowOffsets[T gemmFloat](panel, src []T, offs []int, n, w int) {
+func packRowOffsets[T Float](panel, src []T, offs []int, n, w int) {
 	for c0 := ((w - 1) / 8) * 8; c0 >= 0; c0 -= 8 {
 		var o8 [8]int
 		for r := range o8 {
@@ -28,9 +28,9 @@ func packRowOffsets[T gemmFloat](panel, src []T, offs []int, n, w int) {
 // values per k, w apart, in increasing k: with fewer than 8 rows each store's extra values land on
 // what follows (see packRowOffsets); the last one's must stay inside panel, which bounds the groups
 // of 8 k done that way.
-func packColumnsPartial[T gemmFloat](panel, src []T, offs *[8]int, n, rows, w int) {
+func packColumnsPartial[T Float](panel, src []T, offs *[8]int, n, rows, w int) {
 	done := 0
-	if n8 := n &^ 7; hasRowsAVX2 && !isFloat64[T]() && rows >= 1 {
+	if n8 := n &^ 7; hasRowsAVX2 && !IsFloat64[T]() && rows >= 1 {
 		for n8 > 0 && (n8-1)*w+8 > len(panel) {
 			n8 -= 8
 		}
@@ -39,7 +39,7 @@ func packColumnsPartial[T gemmFloat](panel, src []T, offs *[8]int, n, rows, w in
 				_ = src[o : o+n8] // The kernel's reads.
 			}
 			_ = panel[(n8-1)*w+7]
-			transpose8(&asFloat32(src)[0], &offs[0], n8, &asFloat32(panel)[0], w)
+			transpose8(&AsFloat32(src)[0], &offs[0], n8, &AsFloat32(panel)[0], w)
 			done = n8
 		}
 	}
@@ -52,7 +52,7 @@ func packColumnsPartial[T gemmFloat](panel, src []T, offs *[8]int, n, rows, w in
 }
 
 // packColumnsNarrow is packColumnsPartial for a panel of w < 8 rows, offs[w:] filled in here.
-func packColumnsNarrow[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
+func packColumnsNarrow[T Float](panel, src []T, offs *[8]int, n, w int) {
 	for r := w; r < 8; r++ {
 		offs[r] = offs[w-1]
 	}
@@ -61,12 +61,12 @@ func packColumnsNarrow[T gemmFloat](panel, src []T, offs *[8]int, n, w int) {
 
 // copyRows copies len(offs) rows of w values, row i from src[base+offs[i]:], into dst one after another:
 // the panel of w rows adjacent in memory (a row-major B, the kernel gradient's A), per contracting index.
-func copyRows[T gemmFloat](dst, src []T, base int, offs []int, w int) {
+func copyRows[T Float](dst, src []T, base int, offs []int, w int) {
 	n := len(offs)
 	if n == 0 {
 		return
 	}
-	if hasCopyRows && !isFloat64[T]() && (w == 16 || w == 6) {
+	if hasCopyRows && !IsFloat64[T]() && (w == 16 || w == 6) {
 		lo, hi := offs[0], offs[0]
 		for _, o := range offs {
 			lo, hi = min(lo, o), max(hi, o)
@@ -75,9 +75,9 @@ func copyRows[T gemmFloat](dst, src []T, base int, offs []int, w int) {
 			_, _ = src[base+hi+w-1], dst[n*w-1] // The kernel's reads and writes.
 			at := (*float32)(unsafe.Add(unsafe.Pointer(&src[0]), base*4))
 			if w == 16 {
-				copyRows16(n, &asFloat32(dst)[0], at, &offs[0])
+				copyRows16(n, &AsFloat32(dst)[0], at, &offs[0])
 			} else {
-				copyRows6(n, &asFloat32(dst)[0], at, &offs[0])
+				copyRows6(n, &AsFloat32(dst)[0], at, &offs[0])
 			}
 			return
 		}

@@ -1,6 +1,6 @@
 //go:build !amd64 && !arm64
 
-package gobackend
+package kernels
 
 // Off amd64 and arm64 the portable Go micro-kernel is used.
 func gemmAsmKernels() []*gemmKernel { return nil }

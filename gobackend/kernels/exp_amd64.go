@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import (
 	"math"
@@ -6,26 +6,26 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// hasExpAVX2: the vector exp and logistic (exp_amd64.s) reproduce math.Exp's FMA path, which the math
-// package takes when the CPU has AVX and FMA; they need AVX2 for the integer lanes. hasErfAVX2: the
+// HasExpAVX2: the vector exp and logistic (exp_amd64.s) reproduce math.Exp's FMA path, which the math
+// package takes when the CPU has AVX and FMA; they need AVX2 for the integer lanes. HasErfAVX2: the
 // vector erf also reproduces math.Erf's Go code operation by operation, which holds when the compiler
 // emits no fused multiply-adds for it; erfVecAgrees checks that on values from every branch.
 var (
-	hasExpAVX2 = cpu.X86.HasAVX && cpu.X86.HasAVX2 && cpu.X86.HasFMA
-	hasErfAVX2 = hasExpAVX2 && erfVecAgrees()
+	HasExpAVX2 = cpu.X86.HasAVX && cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	HasErfAVX2 = HasExpAVX2 && erfVecAgrees()
 )
 
 //go:noescape
-func erfF32(n int, dst, src *float32) int
+func ErfF32(n int, dst, src *float32) int
 
 //go:noescape
-func erfF64(n int, dst, src *float64) int
+func ErfF64(n int, dst, src *float64) int
 
 //go:noescape
-func expF32(n int, dst, src *float32, logistic bool) int
+func ExpF32(n int, dst, src *float32, logistic bool) int
 
 //go:noescape
-func expF64(n int, dst, src *float64, logistic bool) int
+func ExpF64(n int, dst, src *float64, logistic bool) int
 
 // erfVecAgrees runs the vector erf on values from each of math.Erf's branches (and their borders)
 // and reports whether every result has math.Erf's bits.
@@ -36,7 +36,7 @@ func erfVecAgrees() bool {
 		xs = append(xs, 0.1)
 	}
 	out := make([]float64, len(xs))
-	if erfF64(len(xs), &out[0], &xs[0]) != len(xs) {
+	if ErfF64(len(xs), &out[0], &xs[0]) != len(xs) {
 		return false
 	}
 	for i, x := range xs {

@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import (
 	"runtime"
@@ -25,7 +25,7 @@ const (
 
 // gemmKernelOf is a micro-kernel: it adds the mr×nr product of k packed steps (a: k steps of mr values of
 // A, b: k steps of nr values of B) into c, row r of the tile at c[rows[r] : rows[r]+nr].
-type gemmKernelOf[T gemmFloat] struct {
+type gemmKernelOf[T Float] struct {
 	name   string
 	mr, nr int
 	fn     func(k int, a, b, c []T, rows []int)
@@ -36,7 +36,7 @@ type gemmKernelOf[T gemmFloat] struct {
 
 // gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
 // DotGeneral operand; a convolution's input, rows whose windows lie inside it), so they are not packed.
-type gemmDirectA[T gemmFloat] interface {
+type gemmDirectA[T Float] interface {
 	// markDirect sets mark[q] for the panels q of w rows from i0 (up to i1) read in place, and reports
 	// whether any is.
 	markDirect(mark []bool, i0, i1, w int) bool
@@ -46,8 +46,8 @@ type gemmDirectA[T gemmFloat] interface {
 	directTables(b int) (data []T, rowBase, kOff []int)
 }
 
-// gemmFloat is the element type of a GEMM: float32 (the nets) or float64 (the verification checks).
-type gemmFloat interface{ float32 | float64 }
+// Float is the element type of a GEMM: float32 (the nets) or float64 (the verification checks).
+type Float interface{ float32 | float64 }
 
 type (
 	gemmKernel   = gemmKernelOf[float32]
@@ -62,7 +62,7 @@ func (kern *gemmKernelOf[T]) mc() int { return max(120/kern.mr, 1) * kern.mr }
 func (kern *gemmKernelOf[T]) nc() int { return max(gemmNC/kern.nr, 1) * kern.nr }
 
 // checkKernelArgs panics (like a slice index) unless an assembly kernel stays inside a, b and c.
-func checkKernelArgs[T gemmFloat](k, mr, nr int, a, b, c []T, rows []int) {
+func checkKernelArgs[T Float](k, mr, nr int, a, b, c []T, rows []int) {
 	_, _, _ = a[k*mr-1], b[k*nr-1], rows[mr-1]
 	for _, r := range rows[:mr] {
 		_ = c[r : r+nr]
@@ -79,7 +79,7 @@ var (
 // checked against.
 func gemmKernelGoGeneric(mr, nr int) *gemmKernel { return gemmKernelGoGenericOf[float32](mr, nr) }
 
-func gemmKernelGoGenericOf[T gemmFloat](mr, nr int) *gemmKernelOf[T] {
+func gemmKernelGoGenericOf[T Float](mr, nr int) *gemmKernelOf[T] {
 	return &gemmKernelOf[T]{name: "portable Go (generic)", mr: mr, nr: nr, fn: func(k int, a, b, c []T, rows []int) {
 		acc := make([]T, mr*nr)
 		for p := range k {
@@ -114,21 +114,21 @@ var gemmNarrowKernel *gemmKernel
 
 const gemmNarrowMaxN = 16
 
-// defaultKernelOf is the default kernel for element type T.
-func defaultKernelOf[T gemmFloat]() *gemmKernelOf[T] {
+// DefaultKernelOf is the default kernel for element type T.
+func DefaultKernelOf[T Float]() *gemmKernelOf[T] {
 	var k any = gemmDefaultKernel
-	if isFloat64[T]() {
+	if IsFloat64[T]() {
 		k = gemmDefaultKernel64
 	}
 	return k.(*gemmKernelOf[T])
 }
 
-// isFloat64 reports whether T is float64.
-func isFloat64[T gemmFloat]() bool { return unsafe.Sizeof(T(0)) == 8 }
+// IsFloat64 reports whether T is float64.
+func IsFloat64[T Float]() bool { return unsafe.Sizeof(T(0)) == 8 }
 
 // gemmOperand addresses one operand: element (b, i, k) is data[batchOff[b] + crossOff[i] + kOff[k]],
 // where i is a row of A or a column of B and k the contracting index.
-type gemmOperandOf[T gemmFloat] struct {
+type gemmOperandOf[T Float] struct {
 	data                     []T
 	batchOff, crossOff, kOff []int
 }
@@ -136,14 +136,14 @@ type gemmOperandOf[T gemmFloat] struct {
 // gemmPacker packs an operand: rows [i0, i1) (rows of A, columns of B) × contracting indices [k0, k1)
 // of batch b into dst as panels of width w: panel q holds, for each k, the w values of rows
 // i0+q·w .. i0+q·w+w-1 ([k][w]); rows past i1 are zeros.
-type gemmPackerOf[T gemmFloat] interface {
+type gemmPackerOf[T Float] interface {
 	pack(dst []T, b, i0, i1, k0, k1, w int)
 }
 
 type (
 	gemmOperand = gemmOperandOf[float32]
 	gemmPacker  = gemmPackerOf[float32]
-	gemmProblem = gemmProblemOf[float32]
+	gemmProblem = GemmProblemOf[float32]
 )
 
 func (o *gemmOperandOf[T]) pack(dst []T, b, i0, i1, k0, k1, w int) {
@@ -181,13 +181,13 @@ func (o *gemmOperandOf[T]) directTables(b int) ([]T, []int, []int) {
 // b·batchStride + rowOff[i] and its columns are contiguous; by default (nil rowOff, 0 batchStride) out
 // is row-major [batch, m, n]. run clears out first unless accumulate is set (then the product is added
 // to what out holds: several problems writing disjoint rows of one output).
-type gemmProblemOf[T gemmFloat] struct {
+type GemmProblemOf[T Float] struct {
 	lhs, rhs       gemmPackerOf[T]
 	batch, m, n, k int
 	rowOff         []int
 	batchStride    int
 	accumulate     bool
-	threads        int
+	threads        int // Goroutines at most; 0: GOMAXPROCS.
 	kernel         *gemmKernelOf[T]
 	forceSplit     gemmSplit // Tests force a split to cover every path.
 }
@@ -205,7 +205,7 @@ const (
 )
 
 // gemmScratch is one worker's packing space.
-type gemmScratch[T gemmFloat] struct {
+type gemmScratch[T Float] struct {
 	packA, tile []T
 	tileRows    []int
 	direct      []bool // Per panel of the packed A block: read in place instead (gemmDirectA).
@@ -215,13 +215,13 @@ type gemmScratch[T gemmFloat] struct {
 	directRows, directKOff []int
 }
 
-func newGemmScratch[T gemmFloat]() any {
+func newGemmScratch[T Float]() any {
 	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC)}
 }
 
 // packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
 // kernel reads in place (s.direct).
-func (p *gemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic, ml, pc, pcEnd int) {
+func (p *GemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic, ml, pc, pcEnd int) {
 	s.anyDirect = false
 	if d, ok := p.lhs.(gemmDirectA[T]); ok && kern.direct != nil {
 		mark := s.direct[:(ml+kern.mr-1)/kern.mr]
@@ -234,7 +234,7 @@ func (p *gemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic
 	p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
 }
 
-func newPackB[T gemmFloat]() any {
+func newPackB[T Float]() any {
 	b := make([]T, gemmKC*gemmNC)
 	return &b
 }
@@ -245,35 +245,35 @@ var (
 	gemmPackBPools   = [2]sync.Pool{{New: newPackB[float32]}, {New: newPackB[float64]}}
 )
 
-func poolIndex[T gemmFloat]() int {
-	if isFloat64[T]() {
+func poolIndex[T Float]() int {
+	if IsFloat64[T]() {
 		return 1
 	}
 	return 0
 }
 
-func getScratch[T gemmFloat]() *gemmScratch[T] {
+func getScratch[T Float]() *gemmScratch[T] {
 	return gemmScratchPools[poolIndex[T]()].Get().(*gemmScratch[T])
 }
 
-func putScratch[T gemmFloat](s *gemmScratch[T]) { gemmScratchPools[poolIndex[T]()].Put(s) }
+func putScratch[T Float](s *gemmScratch[T]) { gemmScratchPools[poolIndex[T]()].Put(s) }
 
-func getPackB[T gemmFloat]() []T { return *gemmPackBPools[poolIndex[T]()].Get().(*[]T) }
+func getPackB[T Float]() []T { return *gemmPackBPools[poolIndex[T]()].Get().(*[]T) }
 
-func putPackB[T gemmFloat](b []T) { gemmPackBPools[poolIndex[T]()].Put(&b) }
+func putPackB[T Float](b []T) { gemmPackBPools[poolIndex[T]()].Put(&b) }
 
-// gemmKernelName names the micro-kernel in use.
-func gemmKernelName() string { return gemmDefaultKernel.name }
+// GemmKernelName names the micro-kernel in use.
+func GemmKernelName() string { return gemmDefaultKernel.name }
 
-// run computes the product into out, using up to p.threads goroutines.
-func (p *gemmProblemOf[T]) run(out []T) {
+// Run computes the product into out, using up to p.threads goroutines.
+func (p *GemmProblemOf[T]) Run(out []T) {
 	if !p.accumulate {
 		clear(out)
 	}
 	kern := p.kernel
 	if kern == nil {
-		kern = defaultKernelOf[T]()
-		if p.n <= gemmNarrowMaxN && !isFloat64[T]() && gemmNarrowKernel != nil {
+		kern = DefaultKernelOf[T]()
+		if p.n <= gemmNarrowMaxN && !IsFloat64[T]() && gemmNarrowKernel != nil {
 			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
 		}
 	}
@@ -320,7 +320,7 @@ func (p *gemmProblemOf[T]) run(out []T) {
 
 	case splitBatch:
 		// The caller works too, so a worker the OS is slow to schedule delays nothing.
-		parallelChunks(splitRange(p.batch, p.batch, 1), min(threads, p.batch), func(b0, b1 int) {
+		ParallelChunks(SplitRange(p.batch, p.batch, 1), min(threads, p.batch), func(b0, b1 int) {
 			s := getScratch[T]()
 			packB := getPackB[T]()
 			for b := b0; b < b1; b++ {
@@ -332,7 +332,7 @@ func (p *gemmProblemOf[T]) run(out []T) {
 
 	case splitK:
 		chunks := min(threads, (p.k+gemmKC-1)/gemmKC)
-		bounds := splitRange(p.k, chunks, 1)
+		bounds := SplitRange(p.k, chunks, 1)
 		mn := p.m * p.n
 		partial := make([][]T, chunks)
 		rowMajor := make([]int, p.m)
@@ -342,7 +342,7 @@ func (p *gemmProblemOf[T]) run(out []T) {
 		for b := range p.batch {
 			c := batchOut(b)
 			// The caller takes chunks too: if the OS is slow to run a worker, it does them all.
-			parallelChunks(splitRange(chunks, chunks, 1), chunks, func(t, _ int) {
+			ParallelChunks(SplitRange(chunks, chunks, 1), chunks, func(t, _ int) {
 				dst, rows := c, rowOff
 				if t > 0 {
 					if partial[t] == nil {
@@ -381,11 +381,11 @@ func (p *gemmProblemOf[T]) run(out []T) {
 			c := batchOut(b)
 			var bounds []int
 			if split == splitRows {
-				bounds = splitRange(p.m, min(threads, (p.m+kern.mr-1)/kern.mr), kern.mr)
+				bounds = SplitRange(p.m, min(threads, (p.m+kern.mr-1)/kern.mr), kern.mr)
 			} else {
-				bounds = splitRange(p.n, min(threads, (p.n+kern.nr-1)/kern.nr), kern.nr)
+				bounds = SplitRange(p.n, min(threads, (p.n+kern.nr-1)/kern.nr), kern.nr)
 			}
-			parallelChunks(bounds, len(bounds)-1, func(lo, hi int) {
+			ParallelChunks(bounds, len(bounds)-1, func(lo, hi int) {
 				s := getScratch[T]()
 				packB := getPackB[T]()
 				if split == splitRows {
@@ -400,8 +400,8 @@ func (p *gemmProblemOf[T]) run(out []T) {
 	}
 }
 
-// splitRange cuts [0, n) into chunks boundaries, each a multiple of align except the last.
-func splitRange(n, chunks, align int) []int {
+// SplitRange cuts [0, n) into chunks boundaries, each a multiple of align except the last.
+func SplitRange(n, chunks, align int) []int {
 	bounds := make([]int, chunks+1)
 	units := (n + align - 1) / align
 	for t := range chunks + 1 {
@@ -423,7 +423,7 @@ func kBlocks(k0, k1 int) []int {
 
 // serial adds rows [m0, m1) and columns [n0, n1) of batch b's product, over contracting indices
 // [k0, k1), into c.
-func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1, n0, n1 int, c []T, rowOff []int) {
+func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1, n0, n1 int, c []T, rowOff []int) {
 	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
 	kb := kBlocks(k0, k1)
 	for blk := range len(kb) - 1 {
@@ -445,7 +445,7 @@ func (p *gemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 // and column block, B is packed once (its panels split among the workers), then the workers take
 // (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
 // workers) are split by column panels too.
-func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
+func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
 	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
 	kb := kBlocks(0, p.k)
 	icBlocks := (p.m + mc - 1) / mc
@@ -459,21 +459,21 @@ func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 			if kl*nl < 1<<14 {
 				packChunks = 1
 			}
-			pb := splitRange(panels, packChunks, 1)
-			parallelChunks(pb, packChunks, func(q0, q1 int) {
+			pb := SplitRange(panels, packChunks, 1)
+			ParallelChunks(pb, packChunks, func(q0, q1 int) {
 				p.rhs.pack(packB[q0*kl*nr:], b, jc+q0*nr, min(jc+q1*nr, jc+nl), pc, pcEnd, nr)
 			})
 			colChunks := 1
 			if icBlocks < 2*threads {
 				colChunks = min(panels, (2*threads+icBlocks-1)/icBlocks)
 			}
-			cb := splitRange(panels, colChunks, 1)
+			cb := SplitRange(panels, colChunks, 1)
 			items := icBlocks * colChunks
 			bounds := make([]int, items+1)
 			for i := range bounds {
 				bounds[i] = i
 			}
-			parallelChunks(bounds, min(threads, items), func(lo, hi int) {
+			ParallelChunks(bounds, min(threads, items), func(lo, hi int) {
 				s := getScratch[T]()
 				for it := lo; it < hi; it++ {
 					ic := (it / colChunks) * mc
@@ -491,7 +491,7 @@ func (p *gemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 // block runs the micro-kernel over the packed A rows [ic, ic+ml) (contracting indices from pc, kl of
 // them) and B column panels [q0, q1) of the column block at jc (nl columns), adding into c; panels
 // marked in s.direct are read in place. Edge tiles go through the scratch tile.
-func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, pc, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
+func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, pc, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
 	mr, nr := kern.mr, kern.nr
 	var data []T
 	var rowBase, koff []int
@@ -537,7 +537,7 @@ func (p *gemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 
 // packPanels copies the operand's rows (cross indices) × ks into panels of width w: panel q holds, for
 // each k, the w values of rows q·w .. q·w+w-1 ([k][w]); rows past the end are zeros.
-func packPanels[T gemmFloat](dst, data []T, base int, rows, ks []int, w int) {
+func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 	kl := len(ks)
 	contiguous := kl > 0 && ks[kl-1]-ks[0] == kl-1 && isIota(ks)
 	for q := 0; q*w < len(rows); q++ {
@@ -603,7 +603,7 @@ func isIota(ks []int) bool {
 // gemmKernelGo is the portable 4×8 micro-kernel: c[rows[r]+j] += Σ_p a[p][r]·b[p][j], with the
 // tile's 32 sums in local variables (registers, where the architecture has enough) instead of an
 // array in memory. Each sum adds its products in p order, like the other kernels.
-func gemmKernelGo[T gemmFloat](k int, a, b, c []T, rows []int) {
+func gemmKernelGo[T Float](k int, a, b, c []T, rows []int) {
 	const mr, nr = 4, 8
 	var c00, c01, c02, c03, c04, c05, c06, c07, c10, c11, c12, c13, c14, c15, c16, c17, c20, c21, c22, c23, c24, c25, c26, c27, c30, c31, c32, c33, c34, c35, c36, c37 T
 	a, b = a[:k*mr], b[:k*nr]
@@ -709,8 +709,8 @@ func axisOffsets(dims, strides, axes []int) []int {
 	return offs
 }
 
-// rowMajorStrides returns the element strides of a row-major tensor.
-func rowMajorStrides(dims []int) []int {
+// RowMajorStrides returns the element strides of a row-major tensor.
+func RowMajorStrides(dims []int) []int {
 	strides := make([]int, len(dims))
 	s := 1
 	for i := len(dims) - 1; i >= 0; i-- {
@@ -722,7 +722,7 @@ func rowMajorStrides(dims []int) []int {
 
 // newGemmOperand builds the offset tables of a DotGeneral operand with the given dims; cross axes are
 // the ones neither batch nor contracting, in axis order (DotGeneral's output order).
-func newGemmOperand[T gemmFloat](data []T, dims, contracting, batch []int) *gemmOperandOf[T] {
+func newGemmOperand[T Float](data []T, dims, contracting, batch []int) *gemmOperandOf[T] {
 	kind := make([]int, len(dims))
 	for _, a := range contracting {
 		kind[a] = 1
@@ -736,7 +736,7 @@ func newGemmOperand[T gemmFloat](data []T, dims, contracting, batch []int) *gemm
 			cross = append(cross, a)
 		}
 	}
-	strides := rowMajorStrides(dims)
+	strides := RowMajorStrides(dims)
 	return &gemmOperandOf[T]{
 		data:     data,
 		batchOff: axisOffsets(dims, strides, batch),
@@ -745,10 +745,30 @@ func newGemmOperand[T gemmFloat](data []T, dims, contracting, batch []int) *gemm
 	}
 }
 
-// asFloat32 reinterprets a float32 slice of the generic code (callers check isFloat64 first).
-func asFloat32[T gemmFloat](s []T) []float32 {
+// AsFloat32 reinterprets a float32 slice of the generic code (callers check IsFloat64 first).
+func AsFloat32[T Float](s []T) []float32 {
 	if len(s) == 0 {
 		return nil
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&s[0])), len(s))
 }
+
+// NewDotProblem is the GEMM of a DotGeneral with these operands (flat row-major data and dims, the
+// contracting and batch axes of each) and output dims [batch, m, n]; ok is false if the operands'
+// axes do not make those sizes.
+func NewDotProblem[T Float](lhs, rhs []T, lhsDims, rhsDims, lhsContracting, lhsBatch, rhsContracting, rhsBatch []int, batch, m, n, k int) (*GemmProblemOf[T], bool) {
+	l := newGemmOperand(lhs, lhsDims, lhsContracting, lhsBatch)
+	r := newGemmOperand(rhs, rhsDims, rhsContracting, rhsBatch)
+	if len(l.crossOff) != m || len(r.crossOff) != n || len(l.kOff) != k || len(r.kOff) != k ||
+		len(l.batchOff) != batch || len(r.batchOff) != batch {
+		return nil, false
+	}
+	return &GemmProblemOf[T]{lhs: l, rhs: r, batch: batch, m: m, n: n, k: k}, true
+}
+
+// SetThreads caps the goroutines Run uses (0: GOMAXPROCS).
+func (p *GemmProblemOf[T]) SetThreads(n int) { p.threads = n }
+
+// HasDirectKernel reports whether the default micro-kernel for T has a direct form, which reads A's
+// full panels in place instead of packing them.
+func HasDirectKernel[T Float]() bool { return DefaultKernelOf[T]().direct != nil }

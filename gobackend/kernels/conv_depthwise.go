@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import (
 	"runtime"
@@ -96,51 +96,51 @@ func (o dwOffsets) cross(dst *dwOffsets, taps []dwTap, firstStride, secondStride
 	}
 }
 
-// depthwiseApplies reports which direct form computes this grouped convolution: forward (channel
+// DepthwiseApplies reports which direct form computes this grouped convolution: forward (channel
 // groups, one input and one output channel each) or kernelGrad (batch groups, one input batch and one
 // output channel each), both with the channels contiguous where they are read and written.
-func depthwiseApplies(inDims, kDims, outDims []int, c convGemmSpec) (forward, kernelGrad bool) {
-	a := c.axes
+func DepthwiseApplies(inDims, kDims, outDims []int, c ConvGemmSpec) (forward, kernelGrad bool) {
+	a := c.Axes
 	S := len(a.InputSpatial)
 	if len(inDims) != S+2 || len(kDims) != S+2 || len(outDims) != S+2 || a.OutputChannels != S+1 {
 		return false, false
 	}
-	G, BG := max(c.channelGroups, 1), max(c.batchGroups, 1)
+	G, BG := max(c.ChannelGroups, 1), max(c.BatchGroups, 1)
 	C, Cout := inDims[a.InputChannels], kDims[a.KernelOutputChannels]
 	switch {
 	case G > 1 && BG == 1:
 		return C == G && Cout == G && kDims[a.KernelInputChannels] == 1 && a.InputChannels == S+1, false
 	case BG > 1 && G == 1:
-		kStrides := rowMajorStrides(kDims)
+		kStrides := RowMajorStrides(kDims)
 		return false, inDims[a.InputBatch] == BG && Cout == BG && outDims[a.OutputBatch] == 1 &&
 			a.InputBatch == S+1 && kStrides[a.KernelOutputChannels] == 1
 	}
 	return false, false
 }
 
-// depthwiseForward computes out[n, y, c] = Σ_kpos in[n, coord(y, kpos), c]·kernel[kpos, 0, c] over the
+// DepthwiseForward computes out[n, y, c] = Σ_kpos in[n, coord(y, kpos), c]·kernel[kpos, 0, c] over the
 // taps inside the (dilated) input; the kernel is read reversed along the spec's flipped axes.
-func depthwiseForward[T gemmFloat](in []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec, out []T) {
-	a := c.axes
+func DepthwiseForward[T Float](in []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec, out []T) {
+	a := c.Axes
 	S := len(a.InputSpatial)
-	sIn, sK, sOut := rowMajorStrides(inDims), rowMajorStrides(kDims), rowMajorStrides(outDims)
+	sIn, sK, sOut := RowMajorStrides(inDims), RowMajorStrides(kDims), RowMajorStrides(outDims)
 	N, C := inDims[a.InputBatch], inDims[a.InputChannels]
 	inSp, kSp, outSp := make([]int, S), make([]int, S), make([]int, S)
 	for i := range S {
 		inSp[i], kSp[i], outSp[i] = inDims[a.InputSpatial[i]], kDims[a.KernelSpatial[i]], outDims[a.OutputSpatial[i]]
 	}
-	if N*prod(outSp)*C == 0 {
+	if N*Prod(outSp)*C == 0 {
 		return
 	}
 	// The weights as rows of C, one per kernel position (row-major over the kernel's spatial axes).
-	kStep := rowMajorStrides(kSp)
-	w := make([]T, prod(kSp)*C)
-	forEachPosition(kSp, func(kp []int) {
+	kStep := RowMajorStrides(kSp)
+	w := make([]T, Prod(kSp)*C)
+	ForEachPosition(kSp, func(kp []int) {
 		flat, off := 0, 0
 		for i := range S {
 			flat += kp[i] * kStep[i]
 			idx := kp[i]
-			if c.flip[i] {
+			if c.Flip[i] {
 				idx = kSp[i] - 1 - idx
 			}
 			off += idx * sK[a.KernelSpatial[i]]
@@ -153,13 +153,13 @@ func depthwiseForward[T gemmFloat](in []T, inDims []int, kernel []T, kDims, outD
 	L := S - 1
 	outer := make([][][]dwTap, L)
 	for i := range L {
-		outer[i] = dwAxisTaps(outSp[i], kSp[i], c.strides[i], c.kernelDilations[i], c.paddings[i][0], c.inputDilations[i], inSp[i])
+		outer[i] = dwAxisTaps(outSp[i], kSp[i], c.Strides[i], c.KernelDilations[i], c.Paddings[i][0], c.InputDilations[i], inSp[i])
 	}
-	runs := dwRuns(outSp[L], kSp[L], c.strides[L], c.kernelDilations[L], c.paddings[L][0], c.inputDilations[L], inSp[L])
+	runs := dwRuns(outSp[L], kSp[L], c.Strides[L], c.KernelDilations[L], c.Paddings[L][0], c.InputDilations[L], inSp[L])
 	lineDims := outSp[:L]
-	perLine := prod(lineDims)
+	perLine := Prod(lineDims)
 	lines := N * perLine
-	forChunks(lines, outSp[L]*prod(kSp)*C, func(lo, hi int) {
+	ForChunks(lines, outSp[L]*Prod(kSp)*C, func(lo, hi int) {
 		var cur, next dwOffsets
 		y := make([]int, L)
 		for line := lo; line < hi; line++ {
@@ -190,43 +190,43 @@ func depthwiseForward[T gemmFloat](in []T, inDims []int, kernel []T, kDims, outD
 	})
 }
 
-// depthwiseKernelGrad computes the batch-grouped form: out[0, y, c] = Σ_(ci, kpos) in[c, coord(y, kpos),
+// DepthwiseKernelGrad computes the batch-grouped form: out[0, y, c] = Σ_(ci, kpos) in[c, coord(y, kpos),
 // ci]·kernel[kpos, ci, c], where in's batch axis (the channels c, contiguous) pairs with the kernel's
 // and the output's channels. Each worker owns a range of channels, so every sum runs in one order.
-func depthwiseKernelGrad[T gemmFloat](in []T, inDims []int, kernel []T, kDims, outDims []int, c convGemmSpec, out []T) {
-	a := c.axes
+func DepthwiseKernelGrad[T Float](in []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec, out []T) {
+	a := c.Axes
 	S := len(a.InputSpatial)
-	sIn, sK, sOut := rowMajorStrides(inDims), rowMajorStrides(kDims), rowMajorStrides(outDims)
+	sIn, sK, sOut := RowMajorStrides(inDims), RowMajorStrides(kDims), RowMajorStrides(outDims)
 	C, NI := inDims[a.InputBatch], inDims[a.InputChannels]
 	inSp, kSp, outSp := make([]int, S), make([]int, S), make([]int, S)
 	for i := range S {
 		inSp[i], kSp[i], outSp[i] = inDims[a.InputSpatial[i]], kDims[a.KernelSpatial[i]], outDims[a.OutputSpatial[i]]
 	}
 	clear(out)
-	if C*prod(outSp)*NI*prod(kSp) == 0 {
+	if C*Prod(outSp)*NI*Prod(kSp) == 0 {
 		return
 	}
 	// Here the kernel positions are the rows read and the output positions the partners they meet.
 	L := S - 1
 	outer := make([][][]dwTap, L)
 	for i := range L {
-		outer[i] = dwAxisTaps(kSp[i], outSp[i], c.kernelDilations[i], c.strides[i], c.paddings[i][0], c.inputDilations[i], inSp[i])
+		outer[i] = dwAxisTaps(kSp[i], outSp[i], c.KernelDilations[i], c.Strides[i], c.Paddings[i][0], c.InputDilations[i], inSp[i])
 	}
-	runs := dwRuns(kSp[L], outSp[L], c.kernelDilations[L], c.strides[L], c.paddings[L][0], c.inputDilations[L], inSp[L])
+	runs := dwRuns(kSp[L], outSp[L], c.KernelDilations[L], c.Strides[L], c.Paddings[L][0], c.InputDilations[L], inSp[L])
 	kIndex := func(i, kp int) int {
-		if c.flip[i] {
+		if c.Flip[i] {
 			return (kSp[i] - 1 - kp) * sK[a.KernelSpatial[i]]
 		}
 		return kp * sK[a.KernelSpatial[i]]
 	}
 	kDir := 1
-	if c.flip[L] {
+	if c.Flip[L] {
 		kDir = -1
 	}
 	lineDims := kSp[:L]
-	perLine := prod(lineDims)
-	chunks := channelChunks(C, NI*prod(kSp)*prod(outSp))
-	parallelChunks(chunks, len(chunks)-1, func(c0, c1 int) {
+	perLine := Prod(lineDims)
+	chunks := channelChunks(C, NI*Prod(kSp)*Prod(outSp))
+	ParallelChunks(chunks, len(chunks)-1, func(c0, c1 int) {
 		var cur, next dwOffsets
 		kp := make([]int, L)
 		for line := range NI * perLine {
@@ -264,24 +264,24 @@ func channelChunks(C, perChannel int) []int {
 		workers = 1
 	}
 	workers = max(min(workers, C/8), 1)
-	return splitRange(C, workers, 8)
+	return SplitRange(C, workers, 8)
 }
 
-// forChunks runs fn over [0, n) in chunks on up to GOMAXPROCS goroutines, when n items of the given
+// ForChunks runs fn over [0, n) in chunks on up to GOMAXPROCS goroutines, when n items of the given
 // work each are worth splitting.
-func forChunks(n, work int, fn func(lo, hi int)) {
+func ForChunks(n, work int, fn func(lo, hi int)) {
 	threads := runtime.GOMAXPROCS(0)
 	if threads == 1 || n < 2 || n*work < 1<<15 {
 		fn(0, n)
 		return
 	}
 	chunks := min(n, 4*threads)
-	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), fn)
+	ParallelChunks(SplitRange(n, chunks, 1), min(threads, chunks), fn)
 }
 
 // dwTapRows computes count output rows of c channels: row r (at dst[r·dstStep]) is Σ_t src[srcOffs[t] +
 // r·srcStep + j]·w[wOffs[t] + j] for j < c.
-func dwTapRows[T gemmFloat](c int, dst []T, dstStep, count int, src []T, srcStep int, srcOffs []int, w []T, wOffs []int) {
+func dwTapRows[T Float](c int, dst []T, dstStep, count int, src []T, srcStep int, srcOffs []int, w []T, wOffs []int) {
 	done := dwTapRowsVec(c, dst, dstStep, count, src, srcStep, srcOffs, w, wOffs)
 	if done == c {
 		return
@@ -301,7 +301,7 @@ func dwTapRows[T gemmFloat](c int, dst []T, dstStep, count int, src []T, srcStep
 
 // dwAccRows adds, for each of count kernel rows (the r-th at v[v0 + r·vStep], c values), the row times
 // the input rows into the accumulator rows: acc[accOffs[t] + j] += x[xOffs[t] + r·xStep + j]·v[.. + j].
-func dwAccRows[T gemmFloat](c int, acc []T, accOffs []int, x []T, xOffs []int, xStep int, v []T, v0, vStep, count int) {
+func dwAccRows[T Float](c int, acc []T, accOffs []int, x []T, xOffs []int, xStep int, v []T, v0, vStep, count int) {
 	done := dwAccRowsVec(c, acc, accOffs, x, xOffs, xStep, v, v0, vStep, count)
 	if done == c {
 		return

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package gobackend
+package kernels
 
 func copyRows16(n int, dst, src *float32, offs *int) {
 	panic("no row copy kernels on this architecture")

@@ -1,23 +1,23 @@
-package gobackend
+package kernels
 
 import "unsafe"
 
 // Rows of the bool-valued instructions of fused chains (fuse.go): comparisons of float32 rows and
 // logical ops on bool rows, each value as Go's operators compute it (a comparison with NaN is false).
 
-// compareRow: dst[i] = a[i·sa] op b[i·sb] for the comparison kinds.
-func compareRow(k fuseKind, dst []bool, a, b []float32, sa, sb int) {
+// CompareRow: dst[i] = a[i·sa] op b[i·sb] for the comparison kinds.
+func CompareRow(k FuseKind, dst []bool, a, b []float32, sa, sb int) {
 	switch k {
-	case fuseGreater:
-		greaterRow(dst, a, b, sa, sb)
-	case fuseLess:
-		greaterRow(dst, b, a, sb, sa)
-	case fuseGreaterEq:
+	case FuseGreater:
+		GreaterRow(dst, a, b, sa, sb)
+	case FuseLess:
+		GreaterRow(dst, b, a, sb, sa)
+	case FuseGreaterEq:
 		greaterEqRow(dst, a, b, sa, sb)
-	case fuseLessEq:
+	case FuseLessEq:
 		greaterEqRow(dst, b, a, sb, sa)
 	default:
-		panic("compareRow: not a comparison")
+		panic("CompareRow: not a comparison")
 	}
 }
 
@@ -41,31 +41,31 @@ func greaterEqRow(dst []bool, a, b []float32, sa, sb int) {
 	}
 }
 
-// logicalRow: dst[i] = a[i·sa] op b[i·sb] (fuseNot ignores b). Contiguous rows go 8 bools at a time as
+// LogicalRow: dst[i] = a[i·sa] op b[i·sb] (FuseNot ignores b). Contiguous rows go 8 bools at a time as
 // words: Go stores a bool as the byte 0 or 1.
-func logicalRow(k fuseKind, dst, a, b []bool, sa, sb int) {
+func LogicalRow(k FuseKind, dst, a, b []bool, sa, sb int) {
 	n := len(dst)
 	done := 0
-	if sa == 1 && (sb == 1 || k == fuseNot) && n >= 8 {
+	if sa == 1 && (sb == 1 || k == FuseNot) && n >= 8 {
 		words := n / 8
 		_ = a[words*8-1]
 		d := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), words)
 		x := unsafe.Slice((*uint64)(unsafe.Pointer(&a[0])), words)
 		var y []uint64
-		if k != fuseNot {
+		if k != FuseNot {
 			_ = b[words*8-1]
 			y = unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), words)
 		}
 		switch k {
-		case fuseAnd:
+		case FuseAnd:
 			for i := range d {
 				d[i] = x[i] & y[i]
 			}
-		case fuseOr:
+		case FuseOr:
 			for i := range d {
 				d[i] = x[i] | y[i]
 			}
-		case fuseNot:
+		case FuseNot:
 			for i := range d {
 				d[i] = x[i] ^ 0x0101010101010101
 			}
@@ -74,14 +74,14 @@ func logicalRow(k fuseKind, dst, a, b []bool, sa, sb int) {
 	}
 	for j := done; j < n; j++ {
 		switch k {
-		case fuseAnd:
+		case FuseAnd:
 			dst[j] = a[j*sa] && b[j*sb]
-		case fuseOr:
+		case FuseOr:
 			dst[j] = a[j*sa] || b[j*sb]
-		case fuseNot:
+		case FuseNot:
 			dst[j] = !a[j*sa]
 		default:
-			panic("logicalRow: not a logical op")
+			panic("LogicalRow: not a logical op")
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// compareRow and logicalRow give Go's operators value by value (NaN compares false, ties count for
+// CompareRow and LogicalRow give Go's operators value by value (NaN compares false, ties count for
 // >= and <=) for every stride combination and length, kernels and tails alike.
 func TestCompareAndLogicalRows(t *testing.T) {
 	rng := rand.New(rand.NewSource(81))
@@ -17,13 +17,13 @@ func TestCompareAndLogicalRows(t *testing.T) {
 		}
 		return float32(rng.NormFloat64())
 	}
-	ops := map[fuseKind]func(x, y float32) bool{
-		fuseGreater: func(x, y float32) bool { return x > y }, fuseLess: func(x, y float32) bool { return x < y },
-		fuseGreaterEq: func(x, y float32) bool { return x >= y }, fuseLessEq: func(x, y float32) bool { return x <= y },
+	ops := map[FuseKind]func(x, y float32) bool{
+		FuseGreater: func(x, y float32) bool { return x > y }, FuseLess: func(x, y float32) bool { return x < y },
+		FuseGreaterEq: func(x, y float32) bool { return x >= y }, FuseLessEq: func(x, y float32) bool { return x <= y },
 	}
-	logic := map[fuseKind]func(x, y bool) bool{
-		fuseAnd: func(x, y bool) bool { return x && y }, fuseOr: func(x, y bool) bool { return x || y },
-		fuseNot: func(x, _ bool) bool { return !x },
+	logic := map[FuseKind]func(x, y bool) bool{
+		FuseAnd: func(x, y bool) bool { return x && y }, FuseOr: func(x, y bool) bool { return x || y },
+		FuseNot: func(x, _ bool) bool { return !x },
 	}
 	for _, n := range []int{1, 7, 8, 9, 31, 64, 517} {
 		a, b := make([]float32, n), make([]float32, n)
@@ -38,19 +38,19 @@ func TestCompareAndLogicalRows(t *testing.T) {
 		for _, st := range [][2]int{{1, 1}, {1, 0}, {0, 1}, {0, 0}} {
 			for k, op := range ops {
 				dst := make([]bool, n)
-				compareRow(k, dst, a, b, st[0], st[1])
+				CompareRow(k, dst, a, b, st[0], st[1])
 				for i := range dst {
 					if want := op(a[i*st[0]], b[i*st[1]]); dst[i] != want {
-						t.Fatalf("%s n=%d strides %v [%d]: %v %v -> %v, want %v", fuseKindName(k), n, st, i, a[i*st[0]], b[i*st[1]], dst[i], want)
+						t.Fatalf("%s n=%d strides %v [%d]: %v %v -> %v, want %v", k, n, st, i, a[i*st[0]], b[i*st[1]], dst[i], want)
 					}
 				}
 			}
 			for k, op := range logic {
 				dst := make([]bool, n)
-				logicalRow(k, dst, ba, bb, st[0], st[1])
+				LogicalRow(k, dst, ba, bb, st[0], st[1])
 				for i := range dst {
 					if want := op(ba[i*st[0]], bb[i*st[1]]); dst[i] != want {
-						t.Fatalf("%s n=%d strides %v [%d]: -> %v, want %v", fuseKindName(k), n, st, i, dst[i], want)
+						t.Fatalf("%s n=%d strides %v [%d]: -> %v, want %v", k, n, st, i, dst[i], want)
 					}
 				}
 			}

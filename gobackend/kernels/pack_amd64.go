@@ -1,4 +1,4 @@
-package gobackend
+package kernels
 
 //go:noescape
 func copyRows16(n int, dst, src *float32, offs *int)
