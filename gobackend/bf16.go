@@ -53,10 +53,10 @@ func fastDotBF16(backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []bflo
 	return output, true, nil
 }
 
-// runConvGemmsBF16 is runConvGemms for bfloat16 tensors: the float32 convolution between two conversions.
+// runConvGemmsBF16 is kernels.RunConv for bfloat16 tensors: the float32 convolution between two conversions.
 func runConvGemmsBF16(input []bfloat16.BFloat16, inDims []int, kernel []bfloat16.BFloat16, kDims, outDims []int, spec kernels.ConvGemmSpec, out []bfloat16.BFloat16) bool {
 	out32 := make([]float32, len(out))
-	if !runConvGemms(toFloat32(input), inDims, toFloat32(kernel), kDims, outDims, spec, out32) {
+	if !kernels.RunConv(toFloat32(input), inDims, toFloat32(kernel), kDims, outDims, spec, out32) {
 		return false
 	}
 	fromFloat32(out, out32)

@@ -102,9 +102,9 @@ func runDepthwise[T kernels.Float](t *testing.T, dc depthwiseCase, x, k tt, outD
 	for i := range spec.Flip {
 		spec.Flip[i] = dc.flip
 	}
-	forward, kernelGrad := kernels.DepthwiseApplies(x.dims, k.dims, outDims, spec)
+	forward, kernelGrad := depthwiseApplies(x.dims, k.dims, outDims, spec)
 	if forward == dc.kernelGrad || kernelGrad != dc.kernelGrad {
-		t.Fatalf("kernels.DepthwiseApplies: forward %v, kernel gradient %v; want the %s form", forward, kernelGrad, map[bool]string{false: "forward", true: "kernel-gradient"}[dc.kernelGrad])
+		t.Fatalf("depthwiseApplies: forward %v, kernel gradient %v; want the %s form", forward, kernelGrad, map[bool]string{false: "forward", true: "kernel-gradient"}[dc.kernelGrad])
 	}
 	conv := func(v []float64) []T {
 		out := make([]T, len(v))
@@ -117,7 +117,7 @@ func runDepthwise[T kernels.Float](t *testing.T, dc depthwiseCase, x, k tt, outD
 	for i := range out {
 		out[i] = 7 // Stale values must be overwritten.
 	}
-	if !runConvGemms(conv(x.data), x.dims, conv(k.data), k.dims, outDims, spec, out) {
+	if !kernels.RunConv(conv(x.data), x.dims, conv(k.data), k.dims, outDims, spec, out) {
 		t.Fatal("runConvGemms refused the layout")
 	}
 	got := newTT(outDims...)

@@ -1,10 +1,8 @@
 package gobackend
 
 import (
-	"runtime"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/trainer/trainer/gobackend/kernels"
 
@@ -57,9 +55,9 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 	}
 	switch {
 	case inShape.DType == dtypes.Float32 && kShape.DType == dtypes.Float32:
-		ok = runConvGemms(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float32))
+		ok = kernels.RunConv(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float32))
 	case inShape.DType == dtypes.Float64 && kShape.DType == dtypes.Float64:
-		ok = runConvGemms(inFlat.([]float64), inShape.Dimensions, kFlat.([]float64), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float64))
+		ok = kernels.RunConv(inFlat.([]float64), inShape.Dimensions, kFlat.([]float64), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float64))
 	case inShape.DType == dtypes.BFloat16 && kShape.DType == dtypes.BFloat16:
 		ok = runConvGemmsBF16(inFlat.([]bfloat16.BFloat16), inShape.Dimensions, kFlat.([]bfloat16.BFloat16), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]bfloat16.BFloat16))
 	default:
@@ -69,116 +67,6 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 		return nil, errors.Errorf("fused convolution of %s by %s into %s: layout not handled", inShape, kShape, outShape)
 	}
 	return output, nil
-}
-
-// runConvGemms computes the fused convolution into out; false if the layout is not handled.
-func runConvGemms[T kernels.Float](input []T, inDims []int, kernel []T, kDims, outDims []int, spec kernels.ConvGemmSpec, out []T) bool {
-	if len(spec.Flip) == len(spec.Axes.InputSpatial) && len(spec.Strides) == len(spec.Flip) {
-		switch forward, kernelGrad := kernels.DepthwiseApplies(inDims, kDims, outDims, spec); {
-		case forward:
-			kernels.DepthwiseForward(input, inDims, kernel, kDims, outDims, spec, out)
-			return true
-		case kernelGrad:
-			kernels.DepthwiseKernelGrad(input, inDims, kernel, kDims, outDims, spec, out)
-			return true
-		}
-	}
-	if padded, paddedDims, paddedSpec, ok := padInput(input, inDims, spec); ok {
-		defer putPadded(padded)
-		input, inDims, spec = padded, paddedDims, paddedSpec
-	}
-	probs, ok := kernels.ConvGemmsOf(input, inDims, kernel, kDims, outDims, spec)
-	if !ok {
-		return false
-	}
-	clear(out)
-	if len(probs) > 1 && max(spec.ChannelGroups, spec.BatchGroups) > 1 {
-		// One GEMM per group, each writing its own output channels: small ones run side by side.
-		kernels.ParallelChunks(kernels.SplitRange(len(probs), len(probs), 1), runtime.GOMAXPROCS(0), func(lo, hi int) {
-			for _, p := range probs[lo:hi] {
-				p.SetThreads(1)
-				p.Run(out)
-			}
-		})
-		return true
-	}
-	for _, p := range probs {
-		p.Run(out)
-	}
-	return true
-}
-
-// padInput returns the input with its spatial padding written out as zeros, its dims, and the spec
-// without padding: every output row's window then lies inside the input, so the kernel's direct form
-// reads every full panel in place (border rows included) instead of packing it. Worth it when there is
-// a direct form (float32, AVX2): the copy is one pass over the input, packing is one per kernel
-// position. Not for input dilation (the phases keep their own windows) or negative padding.
-func padInput[T kernels.Float](input []T, inDims []int, spec kernels.ConvGemmSpec) ([]T, []int, kernels.ConvGemmSpec, bool) {
-	if kernels.IsFloat64[T]() || !kernels.HasDirectKernel[T]() {
-		return nil, nil, spec, false
-	}
-	padded := false
-	for i, p := range spec.Paddings {
-		if p[0] < 0 || p[1] < 0 || spec.InputDilations[i] != 1 {
-			return nil, nil, spec, false
-		}
-		padded = padded || p != [2]int{}
-	}
-	if !padded {
-		return nil, nil, spec, false
-	}
-	a := spec.Axes
-	dims := slices.Clone(inDims)
-	lo := make([]int, len(dims))
-	for i, axis := range a.InputSpatial {
-		lo[axis] = spec.Paddings[i][0]
-		dims[axis] += spec.Paddings[i][0] + spec.Paddings[i][1]
-	}
-	buf := getPadded(kernels.Prod(dims))
-	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf))
-	// Copy block by block, each to its place in the padded tensor, and zero only the gaps between them:
-	// the places rise with the blocks, so each value is written once. (Clearing the whole pooled buffer
-	// first cost as much as the copy: most of it is interior.) A block is everything from the last
-	// padded axis on (NHWC's rows of W·C values): no padding inside it, so it is contiguous in both.
-	last := 0
-	for i := range dims {
-		if dims[i] != inDims[i] {
-			last = i
-		}
-	}
-	src, dst := kernels.RowMajorStrides(inDims), kernels.RowMajorStrides(dims)
-	n := kernels.Prod(inDims[last:])
-	written := 0
-	kernels.ForEachPosition(inDims[:last], func(pos []int) {
-		so, do := 0, lo[last]*dst[last]
-		for i, p := range pos {
-			so += p * src[i]
-			do += (p + lo[i]) * dst[i]
-		}
-		if do > written {
-			clear(out[written:do])
-		}
-		copy(out[do:do+n], input[so:so+n])
-		written = do + n
-	})
-	clear(out[written:])
-	spec.Paddings = make([][2]int, len(spec.Paddings))
-	return out, dims, spec, true
-}
-
-// paddedPool keeps padInput's buffers (float32 only: the direct form is float32's).
-var paddedPool sync.Pool
-
-func getPadded(n int) []float32 {
-	if b, ok := paddedPool.Get().(*[]float32); ok && cap(*b) >= n {
-		return (*b)[:n]
-	}
-	return make([]float32, n)
-}
-
-func putPadded[T kernels.Float](b []T) {
-	f := kernels.AsFloat32(b)
-	paddedPool.Put(&f)
 }
 
 // foldKernelFlips rewrites, in the graph being compiled, each fused convolution whose kernel is a

@@ -14,7 +14,7 @@ import (
 // padding and the input inside, whichever axes are padded (here NCHW, so the last axis is a padded
 // spatial one) and whatever a previous use left in the buffer (NaNs here).
 func TestPadInputOverwritesStaleBuffer(t *testing.T) {
-	if kernels.DefaultKernelOf[float32]().direct == nil {
+	if defaultKernelOf[float32]().direct == nil {
 		t.Skip("no direct kernel on this architecture: padInput pads nothing")
 	}
 	inDims := []int{2, 3, 4, 5} // N, C, H, W
@@ -69,7 +69,7 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 // TestPadInputChannelsLast: with the channels last (NHWC, not padded), padInput copies whole W·C blocks;
 // every value lands where the padding puts it and the padding is zero.
 func TestPadInputChannelsLast(t *testing.T) {
-	if kernels.DefaultKernelOf[float32]().direct == nil {
+	if defaultKernelOf[float32]().direct == nil {
 		t.Skip("no direct kernel on this architecture: padInput pads nothing")
 	}
 	inDims := []int{2, 4, 5, 3} // N, H, W, C

@@ -361,7 +361,7 @@ func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
 	}
 }
 
-// binaryRows runs binaryRow over the loop's rows, split over the cores.
+// binaryRows runs kernels.BinaryRow over the loop's rows, split over the cores.
 func binaryRows[T kernels.Float](loop *stridedLoop, op binOp, out, lhs, rhs []T, ra, rb int) {
 	if d := loop.dims; len(d) == 2 && d[1] < 64 && ra == 1 && rb == 1 {
 		// Short rows with one operand repeated on every row (a per-channel factor, as in the depthwise
@@ -370,244 +370,17 @@ func binaryRows[T kernels.Float](loop *stridedLoop, op binOp, out, lhs, rhs []T,
 		if so == n && ((sa == n && sb == 0) || (sa == 0 && sb == n)) {
 			loop.runChunks(0, func(lo, hi int) {
 				if sa == 0 {
-					binaryRowBlock(op, out[lo*n:hi*n], rhs[lo*n:hi*n], lhs[:n], n, true)
+					kernels.BinaryRowBlock(op, out[lo*n:hi*n], rhs[lo*n:hi*n], lhs[:n], n, true)
 				} else {
-					binaryRowBlock(op, out[lo*n:hi*n], lhs[lo*n:hi*n], rhs[:n], n, false)
+					kernels.BinaryRowBlock(op, out[lo*n:hi*n], lhs[lo*n:hi*n], rhs[:n], n, false)
 				}
 			})
 			return
 		}
 	}
 	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
-		binaryRow(op, out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
+		kernels.BinaryRow(op, out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
 	})
-}
-
-// binaryRowBlock computes the rows of out (n values each) as x's row op r (swapped: r op x's row),
-// with the same IEEE operations as binaryRow.
-func binaryRowBlock[T kernels.Float](op binOp, out, x, r []T, n int, swapped bool) {
-	r = r[:n]
-	for i := 0; i+n <= len(out); i += n {
-		o, v := out[i:i+n:i+n], x[i:i+n:i+n]
-		switch {
-		case op == binAdd && !swapped:
-			for j, c := range r {
-				o[j] = v[j] + c
-			}
-		case op == binAdd:
-			for j, c := range r {
-				o[j] = c + v[j]
-			}
-		case op == binSub && !swapped:
-			for j, c := range r {
-				o[j] = v[j] - c
-			}
-		case op == binSub:
-			for j, c := range r {
-				o[j] = c - v[j]
-			}
-		case op == binMul && !swapped:
-			for j, c := range r {
-				o[j] = v[j] * c
-			}
-		case op == binMul:
-			for j, c := range r {
-				o[j] = c * v[j]
-			}
-		case op == binDiv && !swapped:
-			for j, c := range r {
-				o[j] = v[j] / c
-			}
-		case op == binDiv:
-			for j, c := range r {
-				o[j] = c / v[j]
-			}
-		case op == binMax && !swapped:
-			for j, c := range r {
-				o[j] = max(v[j], c)
-			}
-		case op == binMax:
-			for j, c := range r {
-				o[j] = max(c, v[j])
-			}
-		case op == binMin && !swapped:
-			for j, c := range r {
-				o[j] = min(v[j], c)
-			}
-		default:
-			for j, c := range r {
-				o[j] = min(c, v[j])
-			}
-		}
-	}
-}
-
-// binaryRow computes out[i] = a[i·sa] op b[i·sb] with sa, sb ∈ {0, 1}, Go's float32 or float64
-// arithmetic and max/min as simplego does (the AVX2 kernels for float32).
-func binaryRow[T kernels.Float](op binOp, out, a, b []T, sa, sb int) {
-	done := 0
-	if !kernels.IsFloat64[T]() {
-		done = kernels.BinaryRowVec(op, kernels.AsFloat32(out), kernels.AsFloat32(a), kernels.AsFloat32(b), sa, sb)
-	}
-	if done > 0 {
-		out = out[done:]
-		if sa == 1 {
-			a = a[done:]
-		}
-		if sb == 1 {
-			b = b[done:]
-		}
-	}
-	n := len(out)
-	if sa == 1 {
-		a = a[:n]
-	}
-	if sb == 1 {
-		b = b[:n]
-	}
-	switch op {
-	case binAdd:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] + b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] + c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c + b[i]
-			}
-		default:
-			fillRow(out, a[0]+b[0])
-		}
-	case binSub:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] - b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] - c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c - b[i]
-			}
-		default:
-			fillRow(out, a[0]-b[0])
-		}
-	case binMul:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] * b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] * c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c * b[i]
-			}
-		default:
-			fillRow(out, a[0]*b[0])
-		}
-	case binDiv:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] / b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] / c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c / b[i]
-			}
-		default:
-			fillRow(out, a[0]/b[0])
-		}
-	case binMax:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = max(a[i], b[i])
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = max(a[i], c)
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = max(c, b[i])
-			}
-		default:
-			fillRow(out, max(a[0], b[0]))
-		}
-	case binMin:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = min(a[i], b[i])
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = min(a[i], c)
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = min(c, b[i])
-			}
-		default:
-			fillRow(out, min(a[0], b[0]))
-		}
-	}
-}
-
-func fillRow[T any](out []T, v T) {
-	if zeroBits(v) {
-		clear(out) // memclr
-		return
-	}
-	for i := range out {
-		out[i] = v
-	}
-}
-
-// zeroBits reports whether v's representation is all zero bits (+0, not -0).
-func zeroBits[T any](v T) bool {
-	switch x := any(v).(type) {
-	case float32:
-		return math.Float32bits(x) == 0
-	case float64:
-		return math.Float64bits(x) == 0
-	case int32:
-		return x == 0
-	case int64:
-		return x == 0
-	case bool:
-		return !x
-	}
-	return false
 }
 
 // execFastBroadcastInDim copies or repeats rows instead of simplego's per-element iterator.
@@ -668,7 +441,7 @@ func broadcastRows[T any](loop *stridedLoop, out, in []T) {
 		dst := out[off[0] : off[0]+n]
 		switch s {
 		case 0:
-			fillRow(dst, in[off[1]])
+			kernels.FillRow(dst, in[off[1]])
 		case 1:
 			copy(dst, in[off[1]:off[1]+n])
 		default:

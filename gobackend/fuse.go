@@ -806,7 +806,7 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 			default:
 				a, sa := argF(ins.args[0])
 				b, sb := argF(ins.args[1])
-				binaryRow(binOp(ins.kind), dst, a, b, sa, sb)
+				kernels.BinaryRow(binOp(ins.kind), dst, a, b, sa, sb)
 			}
 		}
 		if prog.reduce {
@@ -920,7 +920,7 @@ func (ev *fusedEval) row(off []int, n int) {
 			default:
 				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
 				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
-				binaryRow(binOp(ins.kind), dst, a, b, sa, sb)
+				kernels.BinaryRow(binOp(ins.kind), dst, a, b, sa, sb)
 			}
 		}
 		if prog.reduce {

@@ -221,7 +221,7 @@ func TestConvPlansReused(t *testing.T) {
 			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
 			want := refConv(x, k, cc)
 			out := make([]float64, kernels.Prod(want.dims))
-			if !runConvGemms(x.data, x.dims, k.data, k.dims, want.dims, spec, out) {
+			if !kernels.RunConv(x.data, x.dims, k.data, k.dims, want.dims, spec, out) {
 				t.Fatalf("%s: layout refused", cc.name)
 			}
 			got := newTT(want.dims...)
@@ -239,7 +239,7 @@ func TestConvPlansReused(t *testing.T) {
 // The kernel's direct form (A read in place: whole-window panels of a convolution's input) gives the
 // packed form's bits on every fused-convolution case, and did read panels in place.
 func TestConvDirectPanelsMatchPacked(t *testing.T) {
-	kern := kernels.DefaultKernelOf[float32]()
+	kern := defaultKernelOf[float32]()
 	if kern.direct == nil {
 		t.Skip("the default kernel has no direct form on this CPU")
 	}

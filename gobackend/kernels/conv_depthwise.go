@@ -96,10 +96,10 @@ func (o dwOffsets) cross(dst *dwOffsets, taps []dwTap, firstStride, secondStride
 	}
 }
 
-// DepthwiseApplies reports which direct form computes this grouped convolution: forward (channel
+// depthwiseApplies reports which direct form computes this grouped convolution: forward (channel
 // groups, one input and one output channel each) or kernelGrad (batch groups, one input batch and one
 // output channel each), both with the channels contiguous where they are read and written.
-func DepthwiseApplies(inDims, kDims, outDims []int, c ConvGemmSpec) (forward, kernelGrad bool) {
+func depthwiseApplies(inDims, kDims, outDims []int, c ConvGemmSpec) (forward, kernelGrad bool) {
 	a := c.Axes
 	S := len(a.InputSpatial)
 	if len(inDims) != S+2 || len(kDims) != S+2 || len(outDims) != S+2 || a.OutputChannels != S+1 {
@@ -118,9 +118,9 @@ func DepthwiseApplies(inDims, kDims, outDims []int, c ConvGemmSpec) (forward, ke
 	return false, false
 }
 
-// DepthwiseForward computes out[n, y, c] = Σ_kpos in[n, coord(y, kpos), c]·kernel[kpos, 0, c] over the
+// depthwiseForward computes out[n, y, c] = Σ_kpos in[n, coord(y, kpos), c]·kernel[kpos, 0, c] over the
 // taps inside the (dilated) input; the kernel is read reversed along the spec's flipped axes.
-func DepthwiseForward[T Float](in []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec, out []T) {
+func depthwiseForward[T Float](in []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec, out []T) {
 	a := c.Axes
 	S := len(a.InputSpatial)
 	sIn, sK, sOut := RowMajorStrides(inDims), RowMajorStrides(kDims), RowMajorStrides(outDims)
@@ -190,10 +190,10 @@ func DepthwiseForward[T Float](in []T, inDims []int, kernel []T, kDims, outDims 
 	})
 }
 
-// DepthwiseKernelGrad computes the batch-grouped form: out[0, y, c] = Σ_(ci, kpos) in[c, coord(y, kpos),
+// depthwiseKernelGrad computes the batch-grouped form: out[0, y, c] = Σ_(ci, kpos) in[c, coord(y, kpos),
 // ci]·kernel[kpos, ci, c], where in's batch axis (the channels c, contiguous) pairs with the kernel's
 // and the output's channels. Each worker owns a range of channels, so every sum runs in one order.
-func DepthwiseKernelGrad[T Float](in []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec, out []T) {
+func depthwiseKernelGrad[T Float](in []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec, out []T) {
 	a := c.Axes
 	S := len(a.InputSpatial)
 	sIn, sK, sOut := RowMajorStrides(inDims), RowMajorStrides(kDims), RowMajorStrides(outDims)

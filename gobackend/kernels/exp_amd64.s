@@ -149,7 +149,7 @@ GLOBL expconst<>(SB), RODATA, $0x220
 // func expF32(n int, dst, src *float32, logistic bool) int
 // Computes groups of 4 values until n/4*4 or a group with a value outside [-700, 700]; returns how
 // many values it did.
-TEXT ·expF32(SB), NOSPLIT, $0-40
+TEXT ·ExpF32(SB), NOSPLIT, $0-40
 	MOVQ n+0(FP), CX
 	MOVQ dst+8(FP), DI
 	MOVQ src+16(FP), SI
@@ -183,7 +183,7 @@ f32done:
 
 // func expF64(n int, dst, src *float64, logistic bool) int
 // As expF32 on float64 values.
-TEXT ·expF64(SB), NOSPLIT, $0-40
+TEXT ·ExpF64(SB), NOSPLIT, $0-40
 	MOVQ n+0(FP), CX
 	MOVQ dst+8(FP), DI
 	MOVQ src+16(FP), SI
@@ -762,7 +762,7 @@ erf_skipCD: \
 // func erfF32(n int, dst, src *float32) int
 // Computes erf on groups of 4 values until n/4*4 or a group holding NaN or an infinity; returns how
 // many values it did.
-TEXT ·erfF32(SB), NOSPLIT, $0-32
+TEXT ·ErfF32(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ dst+8(FP), DI
 	MOVQ src+16(FP), SI
@@ -791,7 +791,7 @@ erff32done:
 
 // func erfF64(n int, dst, src *float64) int
 // As erfF32 on float64 values.
-TEXT ·erfF64(SB), NOSPLIT, $0-32
+TEXT ·ErfF64(SB), NOSPLIT, $0-32
 	MOVQ n+0(FP), CX
 	MOVQ dst+8(FP), DI
 	MOVQ src+16(FP), SI

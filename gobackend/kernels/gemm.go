@@ -114,8 +114,8 @@ var gemmNarrowKernel *gemmKernel
 
 const gemmNarrowMaxN = 16
 
-// DefaultKernelOf is the default kernel for element type T.
-func DefaultKernelOf[T Float]() *gemmKernelOf[T] {
+// defaultKernelOf is the default kernel for element type T.
+func defaultKernelOf[T Float]() *gemmKernelOf[T] {
 	var k any = gemmDefaultKernel
 	if IsFloat64[T]() {
 		k = gemmDefaultKernel64
@@ -272,7 +272,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 	}
 	kern := p.kernel
 	if kern == nil {
-		kern = DefaultKernelOf[T]()
+		kern = defaultKernelOf[T]()
 		if p.n <= gemmNarrowMaxN && !IsFloat64[T]() && gemmNarrowKernel != nil {
 			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
 		}
@@ -765,10 +765,3 @@ func NewDotProblem[T Float](lhs, rhs []T, lhsDims, rhsDims, lhsContracting, lhsB
 	}
 	return &GemmProblemOf[T]{lhs: l, rhs: r, batch: batch, m: m, n: n, k: k}, true
 }
-
-// SetThreads caps the goroutines Run uses (0: GOMAXPROCS).
-func (p *GemmProblemOf[T]) SetThreads(n int) { p.threads = n }
-
-// HasDirectKernel reports whether the default micro-kernel for T has a direct form, which reads A's
-// full panels in place instead of packing them.
-func HasDirectKernel[T Float]() bool { return DefaultKernelOf[T]().direct != nil }

@@ -2,8 +2,10 @@ package kernels
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // A convolution as one packed GEMM without an im2col tensor: out[(n, y), co] = Σ_(kpos, ci)
@@ -57,10 +59,10 @@ type convPlanKey struct {
 	f64   bool
 }
 
-// ConvGemmsOf returns newConvGemms' problems for these tensors, their offset tables built once per
+// convGemmsOf returns newConvGemms' problems for these tensors, their offset tables built once per
 // node and dims (spec.Plans) and copied with the tensors' data: a step runs each convolution with the
 // same dims every time, and building the tables cost about as much as packing.
-func ConvGemmsOf[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec) ([]*GemmProblemOf[T], bool) {
+func convGemmsOf[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec) ([]*GemmProblemOf[T], bool) {
 	var key convPlanKey
 	key.f64 = IsFloat64[T]()
 	cacheable := c.Plans != nil
@@ -451,4 +453,114 @@ func allInterior(rows []bool) bool {
 		}
 	}
 	return true
+}
+
+// RunConv computes the fused convolution into out; false if the layout is not handled.
+func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int, spec ConvGemmSpec, out []T) bool {
+	if len(spec.Flip) == len(spec.Axes.InputSpatial) && len(spec.Strides) == len(spec.Flip) {
+		switch forward, kernelGrad := depthwiseApplies(inDims, kDims, outDims, spec); {
+		case forward:
+			depthwiseForward(input, inDims, kernel, kDims, outDims, spec, out)
+			return true
+		case kernelGrad:
+			depthwiseKernelGrad(input, inDims, kernel, kDims, outDims, spec, out)
+			return true
+		}
+	}
+	if padded, paddedDims, paddedSpec, ok := padInput(input, inDims, spec); ok {
+		defer putPadded(padded)
+		input, inDims, spec = padded, paddedDims, paddedSpec
+	}
+	probs, ok := convGemmsOf(input, inDims, kernel, kDims, outDims, spec)
+	if !ok {
+		return false
+	}
+	clear(out)
+	if len(probs) > 1 && max(spec.ChannelGroups, spec.BatchGroups) > 1 {
+		// One GEMM per group, each writing its own output channels: small ones run side by side.
+		ParallelChunks(SplitRange(len(probs), len(probs), 1), runtime.GOMAXPROCS(0), func(lo, hi int) {
+			for _, p := range probs[lo:hi] {
+				p.threads = 1
+				p.Run(out)
+			}
+		})
+		return true
+	}
+	for _, p := range probs {
+		p.Run(out)
+	}
+	return true
+}
+
+// padInput returns the input with its spatial padding written out as zeros, its dims, and the spec
+// without padding: every output row's window then lies inside the input, so the kernel's direct form
+// reads every full panel in place (border rows included) instead of packing it. Worth it when there is
+// a direct form (float32, AVX2): the copy is one pass over the input, packing is one per kernel
+// position. Not for input dilation (the phases keep their own windows) or negative padding.
+func padInput[T Float](input []T, inDims []int, spec ConvGemmSpec) ([]T, []int, ConvGemmSpec, bool) {
+	if IsFloat64[T]() || defaultKernelOf[T]().direct == nil {
+		return nil, nil, spec, false
+	}
+	padded := false
+	for i, p := range spec.Paddings {
+		if p[0] < 0 || p[1] < 0 || spec.InputDilations[i] != 1 {
+			return nil, nil, spec, false
+		}
+		padded = padded || p != [2]int{}
+	}
+	if !padded {
+		return nil, nil, spec, false
+	}
+	a := spec.Axes
+	dims := slices.Clone(inDims)
+	lo := make([]int, len(dims))
+	for i, axis := range a.InputSpatial {
+		lo[axis] = spec.Paddings[i][0]
+		dims[axis] += spec.Paddings[i][0] + spec.Paddings[i][1]
+	}
+	buf := getPadded(Prod(dims))
+	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf))
+	// Copy block by block, each to its place in the padded tensor, and zero only the gaps between them:
+	// the places rise with the blocks, so each value is written once. (Clearing the whole pooled buffer
+	// first cost as much as the copy: most of it is interior.) A block is everything from the last
+	// padded axis on (NHWC's rows of W·C values): no padding inside it, so it is contiguous in both.
+	last := 0
+	for i := range dims {
+		if dims[i] != inDims[i] {
+			last = i
+		}
+	}
+	src, dst := RowMajorStrides(inDims), RowMajorStrides(dims)
+	n := Prod(inDims[last:])
+	written := 0
+	ForEachPosition(inDims[:last], func(pos []int) {
+		so, do := 0, lo[last]*dst[last]
+		for i, p := range pos {
+			so += p * src[i]
+			do += (p + lo[i]) * dst[i]
+		}
+		if do > written {
+			clear(out[written:do])
+		}
+		copy(out[do:do+n], input[so:so+n])
+		written = do + n
+	})
+	clear(out[written:])
+	spec.Paddings = make([][2]int, len(spec.Paddings))
+	return out, dims, spec, true
+}
+
+// paddedPool keeps padInput's buffers (float32 only: the direct form is float32's).
+var paddedPool sync.Pool
+
+func getPadded(n int) []float32 {
+	if b, ok := paddedPool.Get().(*[]float32); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]float32, n)
+}
+
+func putPadded[T Float](b []T) {
+	f := AsFloat32(b)
+	paddedPool.Put(&f)
 }

@@ -1,5 +1,7 @@
 package kernels
 
+import "math"
+
 // Dispatch of the element-wise row loops to the AVX2 kernels (rows_amd64.s) where the CPU has them;
 // the kernels do whole groups of 8 values and these functions the tail, so every value gets the same
 // IEEE operation as in the Go loops.
@@ -14,9 +16,9 @@ var rowKernels = [4][3]rowKernel{
 	{rowDivVV, rowDivVS, rowDivSV},
 }
 
-// BinaryRowVec runs the AVX2 kernel on the first n/8*8 values of a binary row when it applies, and
+// binaryRowVec runs the AVX2 kernel on the first n/8*8 values of a binary row when it applies, and
 // returns how many values it did.
-func BinaryRowVec(op BinOp, out, a, b []float32, sa, sb int) int {
+func binaryRowVec(op BinOp, out, a, b []float32, sa, sb int) int {
 	n8 := len(out) &^ 7
 	if !hasRowsAVX2 || op > BinDiv || n8 == 0 || (sa == 0 && sb == 0) {
 		return 0
@@ -138,4 +140,232 @@ func SumRows[T Float](o, x []T, rows, stride int) {
 		}
 		o[j] = acc
 	}
+}
+
+// BinaryRowBlock computes the rows of out (n values each) as x's row op r (swapped: r op x's row),
+// with the same IEEE operations as BinaryRow.
+func BinaryRowBlock[T Float](op BinOp, out, x, r []T, n int, swapped bool) {
+	r = r[:n]
+	for i := 0; i+n <= len(out); i += n {
+		o, v := out[i:i+n:i+n], x[i:i+n:i+n]
+		switch {
+		case op == BinAdd && !swapped:
+			for j, c := range r {
+				o[j] = v[j] + c
+			}
+		case op == BinAdd:
+			for j, c := range r {
+				o[j] = c + v[j]
+			}
+		case op == BinSub && !swapped:
+			for j, c := range r {
+				o[j] = v[j] - c
+			}
+		case op == BinSub:
+			for j, c := range r {
+				o[j] = c - v[j]
+			}
+		case op == BinMul && !swapped:
+			for j, c := range r {
+				o[j] = v[j] * c
+			}
+		case op == BinMul:
+			for j, c := range r {
+				o[j] = c * v[j]
+			}
+		case op == BinDiv && !swapped:
+			for j, c := range r {
+				o[j] = v[j] / c
+			}
+		case op == BinDiv:
+			for j, c := range r {
+				o[j] = c / v[j]
+			}
+		case op == BinMax && !swapped:
+			for j, c := range r {
+				o[j] = max(v[j], c)
+			}
+		case op == BinMax:
+			for j, c := range r {
+				o[j] = max(c, v[j])
+			}
+		case op == BinMin && !swapped:
+			for j, c := range r {
+				o[j] = min(v[j], c)
+			}
+		default:
+			for j, c := range r {
+				o[j] = min(c, v[j])
+			}
+		}
+	}
+}
+
+// BinaryRow computes out[i] = a[i·sa] op b[i·sb] with sa, sb ∈ {0, 1}, Go's float32 or float64
+// arithmetic and max/min as simplego does (the AVX2 kernels for float32).
+func BinaryRow[T Float](op BinOp, out, a, b []T, sa, sb int) {
+	done := 0
+	if !IsFloat64[T]() {
+		done = binaryRowVec(op, AsFloat32(out), AsFloat32(a), AsFloat32(b), sa, sb)
+	}
+	if done > 0 {
+		out = out[done:]
+		if sa == 1 {
+			a = a[done:]
+		}
+		if sb == 1 {
+			b = b[done:]
+		}
+	}
+	n := len(out)
+	if sa == 1 {
+		a = a[:n]
+	}
+	if sb == 1 {
+		b = b[:n]
+	}
+	switch op {
+	case BinAdd:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] + b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] + c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c + b[i]
+			}
+		default:
+			FillRow(out, a[0]+b[0])
+		}
+	case BinSub:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] - b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] - c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c - b[i]
+			}
+		default:
+			FillRow(out, a[0]-b[0])
+		}
+	case BinMul:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] * b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] * c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c * b[i]
+			}
+		default:
+			FillRow(out, a[0]*b[0])
+		}
+	case BinDiv:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = a[i] / b[i]
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = a[i] / c
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = c / b[i]
+			}
+		default:
+			FillRow(out, a[0]/b[0])
+		}
+	case BinMax:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = max(a[i], b[i])
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = max(a[i], c)
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = max(c, b[i])
+			}
+		default:
+			FillRow(out, max(a[0], b[0]))
+		}
+	case BinMin:
+		switch {
+		case sa == 1 && sb == 1:
+			for i := range out {
+				out[i] = min(a[i], b[i])
+			}
+		case sa == 1:
+			c := b[0]
+			for i := range out {
+				out[i] = min(a[i], c)
+			}
+		case sb == 1:
+			c := a[0]
+			for i := range out {
+				out[i] = min(c, b[i])
+			}
+		default:
+			FillRow(out, min(a[0], b[0]))
+		}
+	}
+}
+
+// FillRow sets every value of out to v.
+func FillRow[T any](out []T, v T) {
+	if zeroBits(v) {
+		clear(out) // memclr
+		return
+	}
+	for i := range out {
+		out[i] = v
+	}
+}
+
+// zeroBits reports whether v's representation is all zero bits (+0, not -0).
+func zeroBits[T any](v T) bool {
+	switch x := any(v).(type) {
+	case float32:
+		return math.Float32bits(x) == 0
+	case float64:
+		return math.Float64bits(x) == 0
+	case int32:
+		return x == 0
+	case int64:
+		return x == 0
+	case bool:
+		return !x
+	}
+	return false
 }

@@ -35,7 +35,7 @@ func TestRowKernelsMatchGo(t *testing.T) {
 				a, b := vals(max(n*sa, 1)), vals(max(n*sb, 1))
 				for op := BinAdd; op <= BinMin; op++ {
 					got := make([]float32, n)
-					binaryRow(op, got, a, b, sa, sb)
+					BinaryRow(op, got, a, b, sa, sb)
 					for i := range got {
 						x, y := a[i*sa], b[i*sb]
 						want := [...]float32{x + y, x - y, x * y, x / y, max(x, y), min(x, y)}[op]

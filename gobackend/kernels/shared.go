@@ -6,7 +6,7 @@ import (
 )
 
 // BinOp is a binary arithmetic operation of the element-wise executors; the row kernels
-// (BinaryRowVec) handle BinAdd through BinDiv.
+// (binaryRowVec) handle BinAdd through BinDiv.
 type BinOp int
 
 const (
