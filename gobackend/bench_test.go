@@ -17,9 +17,9 @@ package gobackend
 //
 // Rerun: go test ./gobackend/ -run XXX -bench MNISTConvs -benchtime 3x
 //
-// Those numbers predate the packed GEMM (gemm.go), which now runs every float32 DotGeneral: auto with
+// Those numbers predate the packed GEMM (kernels/gemm.go), which now runs every float32 DotGeneral: auto with
 // ops_sequential then took 0.70 s (one run, machine shared). With the fused GEMM convolution
-// (gemm_conv.go) and the AVX-512 kernel, auto takes 0.21 s and the im2col compositions 0.37 s.
+// (kernels/gemm_conv.go) and the AVX-512 kernel, auto takes 0.21 s and the im2col compositions 0.37 s.
 // ("native" runs simplego's own ConvGeneral: float32 convolutions in auto mode are fused.)
 
 import (
@@ -98,7 +98,7 @@ func BenchmarkMNISTConvs(b *testing.B) {
 	}
 }
 
-// Matrix products of the MNIST-CNN step, float32 and float64: the packed GEMM (gemm.go, the default)
+// Matrix products of the MNIST-CNN step, float32 and float64: the packed GEMM (kernels/gemm.go, the default)
 // against simplego's DotGeneral kernel ("simplego_dot"). Rerun: go test ./gobackend/ -run XXX -bench Gemm -benchtime 5x
 func BenchmarkGemm(b *testing.B) {
 	for _, tc := range []struct {

@@ -149,7 +149,7 @@ func (p *convParams) derive() {
 // fusedApplies reports whether the fused convolution (execFusedConv) computes this convolution:
 // float32, float64 or bfloat16 (converted to float32 around it, bf16.go), output channels on the last
 // axis, not both channel and batch groups. Grouped ones run as one GEMM per group, or directly when
-// depthwise (conv_depthwise.go).
+// depthwise (kernels/conv_depthwise.go).
 func (p *convParams) fusedApplies() bool {
 	dt := p.input.DType
 	return (dt == dtypes.Float32 || dt == dtypes.Float64 || dt == dtypes.BFloat16) && p.axes.OutputChannels == p.output.Rank()-1 &&

@@ -16,7 +16,7 @@ import (
 // Fused convolutions are nodes of their own: goBuilder.ConvGeneral builds simplego's ConvGeneral node
 // (for its shape checks) and turns it into a fusedConvOpType node (simplego_internals.go) whose data is
 // a *kernels.ConvGemmSpec, run by execFusedConv as packed GEMMs reading the input windows while packing
-// (gemm_conv.go). Being the backend's own node, the spec can hold what simplego's ConvGeneral node
+// (kernels/gemm_conv.go). Being the backend's own node, the spec can hold what simplego's ConvGeneral node
 // can't: a kernel flip folded in at compile time (foldKernelFlips).
 
 // newFusedConv turns simplego's ConvGeneral node into a fused convolution node.

@@ -50,7 +50,7 @@ func sgLogistic(x float64) float64 {
 	return e / (1.0 + e)
 }
 
-// vecUnary names the vector kernel of a unary op (exp_amd64.s), bit-identical to its fn.
+// vecUnary names the vector kernel of a unary op (kernels/exp_amd64.s), bit-identical to its fn.
 type vecUnary int
 
 const (

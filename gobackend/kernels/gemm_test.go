@@ -1,19 +1,11 @@
-package gobackend
+package kernels
 
 import (
 	"fmt"
 	"math"
 	"math/rand"
-	"reflect"
 	"slices"
 	"testing"
-
-	"github.com/trainer/trainer/gobackend/kernels"
-
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/backends/simplego"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
 // dotCase is one DotGeneral: operand dims and axes.
@@ -134,7 +126,7 @@ func TestGemmKernelsAndSplits(t *testing.T) {
 					for i := range out {
 						out[i] = 1e9 // run must overwrite, not add to, stale values.
 					}
-					p.run(out)
+					p.Run(out)
 					got := newTT(want.dims...)
 					for i, v := range out {
 						got.data[i] = float64(v)
@@ -147,7 +139,7 @@ func TestGemmKernelsAndSplits(t *testing.T) {
 					for i := range p.rowOff {
 						p.rowOff[i] = (p.m - 1 - i) * p.n
 					}
-					p.run(out)
+					p.Run(out)
 					for b := range p.batch {
 						for i := range p.m {
 							for j := range p.n {
@@ -179,13 +171,13 @@ func TestGemmKernelsAndSplits64(t *testing.T) {
 					run := func(kernel *gemmKernel64) tt {
 						l := newGemmOperand(lhs.data, dc.lhsDims, dc.lhsContract, dc.lhsBatch)
 						r := newGemmOperand(rhs.data, dc.rhsDims, dc.rhsContract, dc.rhsBatch)
-						p := &kernels.GemmProblemOf[float64]{lhs: l, rhs: r, kernel: kernel, forceSplit: split, threads: 3}
+						p := &GemmProblemOf[float64]{lhs: l, rhs: r, kernel: kernel, forceSplit: split, threads: 3}
 						p.batch, p.m, p.n, p.k = len(l.batchOff), len(l.crossOff), len(r.crossOff), len(l.kOff)
 						out := newTT(want.dims...)
 						for i := range out.data {
 							out.data[i] = 1e9 // run must overwrite, not add to, stale values.
 						}
-						p.run(out.data)
+						p.Run(out.data)
 						return out
 					}
 					got := run(kernel)
@@ -197,77 +189,10 @@ func TestGemmKernelsAndSplits64(t *testing.T) {
 	}
 }
 
-// The DotGeneral override on the backend (float32 and float64 through the hook) matches the float64
-// reference and simplego's own kernel (float64: to a few roundings of the products' sums).
-func TestFastDotGeneralMatchesSimplego(t *testing.T) {
-	fast := testBackend(t)
-	slow, err := newBackend("simplego_dot,strict_conv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Finalize()
-	if !fast.fastDot || slow.fastDot {
-		t.Fatalf("fastDot: default %v, simplego_dot %v", fast.fastDot, slow.fastDot)
-	}
-	rng := rand.New(rand.NewSource(22))
-	for _, dc := range dotCases() {
-		t.Run(dc.name, func(t *testing.T) {
-			lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
-			want := refDotGeneral(lhs, rhs, dc)
-			build := func(dtype dtypes.DType) func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
-				return func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
-					l, r := in[0], in[1]
-					if dtype != dtypes.Float64 {
-						var err error
-						if l, err = b.ConvertDType(l, dtype); err != nil {
-							return nil, err
-						}
-						if r, err = b.ConvertDType(r, dtype); err != nil {
-							return nil, err
-						}
-					}
-					out, err := b.DotGeneral(l, slices.Clone(dc.lhsContract), slices.Clone(dc.lhsBatch), r, slices.Clone(dc.rhsContract), slices.Clone(dc.rhsBatch))
-					if err != nil || dtype == dtypes.Float64 {
-						return []backends.Op{out}, err
-					}
-					out, err = b.ConvertDType(out, dtypes.Float64)
-					return []backends.Op{out}, err
-				}
-			}
-			got32 := runOps(t, fast, build(dtypes.Float32), lhs, rhs)[0]
-			assertClose(t, "fast float32 vs reference", got32, want, 1e-5)
-			assertClose(t, "fast float32 vs simplego", got32, runOps(t, slow, build(dtypes.Float32), lhs, rhs)[0], 1e-5)
-			got64 := runOps(t, fast, build(dtypes.Float64), lhs, rhs)[0]
-			assertClose(t, "fast float64 vs reference", got64, want, 1e-14)
-			assertClose(t, "fast float64 vs simplego", got64, runOps(t, slow, build(dtypes.Float64), lhs, rhs)[0], 1e-14)
-		})
-	}
-}
-
-func mustShapeF32(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float32, dims...) }
-
-// findDotNode returns the DotGeneral node under the Reshape simplego's DotGeneral builder returns.
-func findDotNode(t *testing.T, op backends.Op) *simplego.Node {
-	t.Helper()
-	n, ok := op.(*simplego.Node)
-	if !ok {
-		t.Fatalf("op is %T", op)
-	}
-	f := unexportedField(reflect.ValueOf(n).Elem(), "inputs")
-	if !f.IsValid() {
-		t.Fatal("simplego.Node has no inputs field")
-	}
-	inputs := f.Interface().([]*simplego.Node)
-	if len(inputs) != 1 {
-		t.Fatalf("reshape has %d inputs", len(inputs))
-	}
-	return inputs[0]
-}
-
 // MeasurePeak runs the GEMM and reports a positive rate with the kernel it used.
 func TestMeasurePeak(t *testing.T) {
 	p := MeasurePeak(64, 2)
-	if p.GFLOPS <= 0 || p.N != 64 || p.Threads < 1 || p.Kernel != kernels.GemmKernelName() {
+	if p.GFLOPS <= 0 || p.N != 64 || p.Threads < 1 || p.Kernel != GemmKernelName() {
 		t.Fatalf("MeasurePeak(64, 2) = %+v", p)
 	}
 }
@@ -291,7 +216,7 @@ func TestGemmDirectMatchesPacked(t *testing.T) {
 					p := &gemmProblem{lhs: l, rhs: r, kernel: k, forceSplit: split, threads: 2,
 						batch: len(l.batchOff), m: len(l.crossOff), n: len(r.crossOff), k: len(l.kOff)}
 					outs[i] = make([]float32, p.batch*p.m*p.n)
-					p.run(outs[i])
+					p.Run(outs[i])
 				}
 				for i := range outs[0] {
 					if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
@@ -321,7 +246,7 @@ func TestGemmNarrowKernelMatchesDefault(t *testing.T) {
 					r := newGemmOperand(toF32(rhs), []int{k, n}, []int{0}, nil)
 					p := &gemmProblem{lhs: l, rhs: r, kernel: kern, forceSplit: split, threads: 2, batch: 1, m: m, n: n, k: k}
 					outs[i] = make([]float32, m*n)
-					p.run(outs[i])
+					p.Run(outs[i])
 				}
 				for i := range outs[0] {
 					if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) || outs[2][i] != outs[0][i] {

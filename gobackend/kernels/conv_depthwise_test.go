@@ -1,13 +1,9 @@
-package gobackend
+package kernels
 
 import (
 	"fmt"
 	"math/rand"
 	"testing"
-
-	"github.com/trainer/trainer/gobackend/kernels"
-
-	"github.com/gomlx/gomlx/backends"
 )
 
 // depthwiseCase is a convolution the direct depthwise kernels compute, with the kernel flip the
@@ -24,7 +20,7 @@ type depthwiseCase struct {
 // dilation standing for the stride); strides 1 and 2, symmetric and asymmetric padding, odd sizes,
 // channel counts that use the 32-wide and 8-wide kernel blocks and the Go loop's tail, 1-D and 3-D.
 func depthwiseCases() []depthwiseCase {
-	kgrad := backends.ConvolveAxesConfig{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+	kgrad := ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
 		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
 		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
 	fwd := func(name string, in []int, k, stride, dil int, pads [][2]int) depthwiseCase {
@@ -54,8 +50,8 @@ func depthwiseCases() []depthwiseCase {
 	// and the rest to reach the input's size), with the flipped kernel read in place.
 	dgrad := func(name string, out []int, k, stride, dil int, pads [][2]int) depthwiseCase {
 		c := fwd(name, out, k, 1, dil, pads)
-		c.InputDilations = fillWith(len(out)-2, stride)
-		c.Flip = true
+		c.inputDilations = fillWith(len(out)-2, stride)
+		c.flip = true
 		return c
 	}
 	cases = append(cases,
@@ -93,7 +89,7 @@ func fillWith(n, v int) []int {
 }
 
 // runDepthwise computes the case through runConvGemms in element type T, with the AVX2 kernels on or off.
-func runDepthwise[T kernels.Float](t *testing.T, dc depthwiseCase, x, k tt, outDims []int, vec bool) tt {
+func runDepthwise[T Float](t *testing.T, dc depthwiseCase, x, k tt, outDims []int, vec bool) tt {
 	t.Helper()
 	saved := hasDwAVX2
 	hasDwAVX2 = vec && saved
@@ -113,11 +109,11 @@ func runDepthwise[T kernels.Float](t *testing.T, dc depthwiseCase, x, k tt, outD
 		}
 		return out
 	}
-	out := make([]T, kernels.Prod(outDims))
+	out := make([]T, Prod(outDims))
 	for i := range out {
 		out[i] = 7 // Stale values must be overwritten.
 	}
-	if !kernels.RunConv(conv(x.data), x.dims, conv(k.data), k.dims, outDims, spec, out) {
+	if !RunConv(conv(x.data), x.dims, conv(k.data), k.dims, outDims, spec, out) {
 		t.Fatal("runConvGemms refused the layout")
 	}
 	got := newTT(outDims...)
@@ -140,7 +136,7 @@ func TestDepthwiseConvMatchesReference(t *testing.T) {
 				kRef = refReverse(k, axes...)
 			}
 			want := refConv(x, kRef, dc.convCase)
-			taps := float64(kernels.Prod(dc.kDims) / dc.kDims[dc.axes.KernelOutputChannels] * max(dc.kDims[dc.axes.KernelInputChannels], 1))
+			taps := float64(Prod(dc.kDims) / dc.kDims[dc.axes.KernelOutputChannels] * max(dc.kDims[dc.axes.KernelInputChannels], 1))
 			for _, vec := range []bool{true, false} {
 				assertClose(t, fmt.Sprintf("float64, AVX2 %v", vec), runDepthwise[float64](t, dc, x, k, want.dims, vec), want, 1e-14*taps)
 				assertClose(t, fmt.Sprintf("float32, AVX2 %v", vec), runDepthwise[float32](t, dc, x, k, want.dims, vec), want, 2e-6*taps)

@@ -1,13 +1,9 @@
-package gobackend
+package kernels
 
 import (
 	"math"
 	"slices"
 	"testing"
-
-	"github.com/trainer/trainer/gobackend/kernels"
-
-	"github.com/gomlx/gomlx/backends"
 )
 
 // TestPadInputOverwritesStaleBuffer: padInput writes every value of its pooled buffer, zeros in the
@@ -18,19 +14,19 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 		t.Skip("no direct kernel on this architecture: padInput pads nothing")
 	}
 	inDims := []int{2, 3, 4, 5} // N, C, H, W
-	input := make([]float32, kernels.Prod(inDims))
+	input := make([]float32, Prod(inDims))
 	for i := range input {
 		input[i] = float32(i + 1)
 	}
-	spec := kernels.ConvGemmSpec{
-		axes: backends.ConvolveAxesConfig{InputBatch: 0, InputChannels: 1, InputSpatial: []int{2, 3},
+	spec := ConvGemmSpec{
+		Axes: ConvAxes{InputBatch: 0, InputChannels: 1, InputSpatial: []int{2, 3},
 			KernelInputChannels: 1, KernelOutputChannels: 0, KernelSpatial: []int{2, 3},
 			OutputBatch: 0, OutputChannels: 1, OutputSpatial: []int{2, 3}},
-		strides: []int{1, 1}, kernelDilations: []int{1, 1}, inputDilations: []int{1, 1},
-		paddings: [][2]int{{1, 2}, {2, 1}},
+		Strides: []int{1, 1}, KernelDilations: []int{1, 1}, InputDilations: []int{1, 1},
+		Paddings: [][2]int{{1, 2}, {2, 1}},
 	}
 	wantDims := []int{2, 3, 4 + 3, 5 + 3}
-	stale := make([]float32, kernels.Prod(wantDims)+7)
+	stale := make([]float32, Prod(wantDims)+7)
 	for i := range stale {
 		stale[i] = float32(math.NaN())
 	}
@@ -43,9 +39,9 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 	if !slices.Equal(dims, wantDims) {
 		t.Fatalf("dims %v, want %v", dims, wantDims)
 	}
-	for _, p := range padded.paddings {
+	for _, p := range padded.Paddings {
 		if p != [2]int{} {
-			t.Errorf("the spec after padding keeps paddings %v", padded.paddings)
+			t.Errorf("the spec after padding keeps paddings %v", padded.Paddings)
 		}
 	}
 	for n := range wantDims[0] {
@@ -73,12 +69,12 @@ func TestPadInputChannelsLast(t *testing.T) {
 		t.Skip("no direct kernel on this architecture: padInput pads nothing")
 	}
 	inDims := []int{2, 4, 5, 3} // N, H, W, C
-	input := make([]float32, kernels.Prod(inDims))
+	input := make([]float32, Prod(inDims))
 	for i := range input {
 		input[i] = float32(i + 1)
 	}
-	spec := kernels.ConvGemmSpec{axes: channelsLast(2), strides: []int{1, 1}, kernelDilations: []int{1, 1},
-		inputDilations: []int{1, 1}, paddings: [][2]int{{2, 1}, {1, 2}}}
+	spec := ConvGemmSpec{Axes: channelsLast(2), Strides: []int{1, 1}, KernelDilations: []int{1, 1},
+		InputDilations: []int{1, 1}, Paddings: [][2]int{{2, 1}, {1, 2}}}
 	stale := make([]float32, 2*7*8*3)
 	for i := range stale {
 		stale[i] = float32(math.NaN())
