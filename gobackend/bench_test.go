@@ -28,12 +28,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 func BenchmarkMNISTConvs(b *testing.B) {

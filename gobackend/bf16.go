@@ -3,12 +3,12 @@ package gobackend
 import (
 	"math"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // bfloat16 products and convolutions (precision bf16: bfloat16 compute, float32 master weights).

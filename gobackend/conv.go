@@ -3,13 +3,13 @@ package gobackend
 import (
 	"slices"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/shapeinference"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // defaultIm2colLimit bounds the intermediate tensors of the im2col/col2im convolutions (elements, not

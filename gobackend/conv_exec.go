@@ -4,13 +4,13 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Fused convolutions are nodes of their own: goBuilder.ConvGeneral builds simplego's ConvGeneral node

@@ -5,12 +5,12 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Element-wise executors for the hot ops of a training step. simplego runs every element-wise op on one

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // specialTT is randTT with zeros of both signs, infinities, NaNs and large values sprinkled in.

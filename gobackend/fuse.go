@@ -5,13 +5,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Element-wise fusion at compile time. A training step is full of short chains of float32 element-wise

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // fusedConvCases adds to convCases the layouts the fused GEMM meets in a training step: the kernel

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Op statistics of the pure-Go backend, for finding where a step's time goes op by op (pprof shows

@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/pkg/errors"
+
 	"github.com/trainer/trainer/gobackend/kernels"
 )
 

@@ -5,12 +5,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // TestSimplegoInternals is the guard on simplego_internals.go: each assumption it makes about GoMLX

@@ -6,13 +6,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // SPMD programs (GoMLX's distributed.SPMD strategy: graph.Exec.SPMD(mesh)). The builder compiles the

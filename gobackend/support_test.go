@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trainer/trainer/gobackend/kernels"
-
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -16,6 +14,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Test support: a small float64 tensor type with plain-loop references, a harness that runs ops on the

@@ -3,6 +3,7 @@ package gobackend
 import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
 	"github.com/trainer/trainer/gobackend/kernels"
 )
 
