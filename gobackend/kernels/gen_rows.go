@@ -1,7 +1,8 @@
 //go:build ignore
 
 // gen_rows writes rows_amd64.s, the AVX2 row kernels of the element-wise executors (rows.go): one
-// loop per op and operand kind, too regular to keep by hand. Run from gobackend/kernels/: go run gen_rows.go (go generate ./gobackend/...)
+// loop per op and operand kind, too regular to keep by hand. Run from gobackend/kernels/: go run gen_rows.go
+// (or go generate ./gobackend/...).
 package main
 
 import (

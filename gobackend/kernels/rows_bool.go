@@ -2,7 +2,7 @@ package kernels
 
 import "unsafe"
 
-// Rows of the bool-valued instructions of fused chains (fuse.go): comparisons of float32 rows and
+// Rows of the bool-valued instructions of fused chains (gobackend/fuse.go): comparisons of float32 rows and
 // logical ops on bool rows, each value as Go's operators compute it (a comparison with NaN is false).
 
 // CompareRow: dst[i] = a[i·sa] op b[i·sb] for the comparison kinds.
