@@ -11,6 +11,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // DefaultConfig is the simplego configuration used when none is given. simplego's default (parallel op
@@ -33,7 +35,7 @@ var addedOps = []backends.OpType{
 // Backend is GoMLX's pure-Go backend (simplego, name "go") completed with the ops its gradients need:
 // Pad, Reverse, SelectAndScatterMax/Min and the three BatchNorm ops, composed from ops simplego supports.
 // It also replaces slow simplego ops: float32 ConvGeneral (a single-threaded loop) by a fused GEMM
-// convolution (gemm_conv.go; other convolutions by im2col or col2im around one DotGeneral), ReduceWindow
+// convolution (kernels/gemm_conv.go; other convolutions by im2col or col2im around one DotGeneral), ReduceWindow
 // (pooling) by strided Slices, SelectAndScatterMax/Min (the max-pool gradient) of float32, float64, int32
 // and int64 by one node looping over the windows (pool_grad.go), and, in simplego's executor table, float32 DotGeneral, Slice, Transpose,
 // Gather and the hot element-wise ops by multi-core kernels; Compile fuses element-wise chains
@@ -46,7 +48,7 @@ type Backend struct {
 	capabilities backends.Capabilities
 	convMode     convMode // conv=MODE (conv.go)
 	im2colLimit  int      // im2col_limit=N: larger im2col/col2im convolutions run simplego's own (conv.go)
-	fastDot      bool     // float32/64 DotGeneral runs on the packed GEMM (gemm.go), Slice on slice copies (slice.go).
+	fastDot      bool     // float32/64 DotGeneral runs on the packed GEMM (kernels/gemm.go), Slice on slice copies (slice.go).
 	noFuse       bool     // Element-wise chains are not fused at compile time (fuse.go).
 	strictConv   bool     // A failed im2col/col2im composition is an error, not simplego's ConvGeneral (conv.go).
 }
@@ -240,7 +242,7 @@ func (b *Backend) String() string { return simplego.BackendName }
 func (b *Backend) Description() string {
 	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm, AllReduce; im2col/col2im ConvGeneral, sliced ReduceWindow"
 	if b.fastDot {
-		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + gemmKernelName() +
+		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + kernels.GemmKernelName() +
 			"), copying Slice/Gather, tiled Transpose, row-loop element-wise ops"
 		if !b.noFuse {
 			d += ", element-wise fusion"
@@ -266,7 +268,7 @@ type goBuilder struct {
 	backends.Builder
 	backend        *Backend
 	convMode       convMode
-	fusedConv      bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (gemm_conv.go).
+	fusedConv      bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (kernels/gemm_conv.go).
 	fuse           bool // Compile fuses element-wise chains (fuse.go).
 	nativePoolGrad bool // SelectAndScatterMax/Min run as one node (pool_grad.go), not composed.
 	strictConv     bool // A failed im2col/col2im composition is an error (see New).
@@ -432,12 +434,4 @@ func ones(n int) []int {
 		s[i] = 1
 	}
 	return s
-}
-
-func prod(dims []int) int {
-	p := 1
-	for _, d := range dims {
-		p *= d
-	}
-	return p
 }

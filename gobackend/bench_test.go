@@ -17,9 +17,9 @@ package gobackend
 //
 // Rerun: go test ./gobackend/ -run XXX -bench MNISTConvs -benchtime 3x
 //
-// Those numbers predate the packed GEMM (gemm.go), which now runs every float32 DotGeneral: auto with
+// Those numbers predate the packed GEMM (kernels/gemm.go), which now runs every float32 DotGeneral: auto with
 // ops_sequential then took 0.70 s (one run, machine shared). With the fused GEMM convolution
-// (gemm_conv.go) and the AVX-512 kernel, auto takes 0.21 s and the im2col compositions 0.37 s.
+// (kernels/gemm_conv.go) and the AVX-512 kernel, auto takes 0.21 s and the im2col compositions 0.37 s.
 // ("native" runs simplego's own ConvGeneral: float32 convolutions in auto mode are fused.)
 
 import (
@@ -32,12 +32,14 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 func BenchmarkMNISTConvs(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	randF32 := func(scale float64, dims ...int) func() *tensors.Tensor {
-		data := make([]float32, prod(dims))
+		data := make([]float32, kernels.Prod(dims))
 		for i := range data {
 			data[i] = float32((2*rng.Float64() - 1) * scale)
 		}
@@ -96,7 +98,7 @@ func BenchmarkMNISTConvs(b *testing.B) {
 	}
 }
 
-// Matrix products of the MNIST-CNN step, float32 and float64: the packed GEMM (gemm.go, the default)
+// Matrix products of the MNIST-CNN step, float32 and float64: the packed GEMM (kernels/gemm.go, the default)
 // against simplego's DotGeneral kernel ("simplego_dot"). Rerun: go test ./gobackend/ -run XXX -bench Gemm -benchtime 5x
 func BenchmarkGemm(b *testing.B) {
 	for _, tc := range []struct {
@@ -124,13 +126,13 @@ func BenchmarkGemm(b *testing.B) {
 				rng := rand.New(rand.NewSource(1))
 				mk := func(dims []int) *tensors.Tensor {
 					if f64 {
-						data := make([]float64, prod(dims))
+						data := make([]float64, kernels.Prod(dims))
 						for i := range data {
 							data[i] = rng.Float64()
 						}
 						return tensors.FromFlatDataAndDimensions(data, dims...)
 					}
-					data := make([]float32, prod(dims))
+					data := make([]float32, kernels.Prod(dims))
 					for i := range data {
 						data[i] = rng.Float32()
 					}
@@ -178,7 +180,7 @@ func BenchmarkResNetConvs(b *testing.B) {
 	} {
 		rng := rand.New(rand.NewSource(1))
 		mk := func(dims []int) *tensors.Tensor {
-			data := make([]float32, prod(dims))
+			data := make([]float32, kernels.Prod(dims))
 			for i := range data {
 				data[i] = rng.Float32()*2 - 1
 			}
@@ -290,7 +292,7 @@ func BenchmarkBatchNormBlock(b *testing.B) {
 			defer exec.Finalize()
 			rng := rand.New(rand.NewSource(1))
 			mk := func(dims ...int) *tensors.Tensor {
-				data := make([]float32, prod(dims))
+				data := make([]float32, kernels.Prod(dims))
 				for i := range data {
 					data[i] = rng.Float32()*2 - 1
 				}

@@ -7,6 +7,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // bfloat16 products and convolutions (precision bf16: bfloat16 compute, float32 master weights).
@@ -41,7 +43,7 @@ func fastDotBF16(backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []bflo
 		return nil, false, nil
 	}
 	out32 := make([]float32, p.batch*p.lhsCross*p.rhsCross)
-	prob.run(out32)
+	prob.Run(out32)
 	output := backend.NewBuffer(shapes.Make(dtypes.BFloat16, p.batch, p.lhsCross, p.rhsCross))
 	outFlat, err := backend.BufferData(output)
 	if err != nil {
@@ -51,10 +53,10 @@ func fastDotBF16(backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []bflo
 	return output, true, nil
 }
 
-// runConvGemmsBF16 is runConvGemms for bfloat16 tensors: the float32 convolution between two conversions.
-func runConvGemmsBF16(input []bfloat16.BFloat16, inDims []int, kernel []bfloat16.BFloat16, kDims, outDims []int, spec convGemmSpec, out []bfloat16.BFloat16) bool {
+// runConvGemmsBF16 is kernels.RunConv for bfloat16 tensors: the float32 convolution between two conversions.
+func runConvGemmsBF16(input []bfloat16.BFloat16, inDims []int, kernel []bfloat16.BFloat16, kDims, outDims []int, spec kernels.ConvGemmSpec, out []bfloat16.BFloat16) bool {
 	out32 := make([]float32, len(out))
-	if !runConvGemms(toFloat32(input), inDims, toFloat32(kernel), kDims, outDims, spec, out32) {
+	if !kernels.RunConv(toFloat32(input), inDims, toFloat32(kernel), kDims, outDims, spec, out32) {
 		return false
 	}
 	fromFloat32(out, out32)

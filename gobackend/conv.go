@@ -8,6 +8,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // defaultIm2colLimit bounds the intermediate tensors of the im2col/col2im convolutions (elements, not
@@ -140,14 +142,14 @@ func (p *convParams) derive() {
 	p.inChannels = p.input.Dimensions[a.InputChannels]
 	p.outChannels = p.kernel.Dimensions[a.KernelOutputChannels]
 	p.kernelInputChannels = p.kernel.Dimensions[a.KernelInputChannels]
-	p.kkernel = prod(p.kernelSpatial)
-	p.numOutputPositions = prod(p.outSpatial)
+	p.kkernel = kernels.Prod(p.kernelSpatial)
+	p.numOutputPositions = kernels.Prod(p.outSpatial)
 }
 
 // fusedApplies reports whether the fused convolution (execFusedConv) computes this convolution:
 // float32, float64 or bfloat16 (converted to float32 around it, bf16.go), output channels on the last
 // axis, not both channel and batch groups. Grouped ones run as one GEMM per group, or directly when
-// depthwise (conv_depthwise.go).
+// depthwise (kernels/conv_depthwise.go).
 func (p *convParams) fusedApplies() bool {
 	dt := p.input.DType
 	return (dt == dtypes.Float32 || dt == dtypes.Float64 || dt == dtypes.BFloat16) && p.axes.OutputChannels == p.output.Rank()-1 &&
@@ -163,7 +165,7 @@ func (p *convParams) im2colCost() int {
 // positions, divided by the input channels) plus half the output-sized tensors it pads and adds up: a
 // rough model, calibrated on the MNIST-CNN gradient convolutions.
 func (p *convParams) col2imCost() int {
-	return p.batch*prod(p.inputSpatial)*p.kkernel*p.outChannels + p.kkernel*p.batch*p.numOutputPositions*p.outChannels/2
+	return p.batch*kernels.Prod(p.inputSpatial)*p.kkernel*p.outChannels + p.kkernel*p.batch*p.numOutputPositions*p.outChannels/2
 }
 
 // col2imApplies: col2im handles ungrouped convolutions only.
@@ -183,7 +185,7 @@ func (b *goBuilder) col2imConv(input, kernel backends.Op, p *convParams) (backen
 	S := p.spatialRank
 	dtype := p.input.DType
 	N, C, KK, Cout := p.batch, p.inChannels, p.kkernel, p.outChannels
-	X := prod(p.inputSpatial)
+	X := kernels.Prod(p.inputSpatial)
 
 	inPerm := append(append([]int{a.InputBatch}, a.InputSpatial...), a.InputChannels)
 	x := c.reshape(c.transpose(input, inPerm...), N*X, C)

@@ -1,23 +1,22 @@
 package gobackend
 
 import (
-	"fmt"
-	"runtime"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Fused convolutions are nodes of their own: goBuilder.ConvGeneral builds simplego's ConvGeneral node
 // (for its shape checks) and turns it into a fusedConvOpType node (simplego_internals.go) whose data is
-// a *convGemmSpec, run by execFusedConv as packed GEMMs reading the input windows while packing
-// (gemm_conv.go). Being the backend's own node, the spec can hold what simplego's ConvGeneral node
+// a *kernels.ConvGemmSpec, run by execFusedConv as packed GEMMs reading the input windows while packing
+// (kernels/gemm_conv.go). Being the backend's own node, the spec can hold what simplego's ConvGeneral node
 // can't: a kernel flip folded in at compile time (foldKernelFlips).
 
 // newFusedConv turns simplego's ConvGeneral node into a fused convolution node.
@@ -26,26 +25,16 @@ func newFusedConv(node backends.Op, p *convParams) (backends.Op, error) {
 	if !ok || !nodeFieldsOK {
 		return nil, errors.Errorf("fused convolution: unexpected node %T", node)
 	}
-	spec := &convGemmSpec{axes: p.axes.Clone(), strides: slices.Clone(p.strides), kernelDilations: slices.Clone(p.kernelDilations),
-		inputDilations: slices.Clone(p.inputDilations), paddings: slices.Clone(p.paddings), flip: make([]bool, p.spatialRank),
-		channelGroups: p.channelGroupCount, batchGroups: p.batchGroupCount, plans: &sync.Map{}}
+	spec := &kernels.ConvGemmSpec{Axes: kernels.ConvAxes(p.axes.Clone()), Strides: slices.Clone(p.strides), KernelDilations: slices.Clone(p.kernelDilations),
+		InputDilations: slices.Clone(p.inputDilations), Paddings: slices.Clone(p.paddings), Flip: make([]bool, p.spatialRank),
+		ChannelGroups: p.channelGroupCount, BatchGroups: p.batchGroupCount, Plans: &sync.Map{}}
 	setNodeOpData(n, fusedConvOpType, spec)
 	return n, nil
 }
 
-// kind names the convolution for op statistics: FusedConv, GroupedConv (one GEMM per group) or
-// DepthwiseConv (the direct kernels; decided at run time from the dims, so named by the groups here).
-func (s *convGemmSpec) kind() string {
-	switch {
-	case s.channelGroups > 1 || s.batchGroups > 1:
-		return fmt.Sprintf("GroupedConv[%d, %d]", max(s.channelGroups, 1), max(s.batchGroups, 1))
-	}
-	return "FusedConv"
-}
-
 // execFusedConv runs a fused convolution node.
 func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, _ []bool) (*simplego.Buffer, error) {
-	spec, ok := nodeDataOf(node).(*convGemmSpec)
+	spec, ok := nodeDataOf(node).(*kernels.ConvGemmSpec)
 	if !ok || len(inputs) != 2 {
 		return nil, errors.Errorf("fused convolution node without its parameters")
 	}
@@ -66,9 +55,9 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 	}
 	switch {
 	case inShape.DType == dtypes.Float32 && kShape.DType == dtypes.Float32:
-		ok = runConvGemms(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float32))
+		ok = kernels.RunConv(inFlat.([]float32), inShape.Dimensions, kFlat.([]float32), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float32))
 	case inShape.DType == dtypes.Float64 && kShape.DType == dtypes.Float64:
-		ok = runConvGemms(inFlat.([]float64), inShape.Dimensions, kFlat.([]float64), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float64))
+		ok = kernels.RunConv(inFlat.([]float64), inShape.Dimensions, kFlat.([]float64), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]float64))
 	case inShape.DType == dtypes.BFloat16 && kShape.DType == dtypes.BFloat16:
 		ok = runConvGemmsBF16(inFlat.([]bfloat16.BFloat16), inShape.Dimensions, kFlat.([]bfloat16.BFloat16), kShape.Dimensions, outShape.Dimensions, *spec, outFlat.([]bfloat16.BFloat16))
 	default:
@@ -80,116 +69,6 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 	return output, nil
 }
 
-// runConvGemms computes the fused convolution into out; false if the layout is not handled.
-func runConvGemms[T gemmFloat](input []T, inDims []int, kernel []T, kDims, outDims []int, spec convGemmSpec, out []T) bool {
-	if len(spec.flip) == len(spec.axes.InputSpatial) && len(spec.strides) == len(spec.flip) {
-		switch forward, kernelGrad := depthwiseApplies(inDims, kDims, outDims, spec); {
-		case forward:
-			depthwiseForward(input, inDims, kernel, kDims, outDims, spec, out)
-			return true
-		case kernelGrad:
-			depthwiseKernelGrad(input, inDims, kernel, kDims, outDims, spec, out)
-			return true
-		}
-	}
-	if padded, paddedDims, paddedSpec, ok := padInput(input, inDims, spec); ok {
-		defer putPadded(padded)
-		input, inDims, spec = padded, paddedDims, paddedSpec
-	}
-	probs, ok := convGemmsOf(input, inDims, kernel, kDims, outDims, spec)
-	if !ok {
-		return false
-	}
-	clear(out)
-	if len(probs) > 1 && max(spec.channelGroups, spec.batchGroups) > 1 {
-		// One GEMM per group, each writing its own output channels: small ones run side by side.
-		parallelChunks(splitRange(len(probs), len(probs), 1), runtime.GOMAXPROCS(0), func(lo, hi int) {
-			for _, p := range probs[lo:hi] {
-				p.threads = 1
-				p.run(out)
-			}
-		})
-		return true
-	}
-	for _, p := range probs {
-		p.run(out)
-	}
-	return true
-}
-
-// padInput returns the input with its spatial padding written out as zeros, its dims, and the spec
-// without padding: every output row's window then lies inside the input, so the kernel's direct form
-// reads every full panel in place (border rows included) instead of packing it. Worth it when there is
-// a direct form (float32, AVX2): the copy is one pass over the input, packing is one per kernel
-// position. Not for input dilation (the phases keep their own windows) or negative padding.
-func padInput[T gemmFloat](input []T, inDims []int, spec convGemmSpec) ([]T, []int, convGemmSpec, bool) {
-	if isFloat64[T]() || defaultKernelOf[T]().direct == nil {
-		return nil, nil, spec, false
-	}
-	padded := false
-	for i, p := range spec.paddings {
-		if p[0] < 0 || p[1] < 0 || spec.inputDilations[i] != 1 {
-			return nil, nil, spec, false
-		}
-		padded = padded || p != [2]int{}
-	}
-	if !padded {
-		return nil, nil, spec, false
-	}
-	a := spec.axes
-	dims := slices.Clone(inDims)
-	lo := make([]int, len(dims))
-	for i, axis := range a.InputSpatial {
-		lo[axis] = spec.paddings[i][0]
-		dims[axis] += spec.paddings[i][0] + spec.paddings[i][1]
-	}
-	buf := getPadded(prod(dims))
-	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf))
-	// Copy block by block, each to its place in the padded tensor, and zero only the gaps between them:
-	// the places rise with the blocks, so each value is written once. (Clearing the whole pooled buffer
-	// first cost as much as the copy: most of it is interior.) A block is everything from the last
-	// padded axis on (NHWC's rows of W·C values): no padding inside it, so it is contiguous in both.
-	last := 0
-	for i := range dims {
-		if dims[i] != inDims[i] {
-			last = i
-		}
-	}
-	src, dst := rowMajorStrides(inDims), rowMajorStrides(dims)
-	n := prod(inDims[last:])
-	written := 0
-	forEachPosition(inDims[:last], func(pos []int) {
-		so, do := 0, lo[last]*dst[last]
-		for i, p := range pos {
-			so += p * src[i]
-			do += (p + lo[i]) * dst[i]
-		}
-		if do > written {
-			clear(out[written:do])
-		}
-		copy(out[do:do+n], input[so:so+n])
-		written = do + n
-	})
-	clear(out[written:])
-	spec.paddings = make([][2]int, len(spec.paddings))
-	return out, dims, spec, true
-}
-
-// paddedPool keeps padInput's buffers (float32 only: the direct form is float32's).
-var paddedPool sync.Pool
-
-func getPadded(n int) []float32 {
-	if b, ok := paddedPool.Get().(*[]float32); ok && cap(*b) >= n {
-		return (*b)[:n]
-	}
-	return make([]float32, n)
-}
-
-func putPadded[T gemmFloat](b []T) {
-	f := asFloat32(b)
-	paddedPool.Put(&f)
-}
-
 // foldKernelFlips rewrites, in the graph being compiled, each fused convolution whose kernel is a
 // spatial flip built from unit slices and a concatenation (graphs/gomlxfix/vjp_conv.go's flipSpatial, once per
 // flipped axis) to read the unflipped kernel reversed instead: the slices and concatenations are then
@@ -199,7 +78,7 @@ func foldKernelFlips(nodes []*simplego.Node) {
 		if nodeOpType(n) != fusedConvOpType {
 			continue
 		}
-		spec, ok := nodeDataOf(n).(*convGemmSpec)
+		spec, ok := nodeDataOf(n).(*kernels.ConvGemmSpec)
 		inputs := nodeInputsOf(n)
 		if !ok || len(inputs) != 2 {
 			continue
@@ -211,11 +90,11 @@ func foldKernelFlips(nodes []*simplego.Node) {
 			if !ok {
 				break
 			}
-			i := slices.Index(spec.axes.KernelSpatial, axis)
+			i := slices.Index(spec.Axes.KernelSpatial, axis)
 			if i < 0 {
 				break
 			}
-			spec.flip[i] = !spec.flip[i]
+			spec.Flip[i] = !spec.Flip[i]
 			kernel, folded = src, true
 		}
 		if folded {

@@ -5,6 +5,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // execFastDotGeneral replaces simplego's DotGeneral executor: float32 and float64 products of the
@@ -50,19 +52,14 @@ func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs [
 
 // dotProblem is the DotGeneral p of these operands as a GEMM problem; ok is false if the offset tables
 // disagree with simplego's sizes.
-func dotProblem[T gemmFloat](p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int) (*gemmProblemOf[T], bool) {
-	lhs := newGemmOperand(lhsFlat, lhsDims, p.lhsContracting, p.lhsBatch)
-	rhs := newGemmOperand(rhsFlat, rhsDims, p.rhsContracting, p.rhsBatch)
-	if len(lhs.crossOff) != p.lhsCross || len(rhs.crossOff) != p.rhsCross || len(lhs.kOff) != p.contracting ||
-		len(rhs.kOff) != p.contracting || len(lhs.batchOff) != p.batch || len(rhs.batchOff) != p.batch {
-		return nil, false
-	}
-	return &gemmProblemOf[T]{lhs: lhs, rhs: rhs, batch: p.batch, m: p.lhsCross, n: p.rhsCross, k: p.contracting}, true
+func dotProblem[T kernels.Float](p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int) (*kernels.GemmProblemOf[T], bool) {
+	return kernels.NewDotProblem(lhsFlat, rhsFlat, lhsDims, rhsDims, p.lhsContracting, p.lhsBatch, p.rhsContracting, p.rhsBatch,
+		p.batch, p.lhsCross, p.rhsCross, p.contracting)
 }
 
 // fastDot runs the DotGeneral as a packed GEMM; ok is false if the offset tables disagree with
 // simplego's sizes.
-func fastDot[T gemmFloat](backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int, dt dtypes.DType) (*simplego.Buffer, bool, error) {
+func fastDot[T kernels.Float](backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []T, lhsDims, rhsDims []int, dt dtypes.DType) (*simplego.Buffer, bool, error) {
 	prob, ok := dotProblem(p, lhsFlat, rhsFlat, lhsDims, rhsDims)
 	if !ok {
 		return nil, false, nil
@@ -72,6 +69,6 @@ func fastDot[T gemmFloat](backend *simplego.Backend, p dotParams, lhsFlat, rhsFl
 	if err != nil {
 		return nil, false, err
 	}
-	prob.run(outFlat.([]T))
+	prob.Run(outFlat.([]T))
 	return output, true, nil
 }

@@ -3,14 +3,14 @@ package gobackend
 import (
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Element-wise executors for the hot ops of a training step. simplego runs every element-wise op on one
@@ -50,7 +50,7 @@ func sgLogistic(x float64) float64 {
 	return e / (1.0 + e)
 }
 
-// vecUnary names the vector kernel of a unary op (exp_amd64.s), bit-identical to its fn.
+// vecUnary names the vector kernel of a unary op (kernels/exp_amd64.s), bit-identical to its fn.
 type vecUnary int
 
 const (
@@ -100,10 +100,10 @@ func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64, vec vec
 
 // unaryRows computes out[i] = T(fn(float64(in[i]))), split over the cores: through the vector kernel
 // (which stops before a group of values it leaves to fn) when there is one.
-func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64, vec vecUnary) {
+func unaryRows[T kernels.Float](out, in []T, fn func(float64) float64, vec vecUnary) {
 	body := func(lo, hi int) {
 		i := lo
-		for vec != vecNone && hasExpAVX2 && (vec != vecErf || hasErfAVX2) && hi-i >= 4 {
+		for vec != vecNone && kernels.HasExpAVX2 && (vec != vecErf || kernels.HasErfAVX2) && hi-i >= 4 {
 			i += unaryVec(out[i:hi], in[i:hi], vec)
 			for end := min(i+4, hi); i < end; i++ {
 				out[i] = T(fn(float64(in[i])))
@@ -120,27 +120,27 @@ func unaryRows[T gemmFloat](out, in []T, fn func(float64) float64, vec vecUnary)
 		body(0, n)
 		return
 	}
-	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
+	kernels.ParallelChunks(kernels.SplitRange(n, chunks, 1), min(threads, chunks), body)
 }
 
 // unaryVec runs the vector exp, logistic or erf kernel over whole groups of 4 from the start of in
 // until one holds a value the kernel leaves to the math package; it returns how many values it did.
-func unaryVec[T gemmFloat](out, in []T, vec vecUnary) int {
+func unaryVec[T kernels.Float](out, in []T, vec vecUnary) int {
 	n := min(len(out), len(in))
 	if n < 4 {
 		return 0
 	}
-	if isFloat64[T]() {
+	if kernels.IsFloat64[T]() {
 		o, x := unsafe.Slice((*float64)(unsafe.Pointer(&out[0])), n), unsafe.Slice((*float64)(unsafe.Pointer(&in[0])), n)
 		if vec == vecErf {
-			return erfF64(n, &o[0], &x[0])
+			return kernels.ErfF64(n, &o[0], &x[0])
 		}
-		return expF64(n, &o[0], &x[0], vec == vecLogistic)
+		return kernels.ExpF64(n, &o[0], &x[0], vec == vecLogistic)
 	}
 	if vec == vecErf {
-		return erfF32(n, &asFloat32(out)[0], &asFloat32(in)[0])
+		return kernels.ErfF32(n, &kernels.AsFloat32(out)[0], &kernels.AsFloat32(in)[0])
 	}
-	return expF32(n, &asFloat32(out)[0], &asFloat32(in)[0], vec == vecLogistic)
+	return kernels.ExpF32(n, &kernels.AsFloat32(out)[0], &kernels.AsFloat32(in)[0], vec == vecLogistic)
 }
 
 // elementwiseGrain is the fewest elements worth handing to another core.
@@ -246,7 +246,7 @@ func (l *stridedLoop) runParallel(axis int, row func(off []int, n int)) {
 // runChunks splits axis into chunks of at least elementwiseGrain elements and runs chunk(lo, hi) for
 // each, on up to GOMAXPROCS goroutines (the caller's included) taking chunks dynamically.
 func (l *stridedLoop) runChunks(axis int, chunk func(lo, hi int)) {
-	total := prod(l.dims)
+	total := kernels.Prod(l.dims)
 	n := l.dims[axis]
 	perUnit := max(total/n, 1)
 	grainUnits := max((elementwiseGrain+perUnit-1)/perUnit, 1)
@@ -256,29 +256,7 @@ func (l *stridedLoop) runChunks(axis int, chunk func(lo, hi int)) {
 		chunk(0, n)
 		return
 	}
-	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), chunk)
-}
-
-// parallelChunks runs fn over the chunks [bounds[t], bounds[t+1]) on workers goroutines, the caller's
-// among them, each taking the next chunk when done with one.
-func parallelChunks(bounds []int, workers int, fn func(lo, hi int)) {
-	chunks := len(bounds) - 1
-	var next atomic.Int64
-	work := func() {
-		for t := int(next.Add(1) - 1); t < chunks; t = int(next.Add(1) - 1) {
-			fn(bounds[t], bounds[t+1])
-		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	kernels.ParallelChunks(kernels.SplitRange(n, chunks, 1), min(threads, chunks), chunk)
 }
 
 // splitAxisElementwise picks the axis to split an element-wise loop on: the outermost when it has
@@ -307,7 +285,7 @@ func broadcastStrides(in, out shapes.Shape) ([]int, bool) {
 	if in.Rank() != out.Rank() {
 		return nil, false
 	}
-	rm := rowMajorStrides(in.Dimensions)
+	rm := kernels.RowMajorStrides(in.Dimensions)
 	for a, d := range in.Dimensions {
 		switch d {
 		case out.Dimensions[a]:
@@ -320,15 +298,15 @@ func broadcastStrides(in, out shapes.Shape) ([]int, bool) {
 	return strides, true
 }
 
-type binOp int
+type binOp = kernels.BinOp
 
 const (
-	binAdd binOp = iota
-	binSub
-	binMul
-	binDiv
-	binMax
-	binMin
+	binAdd = kernels.BinAdd
+	binSub = kernels.BinSub
+	binMul = kernels.BinMul
+	binDiv = kernels.BinDiv
+	binMax = kernels.BinMax
+	binMin = kernels.BinMin
 )
 
 // fastBinaryExecutor returns the executor of a float32 or float64 binary op; other dtypes go to simplego's.
@@ -350,9 +328,9 @@ func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
 		if !ok1 || !ok2 || outShape.Size() == 0 {
 			return orig(backend, node, inputs, inputsOwned)
 		}
-		loop := newStridedLoop(outShape.Dimensions, rowMajorStrides(outShape.Dimensions), sa, sb)
+		loop := newStridedLoop(outShape.Dimensions, kernels.RowMajorStrides(outShape.Dimensions), sa, sb)
 		ra, rb := loop.rowStride(1), loop.rowStride(2)
-		if loop.rowStride(0) != 1 && prod(loop.dims) != 1 || ra > 1 || rb > 1 {
+		if loop.rowStride(0) != 1 && kernels.Prod(loop.dims) != 1 || ra > 1 || rb > 1 {
 			return orig(backend, node, inputs, inputsOwned)
 		}
 		lhsAny, err1 := backend.BufferData(inputs[0])
@@ -383,8 +361,8 @@ func fastBinaryExecutor(opType backends.OpType, op binOp) sgNodeExecutor {
 	}
 }
 
-// binaryRows runs binaryRow over the loop's rows, split over the cores.
-func binaryRows[T gemmFloat](loop *stridedLoop, op binOp, out, lhs, rhs []T, ra, rb int) {
+// binaryRows runs kernels.BinaryRow over the loop's rows, split over the cores.
+func binaryRows[T kernels.Float](loop *stridedLoop, op binOp, out, lhs, rhs []T, ra, rb int) {
 	if d := loop.dims; len(d) == 2 && d[1] < 64 && ra == 1 && rb == 1 {
 		// Short rows with one operand repeated on every row (a per-channel factor, as in the depthwise
 		// convolution's products): whole blocks of rows per call instead of one call per row.
@@ -392,244 +370,17 @@ func binaryRows[T gemmFloat](loop *stridedLoop, op binOp, out, lhs, rhs []T, ra,
 		if so == n && ((sa == n && sb == 0) || (sa == 0 && sb == n)) {
 			loop.runChunks(0, func(lo, hi int) {
 				if sa == 0 {
-					binaryRowBlock(op, out[lo*n:hi*n], rhs[lo*n:hi*n], lhs[:n], n, true)
+					kernels.BinaryRowBlock(op, out[lo*n:hi*n], rhs[lo*n:hi*n], lhs[:n], n, true)
 				} else {
-					binaryRowBlock(op, out[lo*n:hi*n], lhs[lo*n:hi*n], rhs[:n], n, false)
+					kernels.BinaryRowBlock(op, out[lo*n:hi*n], lhs[lo*n:hi*n], rhs[:n], n, false)
 				}
 			})
 			return
 		}
 	}
 	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
-		binaryRow(op, out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
+		kernels.BinaryRow(op, out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
 	})
-}
-
-// binaryRowBlock computes the rows of out (n values each) as x's row op r (swapped: r op x's row),
-// with the same IEEE operations as binaryRow.
-func binaryRowBlock[T gemmFloat](op binOp, out, x, r []T, n int, swapped bool) {
-	r = r[:n]
-	for i := 0; i+n <= len(out); i += n {
-		o, v := out[i:i+n:i+n], x[i:i+n:i+n]
-		switch {
-		case op == binAdd && !swapped:
-			for j, c := range r {
-				o[j] = v[j] + c
-			}
-		case op == binAdd:
-			for j, c := range r {
-				o[j] = c + v[j]
-			}
-		case op == binSub && !swapped:
-			for j, c := range r {
-				o[j] = v[j] - c
-			}
-		case op == binSub:
-			for j, c := range r {
-				o[j] = c - v[j]
-			}
-		case op == binMul && !swapped:
-			for j, c := range r {
-				o[j] = v[j] * c
-			}
-		case op == binMul:
-			for j, c := range r {
-				o[j] = c * v[j]
-			}
-		case op == binDiv && !swapped:
-			for j, c := range r {
-				o[j] = v[j] / c
-			}
-		case op == binDiv:
-			for j, c := range r {
-				o[j] = c / v[j]
-			}
-		case op == binMax && !swapped:
-			for j, c := range r {
-				o[j] = max(v[j], c)
-			}
-		case op == binMax:
-			for j, c := range r {
-				o[j] = max(c, v[j])
-			}
-		case op == binMin && !swapped:
-			for j, c := range r {
-				o[j] = min(v[j], c)
-			}
-		default:
-			for j, c := range r {
-				o[j] = min(c, v[j])
-			}
-		}
-	}
-}
-
-// binaryRow computes out[i] = a[i·sa] op b[i·sb] with sa, sb ∈ {0, 1}, Go's float32 or float64
-// arithmetic and max/min as simplego does (the AVX2 kernels for float32).
-func binaryRow[T gemmFloat](op binOp, out, a, b []T, sa, sb int) {
-	done := 0
-	if !isFloat64[T]() {
-		done = binaryRowVec(op, asFloat32(out), asFloat32(a), asFloat32(b), sa, sb)
-	}
-	if done > 0 {
-		out = out[done:]
-		if sa == 1 {
-			a = a[done:]
-		}
-		if sb == 1 {
-			b = b[done:]
-		}
-	}
-	n := len(out)
-	if sa == 1 {
-		a = a[:n]
-	}
-	if sb == 1 {
-		b = b[:n]
-	}
-	switch op {
-	case binAdd:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] + b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] + c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c + b[i]
-			}
-		default:
-			fillRow(out, a[0]+b[0])
-		}
-	case binSub:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] - b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] - c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c - b[i]
-			}
-		default:
-			fillRow(out, a[0]-b[0])
-		}
-	case binMul:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] * b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] * c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c * b[i]
-			}
-		default:
-			fillRow(out, a[0]*b[0])
-		}
-	case binDiv:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = a[i] / b[i]
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = a[i] / c
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = c / b[i]
-			}
-		default:
-			fillRow(out, a[0]/b[0])
-		}
-	case binMax:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = max(a[i], b[i])
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = max(a[i], c)
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = max(c, b[i])
-			}
-		default:
-			fillRow(out, max(a[0], b[0]))
-		}
-	case binMin:
-		switch {
-		case sa == 1 && sb == 1:
-			for i := range out {
-				out[i] = min(a[i], b[i])
-			}
-		case sa == 1:
-			c := b[0]
-			for i := range out {
-				out[i] = min(a[i], c)
-			}
-		case sb == 1:
-			c := a[0]
-			for i := range out {
-				out[i] = min(c, b[i])
-			}
-		default:
-			fillRow(out, min(a[0], b[0]))
-		}
-	}
-}
-
-func fillRow[T any](out []T, v T) {
-	if zeroBits(v) {
-		clear(out) // memclr
-		return
-	}
-	for i := range out {
-		out[i] = v
-	}
-}
-
-// zeroBits reports whether v's representation is all zero bits (+0, not -0).
-func zeroBits[T any](v T) bool {
-	switch x := any(v).(type) {
-	case float32:
-		return math.Float32bits(x) == 0
-	case float64:
-		return math.Float64bits(x) == 0
-	case int32:
-		return x == 0
-	case int64:
-		return x == 0
-	case bool:
-		return !x
-	}
-	return false
 }
 
 // execFastBroadcastInDim copies or repeats rows instead of simplego's per-element iterator.
@@ -646,7 +397,7 @@ func execFastBroadcastInDim(backend *simplego.Backend, node *simplego.Node, inpu
 	}
 	inStrides := make([]int, outShape.Rank())
 	if inShape.Size() > 1 {
-		rm := rowMajorStrides(inShape.Dimensions)
+		rm := kernels.RowMajorStrides(inShape.Dimensions)
 		for i, a := range axes {
 			if a < 0 || a >= outShape.Rank() {
 				return orig(backend, node, inputs, inputsOwned)
@@ -660,7 +411,7 @@ func execFastBroadcastInDim(backend *simplego.Backend, node *simplego.Node, inpu
 			}
 		}
 	}
-	loop := newStridedLoop(outShape.Dimensions, rowMajorStrides(outShape.Dimensions), inStrides)
+	loop := newStridedLoop(outShape.Dimensions, kernels.RowMajorStrides(outShape.Dimensions), inStrides)
 	inFlat, output, outFlat, err := newCopyOutput(backend, inputs[0], outShape)
 	if err != nil {
 		return nil, err
@@ -690,7 +441,7 @@ func broadcastRows[T any](loop *stridedLoop, out, in []T) {
 		dst := out[off[0] : off[0]+n]
 		switch s {
 		case 0:
-			fillRow(dst, in[off[1]])
+			kernels.FillRow(dst, in[off[1]])
 		case 1:
 			copy(dst, in[off[1]:off[1]+n])
 		default:
@@ -784,7 +535,7 @@ func whereRows[T any](cond []bool, t, f, out []T) {
 			if len(f) == n {
 				f32, sf = f32[lo:hi], 1
 			}
-			whereRow(o32, c, t32, f32, 1, st, sf)
+			kernels.WhereRow(o32, c, t32, f32, 1, st, sf)
 			return
 		}
 		switch {
@@ -830,7 +581,7 @@ func whereRows[T any](cond []bool, t, f, out []T) {
 		body(0, n)
 		return
 	}
-	parallelChunks(splitRange(n, chunks, 1), min(threads, chunks), body)
+	kernels.ParallelChunks(kernels.SplitRange(n, chunks, 1), min(threads, chunks), body)
 }
 
 // execFastReduceSum sums float32 or float64 rows: each output's terms are added in simplego's order
@@ -866,9 +617,9 @@ func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []
 	if stride != outShape.Size() {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	loop := newStridedLoop(inShape.Dimensions, outStrides, rowMajorStrides(inShape.Dimensions))
+	loop := newStridedLoop(inShape.Dimensions, outStrides, kernels.RowMajorStrides(inShape.Dimensions))
 	so := loop.rowStride(0)
-	if loop.rowStride(1) != 1 && prod(loop.dims) != 1 || so > 1 {
+	if loop.rowStride(1) != 1 && kernels.Prod(loop.dims) != 1 || so > 1 {
 		return orig(backend, node, inputs, inputsOwned)
 	}
 	inAny, err := backend.BufferData(inputs[0])
@@ -889,7 +640,7 @@ func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []
 }
 
 // reduceSumRows computes the ReduceSum laid out by loop (operand 0 the output, 1 the input).
-func reduceSumRows[T gemmFloat](loop *stridedLoop, out, in []T) {
+func reduceSumRows[T kernels.Float](loop *stridedLoop, out, in []T) {
 	so := loop.rowStride(0)
 	clear(out)
 	if last := len(loop.dims) - 1; last >= 1 && loop.strides[0][last] == 1 && loop.strides[0][last-1] == 0 && loop.strides[1][last-1] == loop.dims[last] {
@@ -908,7 +659,7 @@ func reduceSumRows[T gemmFloat](loop *stridedLoop, out, in []T) {
 			out[off[0]] = acc
 			return
 		}
-		accumulateRow(out[off[0]:off[0]+n], x)
+		kernels.AccumulateRow(out[off[0]:off[0]+n], x)
 	}
 	// Split on the largest kept axis.
 	split := -1
@@ -943,7 +694,7 @@ func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs 
 	if !ok1 || !ok2 || outShape.Size() == 0 {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	loop := newStridedLoop(outShape.Dimensions, rowMajorStrides(outShape.Dimensions), sa, sb)
+	loop := newStridedLoop(outShape.Dimensions, kernels.RowMajorStrides(outShape.Dimensions), sa, sb)
 	ra, rb := loop.rowStride(1), loop.rowStride(2)
 	lhsAny, err1 := backend.BufferData(inputs[0])
 	rhsAny, err2 := backend.BufferData(inputs[1])
@@ -963,30 +714,30 @@ func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs 
 	return output, nil
 }
 
-// greaterRows runs greaterRow over the loop's rows, split over the cores.
-func greaterRows[T gemmFloat](loop *stridedLoop, out []bool, lhs, rhs []T, ra, rb int) {
+// greaterRows runs kernels.GreaterRow over the loop's rows, split over the cores.
+func greaterRows[T kernels.Float](loop *stridedLoop, out []bool, lhs, rhs []T, ra, rb int) {
 	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
-		greaterRow(out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
+		kernels.GreaterRow(out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
 	})
 }
 
 // sumRowBlocks reduces a loop whose last two axes are (reduced, kept) with contiguous rows: for each
-// index of the outer axes, the R rows of n values are summed into n outputs with sumRows (in row
+// index of the outer axes, the R rows of n values are summed into n outputs with kernels.SumRows (in row
 // order, as simplego), the columns split over the cores in groups of 64 or more.
-func sumRowBlocks[T gemmFloat](loop *stridedLoop, out, in []T) {
+func sumRowBlocks[T kernels.Float](loop *stridedLoop, out, in []T) {
 	last := len(loop.dims) - 1
 	R, n := loop.dims[last-1], loop.dims[last]
 	outer := stridedLoop{dims: append([]int{1}, loop.dims[:last-1]...), strides: [][]int{
 		append([]int{0}, loop.strides[0][:last-1]...), append([]int{0}, loop.strides[1][:last-1]...)}}
 	parts := min(runtime.GOMAXPROCS(0), max(n/64, 1))
-	bounds := splitRange(n, parts, 8)
-	parallelChunks(bounds, parts, func(c0, c1 int) {
+	bounds := kernels.SplitRange(n, parts, 8)
+	kernels.ParallelChunks(bounds, parts, func(c0, c1 int) {
 		outer.run(0, 0, 1, func(off []int, rows int) {
 			// The outer loop's row is its last axis; walk it here too.
 			for i := range rows {
 				o := off[0] + i*outer.rowStride(0)
 				x := off[1] + i*outer.rowStride(1)
-				sumRows(out[o+c0:o+c1], in[x+c0:], R, n)
+				kernels.SumRows(out[o+c0:o+c1], in[x+c0:], R, n)
 			}
 		})
 	})

@@ -10,6 +10,8 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // specialTT is randTT with zeros of both signs, infinities, NaNs and large values sprinkled in.
@@ -329,7 +331,7 @@ func TestFastLogisticMatchesSimplego(t *testing.T) {
 // axis it is restricted on.
 func TestStridedLoop(t *testing.T) {
 	dims := []int{2, 1, 3, 4}
-	out := rowMajorStrides(dims)
+	out := kernels.RowMajorStrides(dims)
 	bcast := []int{0, 0, 1, 0} // [1, 1, 3, 1] broadcast along axes 0 and 3
 	l := newStridedLoop(dims, out, bcast)
 	if fmt.Sprint(l.dims) != "[2 3 4]" {
@@ -381,7 +383,7 @@ func TestFastGatherMatchesSimplego(t *testing.T) {
 		if len(batch) > rank {
 			batch = batch[:1] // GoMLX's shape inference bounds indexVectorAxis by the operand's rank.
 		}
-		nIdx := prod(batch)
+		nIdx := kernels.Prod(batch)
 		idx := make([]float64, nIdx*c)
 		for i := range idx {
 			idx[i] = float64(rng.Intn(dims[i%c]+4) - 2) // Some out of range on both sides.
@@ -424,7 +426,7 @@ func TestFastGatherMatchesSimplego(t *testing.T) {
 // they take (float32 and float64 inputs over the whole range they accept, ties of the exponent's
 // rounding, zeros of both signs), and stop before a group holding one they leave to math.Exp.
 func TestVectorExpMatchesMath(t *testing.T) {
-	if !hasExpAVX2 {
+	if !kernels.HasExpAVX2 {
 		t.Skip("no vector exp on this CPU")
 	}
 	rng := rand.New(rand.NewSource(57))
@@ -488,11 +490,11 @@ func vecOf(logistic bool) vecUnary {
 // a group holding NaN or an infinity.
 func TestVectorErfMatchesMath(t *testing.T) {
 	switch {
-	case !hasExpAVX2:
+	case !kernels.HasExpAVX2:
 		t.Skip("no vector erf on this CPU")
-	case !hasErfAVX2 && goFusesMulAdd():
+	case !kernels.HasErfAVX2 && goFusesMulAdd():
 		t.Skip("this build fuses math.Erf's multiply-adds: the vector erf is off")
-	case !hasErfAVX2:
+	case !kernels.HasErfAVX2:
 		t.Fatal("the vector erf disagrees with math.Erf (erfVecAgrees)")
 	}
 	rng := rand.New(rand.NewSource(58))

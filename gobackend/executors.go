@@ -8,7 +8,7 @@ import (
 )
 
 // simplego executes each node with a function from its executor table (simplego_internals.go). The
-// fast executors (the float32 and float64 DotGeneral kernels of gemm.go, the copies, the element-wise
+// fast executors (the float32 and float64 DotGeneral kernels of kernels/gemm.go, the copies, the element-wise
 // row loops) replace table entries; each only acts for the simplego instances inside a Backend that
 // asked for it (any other simplego backend in the process, and every dtype an executor doesn't handle,
 // still runs simplego's own), and falls back to simplego's executor if it can't read the node's

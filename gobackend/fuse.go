@@ -10,6 +10,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Element-wise fusion at compile time. A training step is full of short chains of float32 element-wise
@@ -52,17 +54,17 @@ func setFusedNode(n *simplego.Node, inputs []*simplego.Node, prog *fusedProgram)
 }
 
 // fuseKind is what a fused instruction computes: a binOp, or one of these.
-type fuseKind int
+type fuseKind = kernels.FuseKind
 
 const (
-	fuseWhere     fuseKind = 100 + iota // cond ? a : b
-	fuseGreater                         // a > b (bool); this and what follows are bool-valued.
-	fuseLess                            // a < b
-	fuseGreaterEq                       // a >= b
-	fuseLessEq                          // a <= b
-	fuseAnd                             // a && b (bool operands)
-	fuseOr                              // a || b
-	fuseNot                             // !a
+	fuseWhere     = kernels.FuseWhere
+	fuseGreater   = kernels.FuseGreater
+	fuseLess      = kernels.FuseLess
+	fuseGreaterEq = kernels.FuseGreaterEq
+	fuseLessEq    = kernels.FuseLessEq
+	fuseAnd       = kernels.FuseAnd
+	fuseOr        = kernels.FuseOr
+	fuseNot       = kernels.FuseNot
 )
 
 // boolKind reports whether instructions of kind k compute bools (comparisons, logical ops).
@@ -340,7 +342,7 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 	}
 	names := make([]string, len(prog.instrs))
 	for i, ins := range prog.instrs {
-		names[i] = fuseKindName(ins.kind)
+		names[i] = ins.kind.String()
 	}
 	prog.name = "Fused(" + strings.Join(names, ",") + ")"
 	if prog.reduce {
@@ -397,13 +399,13 @@ func (f *fuser) cheapFromOne(x *simplego.Node, dims []int, depth int) (full int,
 	for _, in := range nodeInputsOf(x) {
 		shape := nodeShape(in)
 		switch _, inFusible := fusibleKind(in); {
-		case shape.Size() < prod(dims):
+		case shape.Size() < kernels.Prod(dims):
 			// A broadcast operand (a per-channel vector), read in place.
 		case nodeOpType(in) == backends.OpTypeBroadcastInDim || nodeOpType(in) == backends.OpTypeReshape:
 			if _, _, ok := f.leafTransform(in, dims); !ok {
 				return 0, false
 			}
-			if nodeShape(nodeInputsOf(in)[0]).Size() == prod(dims) {
+			if nodeShape(nodeInputsOf(in)[0]).Size() == kernels.Prod(dims) {
 				full++
 			}
 		case !inFusible:
@@ -460,7 +462,7 @@ func (f *fuser) leafTransform(x *simplego.Node, dims []int) (src *simplego.Node,
 		}
 		strides = make([]int, len(dims))
 		if srcShape.Size() > 1 {
-			rm := rowMajorStrides(srcShape.Dimensions)
+			rm := kernels.RowMajorStrides(srcShape.Dimensions)
 			for j, a := range axes {
 				if a < 0 || a >= len(dims) {
 					return nil, nil, false
@@ -482,13 +484,6 @@ func (f *fuser) leafTransform(x *simplego.Node, dims []int) (src *simplego.Node,
 		return src, strides, true
 	}
 	return nil, nil, false
-}
-
-func fuseKindName(k fuseKind) string {
-	if k >= fuseWhere {
-		return [...]string{"Where", "GreaterThan", "LessThan", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Not"}[k-fuseWhere]
-	}
-	return [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min"}[k]
 }
 
 // execFused evaluates a fused node.
@@ -515,7 +510,7 @@ func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simpleg
 	if !prog.reduce {
 		// Write over an input this node is the last user of, if every leaf reading it has the output's
 		// layout: each block is read before its place in the output is written.
-		rowMajor := rowMajorStrides(prog.dims)
+		rowMajor := kernels.RowMajorStrides(prog.dims)
 		for i, buf := range inputs {
 			if s, err := backend.BufferShape(buf); !inputsOwned[i] || err != nil || !s.Equal(outShape) {
 				continue
@@ -542,7 +537,7 @@ func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simpleg
 	out := outAny.([]float32)
 	outStrides := prog.outStrides
 	if !prog.reduce {
-		outStrides = rowMajorStrides(prog.dims)
+		outStrides = kernels.RowMajorStrides(prog.dims)
 	} else {
 		clear(out)
 	}
@@ -551,7 +546,7 @@ func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simpleg
 	for i, l := range prog.leaves {
 		strides[1+i] = l.strides
 	}
-	if prod(prog.dims) == 0 {
+	if kernels.Prod(prog.dims) == 0 {
 		return output, nil
 	}
 	loop := newStridedLoop(prog.dims, strides...)
@@ -798,20 +793,20 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 				if len(ins.args) > 1 {
 					b, sb = argB(ins.args[1])
 				}
-				logicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+				kernels.LogicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case boolKind(ins.kind):
 				a, sa := argF(ins.args[0])
 				b, sb := argF(ins.args[1])
-				compareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+				kernels.CompareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case ins.kind == fuseWhere:
 				c, sc := argB(ins.args[0])
 				t, st := argF(ins.args[1])
 				f, sf := argF(ins.args[2])
-				whereRow(dst, c, t, f, sc, st, sf)
+				kernels.WhereRow(dst, c, t, f, sc, st, sf)
 			default:
 				a, sa := argF(ins.args[0])
 				b, sb := argF(ins.args[1])
-				binaryRow(binOp(ins.kind), dst, a, b, sa, sb)
+				kernels.BinaryRow(binOp(ins.kind), dst, a, b, sa, sb)
 			}
 		}
 		if prog.reduce {
@@ -819,7 +814,7 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 			so := ev.rowStride[0]
 			if so == 1 && ev.rowsStride[0] == 0 {
 				// Every row adds into the same outputs (per-channel sums): all rows in one pass.
-				sumRows(ev.out[off[0]:off[0]+n], v, gg, n)
+				kernels.SumRows(ev.out[off[0]:off[0]+n], v, gg, n)
 				continue
 			}
 			for r := range gg {
@@ -832,7 +827,7 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 					}
 					ev.out[o] = acc
 				} else {
-					accumulateRow(ev.out[o:o+n], x)
+					kernels.AccumulateRow(ev.out[o:o+n], x)
 				}
 			}
 		}
@@ -912,20 +907,20 @@ func (ev *fusedEval) row(off []int, n int) {
 				if len(ins.args) > 1 {
 					b, sb = ev.argB(ins.args[1], off, j0, m, 1)
 				}
-				logicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+				kernels.LogicalRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case boolKind(ins.kind):
 				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
 				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
-				compareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
+				kernels.CompareRow(ins.kind, ev.bt[i][:mi], a, b, sa, sb)
 			case ins.kind == fuseWhere:
 				c, sc := ev.argB(ins.args[0], off, j0, m, 0)
 				t, st := ev.argF(ins.args[1], off, j0, m, 1)
 				f, sf := ev.argF(ins.args[2], off, j0, m, 2)
-				whereRow(dst, c, t, f, sc, st, sf)
+				kernels.WhereRow(dst, c, t, f, sc, st, sf)
 			default:
 				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
 				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
-				binaryRow(binOp(ins.kind), dst, a, b, sa, sb)
+				kernels.BinaryRow(binOp(ins.kind), dst, a, b, sa, sb)
 			}
 		}
 		if prog.reduce {
@@ -937,7 +932,7 @@ func (ev *fusedEval) row(off []int, n int) {
 				}
 				ev.out[off[0]] = acc
 			} else {
-				accumulateRow(ev.out[off[0]+j0:off[0]+j0+m], v)
+				kernels.AccumulateRow(ev.out[off[0]+j0:off[0]+j0+m], v)
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package gobackend
 import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // execFastGather replaces simplego's Gather executor (a byte copy per element through an index
@@ -41,8 +43,8 @@ func execFastGather(backend *simplego.Backend, node *simplego.Node, inputs []*si
 			return orig(backend, node, inputs, inputsOwned)
 		}
 	}
-	run := prod(opShape.Dimensions[c:])
-	count := prod(idxShape.Dimensions[:nb])
+	run := kernels.Prod(opShape.Dimensions[c:])
+	count := kernels.Prod(idxShape.Dimensions[:nb])
 	if outShape.Size() != count*run {
 		return orig(backend, node, inputs, inputsOwned)
 	}

@@ -2,15 +2,15 @@ package gobackend
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // fusedConvCases adds to convCases the layouts the fused GEMM meets in a training step: the kernel
@@ -68,7 +68,7 @@ func TestFusedConvMatchesReference(t *testing.T) {
 				o, err = bb.ConvertDType(o, dtypes.Float64)
 				return []backends.Op{o}, err
 			}, x, k)[0]
-			assertClose(t, "float32 conv", got, want, 2e-6*float64(prod(cc.kDims)))
+			assertClose(t, "float32 conv", got, want, 2e-6*float64(kernels.Prod(cc.kDims)))
 			fused := b.count(fusedConvOpType) > before
 			applies := cc.axes.OutputChannels == len(cc.inDims)-1
 			if fused != applies {
@@ -97,66 +97,22 @@ func TestFusedConvFloat64(t *testing.T) {
 			if b.count(fusedConvOpType) == before {
 				t.Fatal("the float64 convolution did not run through the fused GEMM")
 			}
-			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(prod(cc.kDims)))
+			assertClose(t, "fused float64 conv vs reference", got, want, 1e-14*float64(kernels.Prod(cc.kDims)))
 			if max(cc.batchGroups, 1) == 1 {
-				assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(prod(cc.kDims)))
+				assertClose(t, "fused float64 conv vs simplego", got, runConv(t, native, cc, x, k), 1e-14*float64(kernels.Prod(cc.kDims)))
 			}
 		})
 	}
 }
 
-// The convolution operand packs exactly the im2col values (zeros in the padding) for every row order
-// and panel width, across block boundaries that split rows and contracting indices, in every phase of
-// an input-dilated convolution and every group of a grouped one.
-func TestConvOperandPacking(t *testing.T) {
-	rng := rand.New(rand.NewSource(62))
-	for i, cc := range fusedConvCases() {
-		if cc.axes.OutputChannels != len(cc.inDims)-1 {
-			continue
-		}
-		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
-		want := refConv(x, k, cc) // Only for the output dims.
-		probs, ok := newConvGemms(toF32(x), cc.inDims, toF32(k), cc.kDims, want.dims, specOf(cc))
-		if !ok {
-			t.Fatalf("%s: newConvGemms refused a layout it handles", cc.name)
-		}
-		for _, p := range probs {
-			op := p.lhs.(*convOperand[float32])
-			for _, w := range []int{1, 6, 14} {
-				i0, i1 := rng.Intn(p.m), p.m
-				k0 := rng.Intn(p.k)
-				k1 := k0 + 1 + rng.Intn(p.k-k0)
-				dst := make([]float32, ((i1-i0+w-1)/w)*w*(k1-k0))
-				for j := range dst {
-					dst[j] = 7 // Stale values must be overwritten.
-				}
-				op.pack(dst, 0, i0, i1, k0, k1, w)
-				for r := i0; r < ((i1-i0+w-1)/w)*w+i0; r++ {
-					for kk := k0; kk < k1; kk++ {
-						q, rr := (r-i0)/w, (r-i0)%w
-						got := dst[q*(k1-k0)*w+(kk-k0)*w+rr]
-						var want float32
-						if r < i1 && op.valid(r, kk) {
-							want = op.data[op.rowBase[r]+op.kOff[kk]]
-						}
-						if got != want {
-							t.Fatalf("%d %s w=%d: A(%d, %d) packed %v, want %v", i, cc.name, w, r, kk, got, want)
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
 // specOf fills in a case's parameters as the builder does.
-func specOf(cc convCase) convGemmSpec {
+func specOf(cc convCase) kernels.ConvGemmSpec {
 	S := len(cc.inDims) - 2
-	spec := convGemmSpec{axes: cc.axes, strides: fillOnes(cc.strides, S), kernelDilations: fillOnes(cc.kernelDilations, S),
-		inputDilations: fillOnes(cc.inputDilations, S), paddings: cc.paddings, flip: make([]bool, S),
-		channelGroups: cc.groups, batchGroups: cc.batchGroups}
-	if spec.paddings == nil {
-		spec.paddings = make([][2]int, S)
+	spec := kernels.ConvGemmSpec{Axes: kernels.ConvAxes(cc.axes), Strides: fillOnes(cc.strides, S), KernelDilations: fillOnes(cc.kernelDilations, S),
+		InputDilations: fillOnes(cc.inputDilations, S), Paddings: cc.paddings, Flip: make([]bool, S),
+		ChannelGroups: cc.groups, BatchGroups: cc.batchGroups}
+	if spec.Paddings == nil {
+		spec.Paddings = make([][2]int, S)
 	}
 	return spec
 }
@@ -201,81 +157,90 @@ func TestFoldKernelFlips(t *testing.T) {
 		return []backends.Op{o}, err
 	}, x, k)[0]
 	assertClose(t, "conv with a folded flip", got, want, 1e-5)
-	spec := nodeDataOf(conv.(*simplego.Node)).(*convGemmSpec)
-	if fmt.Sprint(spec.flip) != "[true true]" || nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]) != backends.OpTypeConvertDType {
-		t.Fatalf("the flip was not folded: flip %v, kernel input %s", spec.flip, nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]))
+	spec := nodeDataOf(conv.(*simplego.Node)).(*kernels.ConvGemmSpec)
+	if fmt.Sprint(spec.Flip) != "[true true]" || nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]) != backends.OpTypeConvertDType {
+		t.Fatalf("the flip was not folded: flip %v, kernel input %s", spec.Flip, nodeOpType(nodeInputsOf(conv.(*simplego.Node))[1]))
 	}
 }
 
-// A fused convolution's GEMM tables are built once per node and dims and reused: running the same spec
-// again on other tensors (and other dims) gives each time the definition's result.
-func TestConvPlansReused(t *testing.T) {
-	rng := rand.New(rand.NewSource(64))
-	cases := fusedConvCases()
-	for _, cc := range []convCase{cases[2], cases[len(cases)-5]} {
-		spec := specOf(cc)
-		spec.plans = &sync.Map{}
-		for round := range 3 {
-			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
-			want := refConv(x, k, cc)
-			out := make([]float64, prod(want.dims))
-			if !runConvGemms(x.data, x.dims, k.data, k.dims, want.dims, spec, out) {
-				t.Fatalf("%s: layout refused", cc.name)
-			}
-			got := newTT(want.dims...)
-			copy(got.data, out)
-			assertClose(t, fmt.Sprintf("%s round %d", cc.name, round), got, want, 1e-13)
-		}
-		n := 0
-		spec.plans.Range(func(_, _ any) bool { n++; return true })
-		if n != 1 {
-			t.Fatalf("%s: %d plans kept, want 1", cc.name, n)
-		}
-	}
+// depthwiseCase is a convolution the direct depthwise kernels compute, with the kernel flip the
+// fusion pass may fold in (flip: read the kernel reversed along every spatial axis).
+type depthwiseCase struct {
+	convCase
+	flip       bool
+	kernelGrad bool // The batch-grouped form, else the channel-grouped one.
 }
 
-// The kernel's direct form (A read in place: whole-window panels of a convolution's input) gives the
-// packed form's bits on every fused-convolution case, and did read panels in place.
-func TestConvDirectPanelsMatchPacked(t *testing.T) {
-	kern := defaultKernelOf[float32]()
-	if kern.direct == nil {
-		t.Skip("the default kernel has no direct form on this CPU")
+// depthwiseCases covers the three convolutions of a depthwise layer's training step as they reach the
+// backend (graphs/gomlxfix/vjp_conv.go): the forward, the input gradient (input dilation by the stride, the
+// kernel flipped) and the kernel gradient (batch groups, the channels as the input's batch, kernel
+// dilation standing for the stride); strides 1 and 2, symmetric and asymmetric padding, odd sizes,
+// channel counts that use the 32-wide and 8-wide kernel blocks and the Go loop's tail, 1-D and 3-D.
+func depthwiseCases() []depthwiseCase {
+	kgrad := backends.ConvolveAxesConfig{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
+		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	fwd := func(name string, in []int, k, stride, dil int, pads [][2]int) depthwiseCase {
+		C := in[len(in)-1]
+		S := len(in) - 2
+		kd := append(append(make([]int, 0, S+2), fillWith(S, k)...), 1, C)
+		return depthwiseCase{convCase: convCase{name: name, inDims: in, kDims: kd, axes: channelsLast(S), strides: fillWith(S, stride),
+			kernelDilations: fillWith(S, dil), paddings: pads, groups: C}}
 	}
-	packedOnly := *kern
-	packedOnly.direct = nil
-	rng := rand.New(rand.NewSource(65))
-	anyDirect := false
-	for _, cc := range append(fusedConvCases(), convCase{name: "interior-heavy", inDims: []int{2, 12, 12, 16},
-		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}}) {
-		if cc.axes.OutputChannels != len(cc.inDims)-1 {
-			continue
-		}
-		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
-		outDims := refConv(x, k, cc).dims
-		probs, ok := newConvGemms(toF32(x), cc.inDims, toF32(k), cc.kDims, outDims, specOf(cc))
-		if !ok {
-			t.Fatalf("%s: layout refused", cc.name)
-		}
-		got, want := make([]float32, prod(outDims)), make([]float32, prod(outDims))
-		for _, p := range probs {
-			mark := make([]bool, (p.m+kern.mr-1)/kern.mr)
-			anyDirect = anyDirect || p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
-			for _, split := range []gemmSplit{splitNone, splitShared} {
-				q := *p
-				q.forceSplit, q.threads = split, 2
-				q.kernel = kern
-				q.run(got)
-				q.kernel = &packedOnly
-				q.run(want)
-			}
-		}
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%s: output %d direct %v, packed %v", cc.name, i, got[i], want[i])
-			}
-		}
+	var cases []depthwiseCase
+	for _, C := range []int{3, 8, 13, 45, 72} {
+		cases = append(cases,
+			fwd(fmt.Sprintf("fwd-3x3-same-C%d", C), []int{2, 7, 6, C}, 3, 1, 1, [][2]int{{1, 1}, {1, 1}}),
+			fwd(fmt.Sprintf("fwd-3x3-stride2-C%d", C), []int{2, 7, 8, C}, 3, 2, 1, [][2]int{{1, 1}, {0, 1}}),
+		)
 	}
-	if !anyDirect {
-		t.Fatal("no panel was read in place")
+	cases = append(cases,
+		fwd("fwd-5x5-stride2-even", []int{1, 10, 10, 16}, 5, 2, 1, [][2]int{{2, 2}, {2, 2}}),
+		fwd("fwd-7x7-convnext", []int{2, 8, 8, 24}, 7, 1, 1, [][2]int{{3, 3}, {3, 3}}),
+		fwd("fwd-3x3-dilation2", []int{1, 9, 9, 16}, 3, 1, 2, [][2]int{{2, 2}, {2, 2}}),
+		fwd("fwd-valid", []int{2, 6, 5, 9}, 3, 1, 1, [][2]int{{0, 0}, {0, 0}}),
+		fwd("fwd-kernel-larger-than-input", []int{1, 2, 3, 8}, 5, 1, 1, [][2]int{{2, 2}, {2, 2}}),
+		fwd("fwd-1d", []int{3, 11, 20}, 3, 2, 1, [][2]int{{1, 1}}),
+		fwd("fwd-3d", []int{1, 4, 5, 4, 12}, 3, 1, 1, [][2]int{{1, 1}, {0, 1}, {1, 0}}),
+	)
+	// Input gradients of the forward cases above (stride s: input dilation s; padding (k-1)·d - lo,
+	// and the rest to reach the input's size), with the flipped kernel read in place.
+	dgrad := func(name string, out []int, k, stride, dil int, pads [][2]int) depthwiseCase {
+		c := fwd(name, out, k, 1, dil, pads)
+		c.inputDilations = fillWith(len(out)-2, stride)
+		c.flip = true
+		return c
 	}
+	cases = append(cases,
+		dgrad("dgrad-3x3-stride1", []int{2, 7, 6, 40}, 3, 1, 1, [][2]int{{1, 1}, {1, 1}}),
+		dgrad("dgrad-3x3-stride2", []int{2, 4, 4, 40}, 3, 2, 1, [][2]int{{1, 2}, {1, 1}}),
+		dgrad("dgrad-5x5-stride2", []int{1, 5, 5, 13}, 5, 2, 1, [][2]int{{2, 3}, {2, 3}}),
+		dgrad("dgrad-3x3-stride2-odd", []int{2, 3, 4, 16}, 3, 2, 1, [][2]int{{1, 1}, {1, 2}}),
+	)
+	// Kernel gradients: input x as [N, H, W, C] read with the channels as the batch, the output gradient
+	// [N, Ho, Wo, C] as the kernel, the forward stride as kernel dilation, the forward dilation as stride.
+	kg := func(name string, x []int, vSp []int, stride, dil int, pads [][2]int) depthwiseCase {
+		N, C := x[0], x[3]
+		return depthwiseCase{kernelGrad: true, convCase: convCase{name: name, inDims: x, kDims: []int{N, vSp[0], vSp[1], C}, axes: kgrad,
+			strides: []int{dil, dil}, kernelDilations: []int{stride, stride}, paddings: pads, batchGroups: C}}
+	}
+	cases = append(cases,
+		kg("kgrad-3x3-stride1-C40", []int{2, 7, 6, 40}, []int{7, 6}, 1, 1, [][2]int{{1, 1}, {1, 1}}),
+		kg("kgrad-3x3-stride2-C13", []int{3, 7, 8, 13}, []int{4, 4}, 2, 1, [][2]int{{1, 1}, {0, 1}}),
+		kg("kgrad-3x3-stride2-C72", []int{2, 8, 8, 72}, []int{4, 4}, 2, 1, [][2]int{{1, 0}, {1, 0}}),
+		kg("kgrad-7x7-C8", []int{2, 8, 8, 8}, []int{8, 8}, 1, 1, [][2]int{{3, 3}, {3, 3}}),
+		kg("kgrad-3x3-dilation2-C16", []int{1, 9, 9, 16}, []int{9, 9}, 1, 2, [][2]int{{2, 2}, {2, 2}}),
+	)
+	flipped := kg("kgrad-flipped-stride2-C24", []int{2, 7, 7, 24}, []int{4, 4}, 2, 1, [][2]int{{1, 1}, {1, 1}})
+	flipped.flip = true
+	cases = append(cases, flipped)
+	return cases
+}
+
+func fillWith(n, v int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
 }

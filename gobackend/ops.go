@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // This file composes the ops simplego lacks from ops it has. Each op checks its parameters, builds the
@@ -75,7 +77,7 @@ func (c *composer) padAxis(x, fill backends.Op, axis int, cfg backends.PadAxis) 
 		return nil
 	}
 	dims := slices.Clone(shape.Dimensions)
-	pre, n, post := prod(dims[:axis]), dims[axis], prod(dims[axis+1:])
+	pre, n, post := kernels.Prod(dims[:axis]), dims[axis], kernels.Prod(dims[axis+1:])
 	if cfg.Interior > 0 && n > 1 {
 		// [pre, n, 1, post] ++ fill [pre, n, interior, post] -> [pre, n*(1+interior), post] -> drop the tail.
 		step := 1 + cfg.Interior
@@ -177,9 +179,9 @@ func (c *composer) reverseLeading(x backends.Op, shape shapes.Shape, reversed ma
 		}
 	}
 	dims := shape.Dimensions
-	positions := prod(dims[:lead])
+	positions := kernels.Prod(dims[:lead])
 	indices := make([]int32, 0, positions*lead)
-	forEachPosition(dims[:lead], func(pos []int) {
+	kernels.ForEachPosition(dims[:lead], func(pos []int) {
 		for a, p := range pos {
 			if reversed[a] {
 				p = dims[a] - 1 - p
@@ -298,8 +300,8 @@ func (b *goBuilder) selectAndScatter(operand, source backends.Op, windowDims, st
 			return out, err
 		}
 	}
-	numS := prod(numWindows)
-	numK := prod(windowDims)
+	numS := kernels.Prod(numWindows)
+	numK := kernels.Prod(windowDims)
 
 	padded := c.padAll(operand, c.extreme(xShape.DType, isMin), padCfg) // -inf for max, +inf for min.
 	offsets := make([]int32, 0, numK*rank)                              // Table [K, rank] of offsets within the window, row-major.
@@ -548,7 +550,7 @@ func (b *goBuilder) ReduceWindow(x backends.Op, reductionType backends.ReduceOpT
 		return native()
 	}
 	window := fillOnes(windowDimensions, rank)
-	if rank == 0 || prod(window) > maxReduceWindowPositions || shape.DType == dtypes.Bool {
+	if rank == 0 || kernels.Prod(window) > maxReduceWindowPositions || shape.DType == dtypes.Bool {
 		return native()
 	}
 	if len(strides) == 0 {
@@ -564,7 +566,7 @@ func (b *goBuilder) ReduceWindow(x backends.Op, reductionType backends.ReduceOpT
 	}
 	padded := c.padAll(x, fill, padCfg)
 	var out backends.Op
-	forEachPosition(window, func(pos []int) {
+	kernels.ForEachPosition(window, func(pos []int) {
 		starts, limits := make([]int, rank), make([]int, rank)
 		for a := range rank {
 			starts[a] = pos[a] * winDil[a]
@@ -581,19 +583,4 @@ func (b *goBuilder) ReduceWindow(x backends.Op, reductionType backends.ReduceOpT
 		return nil, errors.WithMessagef(c.err, "ReduceWindow(%s, window=%v, strides=%v)", shape, window, strides)
 	}
 	return out, nil
-}
-
-// forEachPosition calls fn with every multi-index of dims, in row-major order.
-func forEachPosition(dims []int, fn func(pos []int)) {
-	pos := make([]int, len(dims))
-	for range prod(dims) {
-		fn(pos)
-		for a := len(dims) - 1; a >= 0; a-- {
-			pos[a]++
-			if pos[a] < dims[a] {
-				break
-			}
-			pos[a] = 0
-		}
-	}
 }

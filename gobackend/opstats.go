@@ -13,6 +13,8 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Op statistics of the pure-Go backend, for finding where a step's time goes op by op (pprof shows
@@ -69,10 +71,10 @@ func installOpStats() {
 						flops = 2 * float64(p.batch) * float64(p.lhsCross) * float64(p.rhsCross) * float64(p.contracting)
 					}
 				case fusedConvOpType:
-					if spec, ok := nodeDataOf(node).(*convGemmSpec); ok && len(inputs) == 2 {
+					if spec, ok := nodeDataOf(node).(*kernels.ConvGemmSpec); ok && len(inputs) == 2 {
 						if k, err := backend.BufferShape(inputs[1]); err == nil {
 							// Nominal: each output value a dot product over the kernel's positions and input channels.
-							flops = 2 * float64(nodeShape(node).Size()) * float64(k.Size()/max(k.Dimensions[spec.axes.KernelOutputChannels], 1))
+							flops = 2 * float64(nodeShape(node).Size()) * float64(k.Size()/max(k.Dimensions[spec.Axes.KernelOutputChannels], 1))
 						}
 					}
 				}
@@ -86,8 +88,8 @@ func installOpStats() {
 					}
 				}
 				if opType == fusedConvOpType && nodeFieldsOK {
-					if spec, ok := nodeDataOf(node).(*convGemmSpec); ok {
-						label = fmt.Sprintf("%s(stride %v, input dilation %v, flip %v) %s", spec.kind(), spec.strides, spec.inputDilations, spec.flip, label)
+					if spec, ok := nodeDataOf(node).(*kernels.ConvGemmSpec); ok {
+						label = fmt.Sprintf("%s(stride %v, input dilation %v, flip %v) %s", spec.Kind(), spec.Strides, spec.InputDilations, spec.Flip, label)
 					}
 				}
 				key := opStatKey{opType, label}

@@ -7,6 +7,8 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // SelectAndScatterMax/Min (max-pool's gradient) as nodes of their own: goBuilder.selectAndScatter checks
@@ -145,7 +147,7 @@ func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g
 	clear(out)
 	lead := len(g.dims)
 	// The window's cells, row-major: offsets from the window's origin along each leading axis.
-	numCells := prod(spec.window[:lead])
+	numCells := kernels.Prod(spec.window[:lead])
 	cellPos := make([]int, numCells*lead)
 	for k := range numCells {
 		rem := k
@@ -154,7 +156,7 @@ func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g
 			rem /= spec.window[a]
 		}
 	}
-	windowsPerFirst := prod(g.numWindows[1:]) // Windows per index of axis 0.
+	windowsPerFirst := kernels.Prod(g.numWindows[1:]) // Windows per index of axis 0.
 	run := func(lo, hi int) {
 		best := make([]T, g.inner)
 		arg := make([]int, g.inner)
@@ -225,5 +227,5 @@ func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g
 		run(0, first)
 		return
 	}
-	forChunks(first, len(x)/first, run) // axis 0 is then whole in x: len(x)/first values per index
+	kernels.ForChunks(first, len(x)/first, run) // axis 0 is then whole in x: len(x)/first values per index
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // TestSimplegoInternals is the guard on simplego_internals.go: each assumption it makes about GoMLX
@@ -190,11 +192,11 @@ func TestFusedConvHookInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := conv.(*simplego.Node)
-	spec, ok := nodeDataOf(n).(*convGemmSpec)
+	spec, ok := nodeDataOf(n).(*kernels.ConvGemmSpec)
 	if nodeOpType(n) != fusedConvOpType || !ok {
 		t.Fatalf("ConvGeneral built a %s node with %T, want a fused convolution", nodeOpType(n), nodeDataOf(n))
 	}
-	if got := fmt.Sprint(spec.strides, spec.paddings, spec.kernelDilations, spec.inputDilations, spec.flip); got != "[2 1] [[1 0] [0 1]] [1 2] [1 1] [false false]" {
+	if got := fmt.Sprint(spec.Strides, spec.Paddings, spec.KernelDilations, spec.InputDilations, spec.Flip); got != "[2 1] [[1 0] [0 1]] [1 2] [1 1] [false false]" {
 		t.Fatalf("spec = %s", got)
 	}
 }

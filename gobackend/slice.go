@@ -3,6 +3,8 @@ package gobackend
 import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // execFastSlice replaces simplego's Slice executor (one index update per element) for the backends
@@ -51,7 +53,7 @@ func sliceCopy[T any](dst, src []T, inDims, outDims, starts, strides []int) {
 	if len(dst) == 0 {
 		return
 	}
-	inStrides := rowMajorStrides(inDims)
+	inStrides := kernels.RowMajorStrides(inDims)
 	base := 0
 	for a := range rank {
 		base += starts[a] * inStrides[a]

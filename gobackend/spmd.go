@@ -11,6 +11,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // SPMD programs (GoMLX's distributed.SPMD strategy: graph.Exec.SPMD(mesh)). The builder compiles the
@@ -594,5 +596,5 @@ func reduceInto[T reducible](reduction backends.ReduceOpType, ins, outs [][]T) {
 		body(0, size)
 		return
 	}
-	parallelChunks(splitRange(size, chunks, 1), min(threads, chunks), body)
+	kernels.ParallelChunks(kernels.SplitRange(size, chunks, 1), min(threads, chunks), body)
 }

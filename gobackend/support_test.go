@@ -14,6 +14,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/pkg/errors"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // Test support: a small float64 tensor type with plain-loop references, a harness that runs ops on the
@@ -25,7 +27,9 @@ type tt struct {
 	data []float64
 }
 
-func newTT(dims ...int) tt { return tt{dims: slices.Clone(dims), data: make([]float64, prod(dims))} }
+func newTT(dims ...int) tt {
+	return tt{dims: slices.Clone(dims), data: make([]float64, kernels.Prod(dims))}
+}
 
 // randTT fills with values in [-1, 1).
 func randTT(rng *rand.Rand, dims ...int) tt {
@@ -67,7 +71,7 @@ func (t tt) flat(idx []int) int {
 // forEach calls fn with every multi-index of dims in row-major order.
 func forEach(dims []int, fn func(idx []int)) {
 	idx := make([]int, len(dims))
-	if prod(dims) == 0 {
+	if kernels.Prod(dims) == 0 {
 		return
 	}
 	for {

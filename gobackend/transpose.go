@@ -3,6 +3,8 @@ package gobackend
 import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // execFastTranspose replaces simplego's Transpose executor (an iterator step per element, a quarter
@@ -52,7 +54,7 @@ func transposeCopy[T any](dst, src []T, inDims, perm []int) {
 		dst[0] = src[0]
 		return
 	}
-	inStrides := rowMajorStrides(inDims)
+	inStrides := kernels.RowMajorStrides(inDims)
 	outDims := make([]int, rank)
 	stride := make([]int, rank) // input offset of one step along each output axis
 	for i, p := range perm {

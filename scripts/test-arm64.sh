@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The arm64 build's tests under user-mode emulation: gobackend (the NEON GEMM kernels and everything
-# that runs through them), cross-compiled with GOARCH=arm64 and run by qemu-aarch64-static, which this
-# script installs with apt-get (Debian's qemu-user-static) when it is missing. Emulated speed says
-# nothing about real arm64 CPUs; this checks correctness only. .ci/run runs it after `go test ./...`.
+# The arm64 build's tests under user-mode emulation: gobackend and gobackend/kernels (the NEON GEMM
+# kernels and everything that runs through them), cross-compiled with GOARCH=arm64 and run by
+# qemu-aarch64-static, which this script installs with apt-get (Debian's qemu-user-static) when it is
+# missing. Emulated speed says nothing about real arm64 CPUs; this checks correctness only. .ci/run
+# runs it after `go test ./...`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOMLX_NO_AUTO_INSTALL=1
@@ -31,5 +32,5 @@ if ! command -v qemu-aarch64-static >/dev/null; then
 fi
 
 export CGO_ENABLED=0 GOARCH=arm64
-go vet ./gobackend # asmdecl: the assembly's frame offsets against the Go declarations.
-go test -exec qemu-aarch64-static ./gobackend
+go vet ./gobackend/... # asmdecl: the assembly's frame offsets against the Go declarations.
+go test -exec qemu-aarch64-static ./gobackend/...

@@ -1,0 +1,767 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// A blocked, packed matrix multiply (GotoBLAS-style) for the pure-Go backend's DotGeneral and
+// convolutions, in float32 and float64 (one generic implementation; the verification checks run
+// float64): C[b] = A[b]·B[b] over batch b. Operands are packers: a DotGeneral operand addressed through
+// offset tables (any layout of batch, cross and contracting axes is read in place, with no transposed
+// copy), or a convolution's input read window by window (gemm_conv.go). They are packed into panels of
+// mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, NEON on
+// arm64, plain Go otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
+
+const (
+	gemmKC = 256  // Depth of a packed block: a B micro-panel (KC×NR: 8 to 32 KB) stays in L1.
+	gemmNC = 1024 // Columns of a packed B block (KC×NC, 1 MB: L2/L3), packed once and shared by the workers.
+
+	// The largest tile and packed A block the workers' scratch holds (gemmScratch); every kernel's mr,
+	// nr and mc fit (TestGemmKernelsFitScratch).
+	gemmMaxMR, gemmMaxNR, gemmMaxMC = 16, 32, 128
+)
+
+// gemmKernelOf is a micro-kernel: it adds the mr×nr product of k packed steps (a: k steps of mr values of
+// A, b: k steps of nr values of B) into c, row r of the tile at c[rows[r] : rows[r]+nr].
+type gemmKernelOf[T Float] struct {
+	name   string
+	mr, nr int
+	fn     func(k int, a, b, c []T, rows []int)
+	// direct, where the kernel has it, computes the same tile with A read in place instead of packed:
+	// A's row r at step p is data[rowsA[r]+koff[p]] (the caller checks those reads are inside data).
+	direct func(k int, data []T, rowsA, koff []int, b, c []T, rows []int)
+}
+
+// gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
+// DotGeneral operand; a convolution's input, rows whose windows lie inside it), so they are not packed.
+type gemmDirectA[T Float] interface {
+	// markDirect sets mark[q] for the panels q of w rows from i0 (up to i1) read in place, and reports
+	// whether any is.
+	markDirect(mark []bool, i0, i1, w int) bool
+	// packUnmarked packs like pack (batch b), leaving the marked panels out.
+	packUnmarked(dst []T, b, i0, i1, k0, k1, w int, mark []bool)
+	// directTables returns what batch b's marked panels are read from: A(b, i, k) = data[rowBase[i]+kOff[k]].
+	directTables(b int) (data []T, rowBase, kOff []int)
+}
+
+// Float is the element type of a GEMM: float32 (the nets) or float64 (the verification checks).
+type Float interface{ float32 | float64 }
+
+type (
+	gemmKernel   = gemmKernelOf[float32]
+	gemmKernel64 = gemmKernelOf[float64]
+)
+
+// mc is the number of rows of a packed A block (about 120 rows of 256: ~120 KB, in L2).
+func (kern *gemmKernelOf[T]) mc() int { return max(120/kern.mr, 1) * kern.mr }
+
+// nc is the number of columns of a packed B block: whole panels of nr within gemmNC, so a block's
+// padded panels fit the packed-B buffer.
+func (kern *gemmKernelOf[T]) nc() int { return max(gemmNC/kern.nr, 1) * kern.nr }
+
+// checkKernelArgs panics (like a slice index) unless an assembly kernel stays inside a, b and c.
+func checkKernelArgs[T Float](k, mr, nr int, a, b, c []T, rows []int) {
+	_, _, _ = a[k*mr-1], b[k*nr-1], rows[mr-1]
+	for _, r := range rows[:mr] {
+		_ = c[r : r+nr]
+	}
+}
+
+// gemmKernelGo4x8 and gemmKernelGo4x8F64 are the portable micro-kernels.
+var (
+	gemmKernelGo4x8    = &gemmKernel{name: "portable Go", mr: 4, nr: 8, fn: gemmKernelGo[float32]}
+	gemmKernelGo4x8F64 = &gemmKernel64{name: "portable Go", mr: 4, nr: 8, fn: gemmKernelGo[float64]}
+)
+
+// gemmKernelGoGeneric computes any tile shape in plain Go: the reference the assembly kernels are
+// checked against.
+func gemmKernelGoGeneric(mr, nr int) *gemmKernel { return gemmKernelGoGenericOf[float32](mr, nr) }
+
+func gemmKernelGoGenericOf[T Float](mr, nr int) *gemmKernelOf[T] {
+	return &gemmKernelOf[T]{name: "portable Go (generic)", mr: mr, nr: nr, fn: func(k int, a, b, c []T, rows []int) {
+		acc := make([]T, mr*nr)
+		for p := range k {
+			bp := b[p*nr : p*nr+nr]
+			for r, ar := range a[p*mr : p*mr+mr] {
+				row := acc[r*nr : r*nr+nr]
+				for j, bv := range bp {
+					row[j] += ar * bv
+				}
+			}
+		}
+		for r := range mr {
+			crow := c[rows[r] : rows[r]+nr]
+			for j, v := range acc[r*nr : r*nr+nr] {
+				crow[j] += v
+			}
+		}
+	}}
+}
+
+// gemmDefaultKernel is the fastest kernel the CPU runs; set in init (gemm_amd64.go, gemm_arm64.go), and
+// overridden by TRAINER_GEMM_KERNEL=go (or avx2 on amd64) for comparisons.
+var (
+	gemmDefaultKernel   = gemmKernelGo4x8
+	gemmDefaultKernel64 = gemmKernelGo4x8F64
+)
+
+// gemmNarrowKernel, when set, computes float32 products of at most gemmNarrowMaxN columns (a classifier's
+// 10 classes, a convolution's 16 channels): a default kernel twice as wide (AVX-512's 32 columns) would
+// spend half its multiplications or more on the zero columns of the edge tile.
+var gemmNarrowKernel *gemmKernel
+
+const gemmNarrowMaxN = 16
+
+// defaultKernelOf is the default kernel for element type T.
+func defaultKernelOf[T Float]() *gemmKernelOf[T] {
+	var k any = gemmDefaultKernel
+	if IsFloat64[T]() {
+		k = gemmDefaultKernel64
+	}
+	return k.(*gemmKernelOf[T])
+}
+
+// IsFloat64 reports whether T is float64.
+func IsFloat64[T Float]() bool { return unsafe.Sizeof(T(0)) == 8 }
+
+// gemmOperand addresses one operand: element (b, i, k) is data[batchOff[b] + crossOff[i] + kOff[k]],
+// where i is a row of A or a column of B and k the contracting index.
+type gemmOperandOf[T Float] struct {
+	data                     []T
+	batchOff, crossOff, kOff []int
+}
+
+// gemmPacker packs an operand: rows [i0, i1) (rows of A, columns of B) × contracting indices [k0, k1)
+// of batch b into dst as panels of width w: panel q holds, for each k, the w values of rows
+// i0+q·w .. i0+q·w+w-1 ([k][w]); rows past i1 are zeros.
+type gemmPackerOf[T Float] interface {
+	pack(dst []T, b, i0, i1, k0, k1, w int)
+}
+
+type (
+	gemmOperand = gemmOperandOf[float32]
+	gemmPacker  = gemmPackerOf[float32]
+	gemmProblem = GemmProblemOf[float32]
+)
+
+func (o *gemmOperandOf[T]) pack(dst []T, b, i0, i1, k0, k1, w int) {
+	packPanels(dst, o.data, o.batchOff[b], o.crossOff[i0:i1], o.kOff[k0:k1], w)
+}
+
+// markDirect implements gemmDirectA: every full panel is read in place (a DotGeneral operand's
+// offsets are all inside it).
+func (o *gemmOperandOf[T]) markDirect(mark []bool, i0, i1, w int) bool {
+	any := false
+	for q := range mark {
+		mark[q] = i0+q*w+w <= i1
+		any = any || mark[q]
+	}
+	return any
+}
+
+// packUnmarked implements gemmDirectA: the panels not marked, packed as pack does.
+func (o *gemmOperandOf[T]) packUnmarked(dst []T, b, i0, i1, k0, k1, w int, mark []bool) {
+	kl := k1 - k0
+	for q := range mark {
+		if !mark[q] {
+			r0 := i0 + q*w
+			packPanels(dst[q*kl*w:], o.data, o.batchOff[b], o.crossOff[r0:min(r0+w, i1)], o.kOff[k0:k1], w)
+		}
+	}
+}
+
+// directTables implements gemmDirectA.
+func (o *gemmOperandOf[T]) directTables(b int) ([]T, []int, []int) {
+	return o.data[o.batchOff[b]:], o.crossOff, o.kOff
+}
+
+// gemmProblem is out[b, i, j] = Σ_k lhs(b, i, k)·rhs(b, j, k). Row i of batch b's output starts at
+// b·batchStride + rowOff[i] and its columns are contiguous; by default (nil rowOff, 0 batchStride) out
+// is row-major [batch, m, n]. run clears out first unless accumulate is set (then the product is added
+// to what out holds: several problems writing disjoint rows of one output).
+type GemmProblemOf[T Float] struct {
+	lhs, rhs       gemmPackerOf[T]
+	batch, m, n, k int
+	rowOff         []int
+	batchStride    int
+	accumulate     bool
+	threads        int // Goroutines at most; 0: GOMAXPROCS.
+	kernel         *gemmKernelOf[T]
+	forceSplit     gemmSplit // Tests force a split to cover every path.
+}
+
+type gemmSplit int
+
+const (
+	splitAuto gemmSplit = iota
+	splitNone
+	splitBatch
+	splitShared // Workers share each packed B block and split its rows and column panels.
+	splitK
+	splitRows // Each worker multiplies a range of rows by the whole B, packing B itself.
+	splitCols // Each worker multiplies all of A by a range of B's columns.
+)
+
+// gemmScratch is one worker's packing space.
+type gemmScratch[T Float] struct {
+	packA, tile []T
+	tileRows    []int
+	direct      []bool // Per panel of the packed A block: read in place instead (gemmDirectA).
+	anyDirect   bool
+	// What the direct panels are read from (gemmDirectA.directTables), while anyDirect.
+	directData             []T
+	directRows, directKOff []int
+}
+
+func newGemmScratch[T Float]() any {
+	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC)}
+}
+
+// packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
+// kernel reads in place (s.direct).
+func (p *GemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic, ml, pc, pcEnd int) {
+	s.anyDirect = false
+	if d, ok := p.lhs.(gemmDirectA[T]); ok && kern.direct != nil {
+		mark := s.direct[:(ml+kern.mr-1)/kern.mr]
+		if s.anyDirect = d.markDirect(mark, ic, ic+ml, kern.mr); s.anyDirect {
+			d.packUnmarked(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr, mark)
+			s.directData, s.directRows, s.directKOff = d.directTables(b)
+			return
+		}
+	}
+	p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
+}
+
+func newPackB[T Float]() any {
+	b := make([]T, gemmKC*gemmNC)
+	return &b
+}
+
+// Pools by element type: [0] float32, [1] float64.
+var (
+	gemmScratchPools = [2]sync.Pool{{New: newGemmScratch[float32]}, {New: newGemmScratch[float64]}}
+	gemmPackBPools   = [2]sync.Pool{{New: newPackB[float32]}, {New: newPackB[float64]}}
+)
+
+func poolIndex[T Float]() int {
+	if IsFloat64[T]() {
+		return 1
+	}
+	return 0
+}
+
+func getScratch[T Float]() *gemmScratch[T] {
+	return gemmScratchPools[poolIndex[T]()].Get().(*gemmScratch[T])
+}
+
+func putScratch[T Float](s *gemmScratch[T]) { gemmScratchPools[poolIndex[T]()].Put(s) }
+
+func getPackB[T Float]() []T { return *gemmPackBPools[poolIndex[T]()].Get().(*[]T) }
+
+func putPackB[T Float](b []T) { gemmPackBPools[poolIndex[T]()].Put(&b) }
+
+// GemmKernelName names the micro-kernel in use.
+func GemmKernelName() string { return gemmDefaultKernel.name }
+
+// Run computes the product into out, using up to p.threads goroutines.
+func (p *GemmProblemOf[T]) Run(out []T) {
+	if !p.accumulate {
+		clear(out)
+	}
+	kern := p.kernel
+	if kern == nil {
+		kern = defaultKernelOf[T]()
+		if p.n <= gemmNarrowMaxN && !IsFloat64[T]() && gemmNarrowKernel != nil {
+			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
+		}
+	}
+	threads := p.threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	rowOff := p.rowOff
+	if rowOff == nil {
+		rowOff = make([]int, p.m)
+		for i := range rowOff {
+			rowOff[i] = i * p.n
+		}
+	}
+	bs := p.batchStride
+	if bs == 0 {
+		bs = p.m * p.n
+	}
+	split := p.forceSplit
+	if split == splitAuto {
+		switch {
+		case threads == 1 || p.batch*p.m*p.n*p.k < 1<<15:
+			split = splitNone
+		case p.batch >= threads:
+			split = splitBatch
+		case p.k > p.m && p.k >= 2*gemmKC:
+			// Splitting K packs nothing twice and costs a private m×n sum; sharing B would synchronise
+			// the workers once per K block of a long product.
+			split = splitK
+		default:
+			split = splitShared
+		}
+	}
+	batchOut := func(b int) []T { return out[b*bs:] }
+	switch split {
+	case splitNone:
+		s := getScratch[T]()
+		packB := getPackB[T]()
+		for b := range p.batch {
+			p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff)
+		}
+		putPackB(packB)
+		putScratch(s)
+
+	case splitBatch:
+		// The caller works too, so a worker the OS is slow to schedule delays nothing.
+		ParallelChunks(SplitRange(p.batch, p.batch, 1), min(threads, p.batch), func(b0, b1 int) {
+			s := getScratch[T]()
+			packB := getPackB[T]()
+			for b := b0; b < b1; b++ {
+				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff)
+			}
+			putPackB(packB)
+			putScratch(s)
+		})
+
+	case splitK:
+		chunks := min(threads, (p.k+gemmKC-1)/gemmKC)
+		bounds := SplitRange(p.k, chunks, 1)
+		mn := p.m * p.n
+		partial := make([][]T, chunks)
+		rowMajor := make([]int, p.m)
+		for i := range rowMajor {
+			rowMajor[i] = i * p.n
+		}
+		for b := range p.batch {
+			c := batchOut(b)
+			// The caller takes chunks too: if the OS is slow to run a worker, it does them all.
+			ParallelChunks(SplitRange(chunks, chunks, 1), chunks, func(t, _ int) {
+				dst, rows := c, rowOff
+				if t > 0 {
+					if partial[t] == nil {
+						partial[t] = make([]T, mn)
+					} else {
+						clear(partial[t])
+					}
+					dst, rows = partial[t], rowMajor
+				}
+				s := getScratch[T]()
+				packB := getPackB[T]()
+				p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], 0, p.n, dst, rows)
+				putPackB(packB)
+				putScratch(s)
+			})
+			for _, part := range partial[1:] {
+				for i := range p.m {
+					crow := c[rowOff[i] : rowOff[i]+p.n]
+					for j, v := range part[i*p.n : (i+1)*p.n] {
+						crow[j] += v
+					}
+				}
+			}
+		}
+
+	case splitShared:
+		packB := getPackB[T]()
+		for b := range p.batch {
+			p.shared(packB, kern, threads, b, batchOut(b), rowOff)
+		}
+		putPackB(packB)
+
+	case splitRows, splitCols:
+		// One join per product instead of two per K block: B (or A) is packed by every worker.
+		for b := range p.batch {
+			c := batchOut(b)
+			var bounds []int
+			if split == splitRows {
+				bounds = SplitRange(p.m, min(threads, (p.m+kern.mr-1)/kern.mr), kern.mr)
+			} else {
+				bounds = SplitRange(p.n, min(threads, (p.n+kern.nr-1)/kern.nr), kern.nr)
+			}
+			ParallelChunks(bounds, len(bounds)-1, func(lo, hi int) {
+				s := getScratch[T]()
+				packB := getPackB[T]()
+				if split == splitRows {
+					p.serial(s, packB, kern, b, lo, hi, 0, p.k, 0, p.n, c, rowOff)
+				} else {
+					p.serial(s, packB, kern, b, 0, p.m, 0, p.k, lo, hi, c, rowOff)
+				}
+				putPackB(packB)
+				putScratch(s)
+			})
+		}
+	}
+}
+
+// SplitRange cuts [0, n) into chunks boundaries, each a multiple of align except the last.
+func SplitRange(n, chunks, align int) []int {
+	bounds := make([]int, chunks+1)
+	units := (n + align - 1) / align
+	for t := range chunks + 1 {
+		bounds[t] = min(n, (units*t/chunks)*align)
+	}
+	return bounds
+}
+
+// kBlocks cuts [k0, k1) into even blocks of at most gemmKC: a 257-deep product is two 129-deep
+// blocks, not 256 + 1.
+func kBlocks(k0, k1 int) []int {
+	n := (k1 - k0 + gemmKC - 1) / gemmKC
+	bounds := make([]int, n+1)
+	for i := range bounds {
+		bounds[i] = k0 + (k1-k0)*i/max(n, 1)
+	}
+	return bounds
+}
+
+// serial adds rows [m0, m1) and columns [n0, n1) of batch b's product, over contracting indices
+// [k0, k1), into c.
+func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1, n0, n1 int, c []T, rowOff []int) {
+	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
+	kb := kBlocks(k0, k1)
+	for blk := range len(kb) - 1 {
+		pc, pcEnd := kb[blk], kb[blk+1]
+		kl := pcEnd - pc
+		for jc := n0; jc < n1; jc += nc {
+			nl := min(nc, n1-jc)
+			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
+			for ic := m0; ic < m1; ic += mc {
+				ml := min(mc, m1-ic)
+				p.packA(s, kern, b, ic, ml, pc, pcEnd)
+				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
+			}
+		}
+	}
+}
+
+// shared computes batch b's product with the workers sharing each packed B block: for every K block
+// and column block, B is packed once (its panels split among the workers), then the workers take
+// (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
+// workers) are split by column panels too.
+func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
+	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
+	kb := kBlocks(0, p.k)
+	icBlocks := (p.m + mc - 1) / mc
+	for blk := range len(kb) - 1 {
+		pc, pcEnd := kb[blk], kb[blk+1]
+		kl := pcEnd - pc
+		for jc := 0; jc < p.n; jc += nc {
+			nl := min(nc, p.n-jc)
+			panels := (nl + nr - 1) / nr
+			packChunks := min(threads, panels)
+			if kl*nl < 1<<14 {
+				packChunks = 1
+			}
+			pb := SplitRange(panels, packChunks, 1)
+			ParallelChunks(pb, packChunks, func(q0, q1 int) {
+				p.rhs.pack(packB[q0*kl*nr:], b, jc+q0*nr, min(jc+q1*nr, jc+nl), pc, pcEnd, nr)
+			})
+			colChunks := 1
+			if icBlocks < 2*threads {
+				colChunks = min(panels, (2*threads+icBlocks-1)/icBlocks)
+			}
+			cb := SplitRange(panels, colChunks, 1)
+			items := icBlocks * colChunks
+			bounds := make([]int, items+1)
+			for i := range bounds {
+				bounds[i] = i
+			}
+			ParallelChunks(bounds, min(threads, items), func(lo, hi int) {
+				s := getScratch[T]()
+				for it := lo; it < hi; it++ {
+					ic := (it / colChunks) * mc
+					cc := it % colChunks
+					ml := min(mc, p.m-ic)
+					p.packA(s, kern, b, ic, ml, pc, pcEnd)
+					p.block(s, kern, kl, pc, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
+				}
+				putScratch(s)
+			})
+		}
+	}
+}
+
+// block runs the micro-kernel over the packed A rows [ic, ic+ml) (contracting indices from pc, kl of
+// them) and B column panels [q0, q1) of the column block at jc (nl columns), adding into c; panels
+// marked in s.direct are read in place. Edge tiles go through the scratch tile.
+func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, pc, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
+	mr, nr := kern.mr, kern.nr
+	var data []T
+	var rowBase, koff []int
+	if s.anyDirect {
+		data, rowBase, koff = s.directData, s.directRows, s.directKOff[pc:pc+kl]
+	}
+	for q := q0; q < q1; q++ {
+		jr := q * nr
+		bp := packB[q*kl*nr:][:kl*nr]
+		cols := min(nr, nl-jr)
+		cq := c[jc+jr:]
+		for ir := 0; ir < ml; ir += mr {
+			direct := s.anyDirect && s.direct[ir/mr]
+			ap := s.packA[(ir/mr)*kl*mr:][:kl*mr]
+			rows := min(mr, ml-ir)
+			if rows == mr && cols == nr {
+				if direct {
+					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				} else {
+					kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr])
+				}
+				continue
+			}
+			tile, tileRows := s.tile[:mr*nr], s.tileRows[:mr]
+			clear(tile)
+			for r := range tileRows {
+				tileRows[r] = r * nr
+			}
+			if direct {
+				kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, tile, tileRows)
+			} else {
+				kern.fn(kl, ap, bp, tile, tileRows)
+			}
+			for r := range rows {
+				crow := cq[rowOff[ic+ir+r]:][:cols]
+				for j, v := range tile[r*nr : r*nr+cols] {
+					crow[j] += v
+				}
+			}
+		}
+	}
+}
+
+// packPanels copies the operand's rows (cross indices) × ks into panels of width w: panel q holds, for
+// each k, the w values of rows q·w .. q·w+w-1 ([k][w]); rows past the end are zeros.
+func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
+	kl := len(ks)
+	contiguous := kl > 0 && ks[kl-1]-ks[0] == kl-1 && isIota(ks)
+	for q := 0; q*w < len(rows); q++ {
+		panel := dst[q*kl*w:][:kl*w]
+		valid := min(w, len(rows)-q*w)
+		if valid == w && rows[q*w+w-1]-rows[q*w] == w-1 && isIota(rows[q*w:q*w+w]) {
+			// The panel's rows are adjacent in memory (a row-major B, or a transposed A): copy w at a time.
+			copyRows(panel, data, base+rows[q*w], ks, w)
+			continue
+		}
+		if contiguous && w < 8 && valid == w {
+			// A narrow panel (the AVX2 kernel's 6 rows): one transpose for all of them.
+			var offs [8]int
+			for i := range w {
+				offs[i] = base + rows[q*w+i] + ks[0]
+			}
+			packColumnsNarrow(panel, data, &offs, kl, w)
+			continue
+		}
+		r0 := 0
+		if contiguous && w >= 8 {
+			// Eight rows at a time through the 8×8 transpose.
+			var offs [8]int
+			for ; r0+8 <= valid; r0 += 8 {
+				for i := range offs {
+					offs[i] = base + rows[q*w+r0+i] + ks[0]
+				}
+				packColumns8(panel[r0:], data, &offs, kl, w)
+			}
+		}
+		for r := r0; r < w; r++ {
+			if r >= valid {
+				for i := r; i < len(panel); i += w {
+					panel[i] = 0
+				}
+				continue
+			}
+			rowBase := base + rows[q*w+r]
+			if contiguous {
+				src := data[rowBase+ks[0]:][:kl]
+				for i, v := range src {
+					panel[i*w+r] = v
+				}
+				continue
+			}
+			for i, ko := range ks {
+				panel[i*w+r] = data[rowBase+ko]
+			}
+		}
+	}
+}
+
+// isIota reports whether ks is ks[0], ks[0]+1, ...; only called when the ends already say so.
+func isIota(ks []int) bool {
+	for i := 1; i < len(ks); i++ {
+		if ks[i] != ks[i-1]+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// gemmKernelGo is the portable 4×8 micro-kernel: c[rows[r]+j] += Σ_p a[p][r]·b[p][j], with the
+// tile's 32 sums in local variables (registers, where the architecture has enough) instead of an
+// array in memory. Each sum adds its products in p order, like the other kernels.
+func gemmKernelGo[T Float](k int, a, b, c []T, rows []int) {
+	const mr, nr = 4, 8
+	var c00, c01, c02, c03, c04, c05, c06, c07, c10, c11, c12, c13, c14, c15, c16, c17, c20, c21, c22, c23, c24, c25, c26, c27, c30, c31, c32, c33, c34, c35, c36, c37 T
+	a, b = a[:k*mr], b[:k*nr]
+	for p := range k {
+		ap := a[p*mr : p*mr+mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr : p*nr+nr]
+		a0, a1, a2, a3 := ap[0], ap[1], ap[2], ap[3]
+		b0, b1, b2, b3, b4, b5, b6, b7 := bp[0], bp[1], bp[2], bp[3], bp[4], bp[5], bp[6], bp[7]
+		c00 += a0 * b0
+		c01 += a0 * b1
+		c02 += a0 * b2
+		c03 += a0 * b3
+		c04 += a0 * b4
+		c05 += a0 * b5
+		c06 += a0 * b6
+		c07 += a0 * b7
+		c10 += a1 * b0
+		c11 += a1 * b1
+		c12 += a1 * b2
+		c13 += a1 * b3
+		c14 += a1 * b4
+		c15 += a1 * b5
+		c16 += a1 * b6
+		c17 += a1 * b7
+		c20 += a2 * b0
+		c21 += a2 * b1
+		c22 += a2 * b2
+		c23 += a2 * b3
+		c24 += a2 * b4
+		c25 += a2 * b5
+		c26 += a2 * b6
+		c27 += a2 * b7
+		c30 += a3 * b0
+		c31 += a3 * b1
+		c32 += a3 * b2
+		c33 += a3 * b3
+		c34 += a3 * b4
+		c35 += a3 * b5
+		c36 += a3 * b6
+		c37 += a3 * b7
+	}
+	row0 := c[rows[0] : rows[0]+nr : rows[0]+nr]
+	row0[0] += c00
+	row0[1] += c01
+	row0[2] += c02
+	row0[3] += c03
+	row0[4] += c04
+	row0[5] += c05
+	row0[6] += c06
+	row0[7] += c07
+	row1 := c[rows[1] : rows[1]+nr : rows[1]+nr]
+	row1[0] += c10
+	row1[1] += c11
+	row1[2] += c12
+	row1[3] += c13
+	row1[4] += c14
+	row1[5] += c15
+	row1[6] += c16
+	row1[7] += c17
+	row2 := c[rows[2] : rows[2]+nr : rows[2]+nr]
+	row2[0] += c20
+	row2[1] += c21
+	row2[2] += c22
+	row2[3] += c23
+	row2[4] += c24
+	row2[5] += c25
+	row2[6] += c26
+	row2[7] += c27
+	row3 := c[rows[3] : rows[3]+nr : rows[3]+nr]
+	row3[0] += c30
+	row3[1] += c31
+	row3[2] += c32
+	row3[3] += c33
+	row3[4] += c34
+	row3[5] += c35
+	row3[6] += c36
+	row3[7] += c37
+}
+
+// axisOffsets enumerates, row-major over axes (in the given order), the flat offsets of the sub-tensor
+// indices of a tensor with the given row-major strides.
+func axisOffsets(dims, strides, axes []int) []int {
+	size := 1
+	for _, a := range axes {
+		size *= dims[a]
+	}
+	offs := make([]int, size)
+	idx := make([]int, len(axes))
+	off := 0
+	for i := range offs {
+		offs[i] = off
+		for j := len(axes) - 1; j >= 0; j-- {
+			a := axes[j]
+			idx[j]++
+			off += strides[a]
+			if idx[j] < dims[a] {
+				break
+			}
+			off -= idx[j] * strides[a]
+			idx[j] = 0
+		}
+	}
+	return offs
+}
+
+// RowMajorStrides returns the element strides of a row-major tensor.
+func RowMajorStrides(dims []int) []int {
+	strides := make([]int, len(dims))
+	s := 1
+	for i := len(dims) - 1; i >= 0; i-- {
+		strides[i] = s
+		s *= dims[i]
+	}
+	return strides
+}
+
+// newGemmOperand builds the offset tables of a DotGeneral operand with the given dims; cross axes are
+// the ones neither batch nor contracting, in axis order (DotGeneral's output order).
+func newGemmOperand[T Float](data []T, dims, contracting, batch []int) *gemmOperandOf[T] {
+	kind := make([]int, len(dims))
+	for _, a := range contracting {
+		kind[a] = 1
+	}
+	for _, a := range batch {
+		kind[a] = 2
+	}
+	var cross []int
+	for a, k := range kind {
+		if k == 0 {
+			cross = append(cross, a)
+		}
+	}
+	strides := RowMajorStrides(dims)
+	return &gemmOperandOf[T]{
+		data:     data,
+		batchOff: axisOffsets(dims, strides, batch),
+		crossOff: axisOffsets(dims, strides, cross),
+		kOff:     axisOffsets(dims, strides, contracting),
+	}
+}
+
+// AsFloat32 reinterprets a float32 slice of the generic code (callers check IsFloat64 first).
+func AsFloat32[T Float](s []T) []float32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&s[0])), len(s))
+}
+
+// NewDotProblem is the GEMM of a DotGeneral with these operands (flat row-major data and dims, the
+// contracting and batch axes of each) and output dims [batch, m, n]; ok is false if the operands'
+// axes do not make those sizes.
+func NewDotProblem[T Float](lhs, rhs []T, lhsDims, rhsDims, lhsContracting, lhsBatch, rhsContracting, rhsBatch []int, batch, m, n, k int) (*GemmProblemOf[T], bool) {
+	l := newGemmOperand(lhs, lhsDims, lhsContracting, lhsBatch)
+	r := newGemmOperand(rhs, rhsDims, rhsContracting, rhsBatch)
+	if len(l.crossOff) != m || len(r.crossOff) != n || len(l.kOff) != k || len(r.kOff) != k ||
+		len(l.batchOff) != batch || len(r.batchOff) != batch {
+		return nil, false
+	}
+	return &GemmProblemOf[T]{lhs: l, rhs: r, batch: batch, m: m, n: n, k: k}, true
+}

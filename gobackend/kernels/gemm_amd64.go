@@ -1,0 +1,120 @@
+package kernels
+
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
+
+// gemmKernelAVX2 is gemmKernelGo in AVX2+FMA assembly (gemm_amd64.s): 12 ymm accumulators hold the
+// 6×16 tile; each packed step broadcasts 6 values of A against two 8-float vectors of B.
+//
+//go:noescape
+func gemmKernelAVX2(k int, a, b, c *float32, rows *int)
+
+// gemmKernelAVX512 is the 14×32 tile in AVX-512 (gemm_amd64.s): 28 zmm accumulators; each packed
+// step broadcasts 14 values of A against two 16-float vectors of B.
+//
+//go:noescape
+func gemmKernelAVX512(k int, a, b, c *float32, rows *int)
+
+// gemmKernelAVX2Direct is gemmKernelAVX2 reading A in place: row r at step p is data[rowsA[r]+koff[p]].
+//
+//go:noescape
+func gemmKernelAVX2Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
+
+// gemmKernelAVX512Direct is gemmKernelAVX512 reading A in place: row r at step p is data[rowsA[r]+koff[p]].
+//
+//go:noescape
+func gemmKernelAVX512Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
+
+// gemmKernelAVX2F64 and gemmKernelAVX512F64 are the float64 kernels (gemm_f64_amd64.s): the same
+// registers hold 6×8 and 14×16 tiles of doubles.
+//
+//go:noescape
+func gemmKernelAVX2F64(k int, a, b, c *float64, rows *int)
+
+//go:noescape
+func gemmKernelAVX512F64(k int, a, b, c *float64, rows *int)
+
+var gemmKernelAVX2FMA = &gemmKernel{name: "AVX2+FMA", mr: 6, nr: 16, fn: func(k int, a, b, c []float32, rows []int) {
+	checkKernelArgs(k, 6, 16, a, b, c, rows)
+	gemmKernelAVX2(k, &a[0], &b[0], &c[0], &rows[0])
+}, direct: func(k int, data []float32, rowsA, koff []int, b, c []float32, rows []int) {
+	_, _, _, _ = rowsA[5], koff[k-1], b[k*16-1], rows[5]
+	for _, r := range rows[:6] {
+		_ = c[r : r+16]
+	}
+	gemmKernelAVX2Direct(k, &data[0], &rowsA[0], &koff[0], &b[0], &c[0], &rows[0])
+}}
+
+var gemmKernelAVX512F = &gemmKernel{name: "AVX-512", mr: 14, nr: 32, fn: func(k int, a, b, c []float32, rows []int) {
+	checkKernelArgs(k, 14, 32, a, b, c, rows)
+	gemmKernelAVX512(k, &a[0], &b[0], &c[0], &rows[0])
+}, direct: func(k int, data []float32, rowsA, koff []int, b, c []float32, rows []int) {
+	_, _, _, _ = rowsA[13], koff[k-1], b[k*32-1], rows[13]
+	for _, r := range rows[:14] {
+		_ = c[r : r+32]
+	}
+	gemmKernelAVX512Direct(k, &data[0], &rowsA[0], &koff[0], &b[0], &c[0], &rows[0])
+}}
+
+var gemmKernelAVX2FMAF64 = &gemmKernel64{name: "AVX2+FMA float64", mr: 6, nr: 8, fn: func(k int, a, b, c []float64, rows []int) {
+	checkKernelArgs(k, 6, 8, a, b, c, rows)
+	gemmKernelAVX2F64(k, &a[0], &b[0], &c[0], &rows[0])
+}}
+
+var gemmKernelAVX512F64x = &gemmKernel64{name: "AVX-512 float64", mr: 14, nr: 16, fn: func(k int, a, b, c []float64, rows []int) {
+	checkKernelArgs(k, 14, 16, a, b, c, rows)
+	gemmKernelAVX512F64(k, &a[0], &b[0], &c[0], &rows[0])
+}}
+
+// hasAVX2FMA, hasAVX512: x/sys/cpu also checks that the OS saves the ymm/zmm registers.
+var (
+	hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	hasAVX512  = cpu.X86.HasAVX512F
+)
+
+// gemmAsmKernels are the assembly kernels this CPU runs, for the tests.
+func gemmAsmKernels() []*gemmKernel {
+	var ks []*gemmKernel
+	if hasAVX2FMA {
+		ks = append(ks, gemmKernelAVX2FMA)
+	}
+	if hasAVX512 {
+		ks = append(ks, gemmKernelAVX512F)
+	}
+	return ks
+}
+
+// gemmAsmKernels64 are the float64 assembly kernels this CPU runs, for the tests.
+func gemmAsmKernels64() []*gemmKernel64 {
+	var ks []*gemmKernel64
+	if hasAVX2FMA {
+		ks = append(ks, gemmKernelAVX2FMAF64)
+	}
+	if hasAVX512 {
+		ks = append(ks, gemmKernelAVX512F64x)
+	}
+	return ks
+}
+
+func init() {
+	switch {
+	case hasAVX512:
+		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX512F, gemmKernelAVX512F64x
+		if hasAVX2FMA {
+			gemmNarrowKernel = gemmKernelAVX2FMA
+		}
+	case hasAVX2FMA:
+		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64
+	}
+	switch os.Getenv("TRAINER_GEMM_KERNEL") {
+	case "go":
+		gemmDefaultKernel, gemmDefaultKernel64, gemmNarrowKernel = gemmKernelGo4x8, gemmKernelGo4x8F64, nil
+	case "avx2":
+		if hasAVX2FMA {
+			gemmDefaultKernel, gemmDefaultKernel64, gemmNarrowKernel = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64, nil
+		}
+	}
+}

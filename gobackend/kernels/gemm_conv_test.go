@@ -1,0 +1,166 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"sync"
+	"testing"
+)
+
+// fusedConvCases adds to convCases the layouts the fused GEMM meets in a training step: the kernel
+// gradient's (input channels as the batch, rows adjacent in memory, a kernel larger than the output,
+// kernel dilation standing for the stride), the input gradient's (kernel in/out channels swapped), and
+// windows that cross every kind of padding.
+func fusedConvCases() []convCase {
+	nhwc := channelsLast(2)
+	kgrad := ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
+		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	dgrad := nhwc
+	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
+	return append(convCases(),
+		convCase{name: "kgrad-3x3-pad1", inDims: []int{3, 5, 5, 20}, kDims: []int{3, 5, 5, 7}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "kgrad-stride2-as-dilation", inDims: []int{2, 7, 7, 16}, kDims: []int{2, 4, 4, 5}, axes: kgrad, kernelDilations: []int{2, 2}, paddings: [][2]int{{1, 0}, {1, 0}}},
+		convCase{name: "dgrad-swapped-kernel", inDims: []int{2, 5, 4, 6}, kDims: []int{3, 3, 9, 6}, axes: dgrad, paddings: [][2]int{{2, 2}, {1, 2}}},
+		convCase{name: "1x1-wide", inDims: []int{3, 4, 4, 40}, kDims: []int{1, 1, 40, 33}, axes: nhwc},
+		convCase{name: "7x7-stride2-stem", inDims: []int{2, 12, 12, 3}, kDims: []int{7, 7, 3, 16}, axes: nhwc, strides: []int{2, 2}, paddings: [][2]int{{3, 3}, {3, 3}}},
+		convCase{name: "all-padding-rows", inDims: []int{1, 2, 2, 3}, kDims: []int{3, 3, 3, 4}, axes: nhwc, paddings: [][2]int{{3, 3}, {2, 4}}},
+		// Input gradients of strided convolutions: input dilation, so phases (and phases with no kernel
+		// position, whose rows stay zero).
+		convCase{name: "dgrad-stride2-3x3", inDims: []int{2, 4, 3, 5}, kDims: []int{3, 3, 6, 5}, axes: dgrad, inputDilations: []int{2, 2}, paddings: [][2]int{{1, 2}, {1, 1}}},
+		convCase{name: "dgrad-stride2-1x1", inDims: []int{2, 3, 3, 4}, kDims: []int{1, 1, 3, 4}, axes: dgrad, inputDilations: []int{2, 2}, paddings: [][2]int{{0, 1}, {0, 1}}},
+		convCase{name: "input-dilation-3x2-kernel-dilation", inDims: []int{1, 4, 5, 2}, kDims: []int{3, 2, 2, 3}, axes: nhwc, inputDilations: []int{3, 2}, kernelDilations: []int{2, 1}, strides: []int{1, 2}, paddings: [][2]int{{2, 3}, {-1, 2}}},
+		convCase{name: "input-dilation-1d", inDims: []int{3, 7, 4}, kDims: []int{4, 4, 5}, axes: channelsLast(1), inputDilations: []int{3}, paddings: [][2]int{{2, 1}}},
+		convCase{name: "zero-channels", inDims: []int{2, 4, 4, 0}, kDims: []int{3, 3, 0, 2}, axes: nhwc, paddings: [][2]int{{1, 1}, {1, 1}}},
+	)
+}
+
+// specOf fills in a case's parameters as the builder does.
+func specOf(cc convCase) ConvGemmSpec {
+	S := len(cc.inDims) - 2
+	spec := ConvGemmSpec{Axes: cc.axes, Strides: fillOnes(cc.strides, S), KernelDilations: fillOnes(cc.kernelDilations, S),
+		InputDilations: fillOnes(cc.inputDilations, S), Paddings: cc.paddings, Flip: make([]bool, S),
+		ChannelGroups: cc.groups, BatchGroups: cc.batchGroups}
+	if spec.Paddings == nil {
+		spec.Paddings = make([][2]int, S)
+	}
+	return spec
+}
+
+// The convolution operand packs exactly the im2col values (zeros in the padding) for every row order
+// and panel width, across block boundaries that split rows and contracting indices, in every phase of
+// an input-dilated convolution and every group of a grouped one.
+func TestConvOperandPacking(t *testing.T) {
+	rng := rand.New(rand.NewSource(62))
+	for i, cc := range fusedConvCases() {
+		if cc.axes.OutputChannels != len(cc.inDims)-1 {
+			continue
+		}
+		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+		want := refConv(x, k, cc) // Only for the output dims.
+		probs, ok := newConvGemms(toF32(x), cc.inDims, toF32(k), cc.kDims, want.dims, specOf(cc))
+		if !ok {
+			t.Fatalf("%s: newConvGemms refused a layout it handles", cc.name)
+		}
+		for _, p := range probs {
+			op := p.lhs.(*convOperand[float32])
+			for _, w := range []int{1, 6, 14} {
+				i0, i1 := rng.Intn(p.m), p.m
+				k0 := rng.Intn(p.k)
+				k1 := k0 + 1 + rng.Intn(p.k-k0)
+				dst := make([]float32, ((i1-i0+w-1)/w)*w*(k1-k0))
+				for j := range dst {
+					dst[j] = 7 // Stale values must be overwritten.
+				}
+				op.pack(dst, 0, i0, i1, k0, k1, w)
+				for r := i0; r < ((i1-i0+w-1)/w)*w+i0; r++ {
+					for kk := k0; kk < k1; kk++ {
+						q, rr := (r-i0)/w, (r-i0)%w
+						got := dst[q*(k1-k0)*w+(kk-k0)*w+rr]
+						var want float32
+						if r < i1 && op.valid(r, kk) {
+							want = op.data[op.rowBase[r]+op.kOff[kk]]
+						}
+						if got != want {
+							t.Fatalf("%d %s w=%d: A(%d, %d) packed %v, want %v", i, cc.name, w, r, kk, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// A fused convolution's GEMM tables are built once per node and dims and reused: running the same spec
+// again on other tensors (and other dims) gives each time the definition's result.
+func TestConvPlansReused(t *testing.T) {
+	rng := rand.New(rand.NewSource(64))
+	cases := fusedConvCases()
+	for _, cc := range []convCase{cases[2], cases[len(cases)-5]} {
+		spec := specOf(cc)
+		spec.Plans = &sync.Map{}
+		for round := range 3 {
+			x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+			want := refConv(x, k, cc)
+			out := make([]float64, Prod(want.dims))
+			if !RunConv(x.data, x.dims, k.data, k.dims, want.dims, spec, out) {
+				t.Fatalf("%s: layout refused", cc.name)
+			}
+			got := newTT(want.dims...)
+			copy(got.data, out)
+			assertClose(t, fmt.Sprintf("%s round %d", cc.name, round), got, want, 1e-13)
+		}
+		n := 0
+		spec.Plans.Range(func(_, _ any) bool { n++; return true })
+		if n != 1 {
+			t.Fatalf("%s: %d plans kept, want 1", cc.name, n)
+		}
+	}
+}
+
+// The kernel's direct form (A read in place: whole-window panels of a convolution's input) gives the
+// packed form's bits on every fused-convolution case, and did read panels in place.
+func TestConvDirectPanelsMatchPacked(t *testing.T) {
+	kern := defaultKernelOf[float32]()
+	if kern.direct == nil {
+		t.Skip("the default kernel has no direct form on this CPU")
+	}
+	packedOnly := *kern
+	packedOnly.direct = nil
+	rng := rand.New(rand.NewSource(65))
+	anyDirect := false
+	for _, cc := range append(fusedConvCases(), convCase{name: "interior-heavy", inDims: []int{2, 12, 12, 16},
+		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}}) {
+		if cc.axes.OutputChannels != len(cc.inDims)-1 {
+			continue
+		}
+		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+		outDims := refConv(x, k, cc).dims
+		probs, ok := newConvGemms(toF32(x), cc.inDims, toF32(k), cc.kDims, outDims, specOf(cc))
+		if !ok {
+			t.Fatalf("%s: layout refused", cc.name)
+		}
+		got, want := make([]float32, Prod(outDims)), make([]float32, Prod(outDims))
+		for _, p := range probs {
+			mark := make([]bool, (p.m+kern.mr-1)/kern.mr)
+			anyDirect = anyDirect || p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
+			for _, split := range []gemmSplit{splitNone, splitShared} {
+				q := *p
+				q.forceSplit, q.threads = split, 2
+				q.kernel = kern
+				q.Run(got)
+				q.kernel = &packedOnly
+				q.Run(want)
+			}
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: output %d direct %v, packed %v", cc.name, i, got[i], want[i])
+			}
+		}
+	}
+	if !anyDirect {
+		t.Fatal("no panel was read in place")
+	}
+}

@@ -1,0 +1,88 @@
+package kernels
+
+import "unsafe"
+
+// Packing helpers for panels narrower than 8 rows (the AVX2 kernel's 6-row A panels) and for the short
+// copies packing does per contracting index.
+
+// maxPanelRows bounds the rows of a packed A panel (the kernels' mr: 14 at most).
+const maxPanelRows = 16
+
+// packRowOffsets writes panel[k·w + r] = src[offs[r]+k] for rows r < w = len(offs) and k < n: w rows of
+// an operand into the columns of a packed panel. Rows go through the 8×8 transpose 8 at a time, the
+// last chunk first: a chunk of fewer than 8 rows repeats its last one, and each k's store of 8 values
+// spills onto the next k's first rows, which the earlier chunks (or, for the last k, the caller's next
+// contracting indices, packed after) write again.
+func packRowOffsets[T Float](panel, src []T, offs []int, n, w int) {
+	for c0 := ((w - 1) / 8) * 8; c0 >= 0; c0 -= 8 {
+		var o8 [8]int
+		for r := range o8 {
+			o8[r] = offs[min(c0+r, w-1)]
+		}
+		packColumnsPartial(panel[c0:], src, &o8, n, min(8, w-c0), w)
+	}
+}
+
+// packColumnsPartial writes, for rows r < rows (at most 8) starting at src offsets offs[r] and k < n,
+// panel[k·w + r] = src[offs[r]+k], with offs[rows:] repeating a real row. The AVX2 transpose stores 8
+// values per k, w apart, in increasing k: with fewer than 8 rows each store's extra values land on
+// what follows (see packRowOffsets); the last one's must stay inside panel, which bounds the groups
+// of 8 k done that way.
+func packColumnsPartial[T Float](panel, src []T, offs *[8]int, n, rows, w int) {
+	done := 0
+	if n8 := n &^ 7; hasRowsAVX2 && !IsFloat64[T]() && rows >= 1 {
+		for n8 > 0 && (n8-1)*w+8 > len(panel) {
+			n8 -= 8
+		}
+		if n8 > 0 {
+			for _, o := range offs {
+				_ = src[o : o+n8] // The kernel's reads.
+			}
+			_ = panel[(n8-1)*w+7]
+			transpose8(&AsFloat32(src)[0], &offs[0], n8, &AsFloat32(panel)[0], w)
+			done = n8
+		}
+	}
+	for k := done; k < n; k++ {
+		row := panel[k*w : k*w+rows]
+		for r := range row {
+			row[r] = src[offs[r]+k]
+		}
+	}
+}
+
+// packColumnsNarrow is packColumnsPartial for a panel of w < 8 rows, offs[w:] filled in here.
+func packColumnsNarrow[T Float](panel, src []T, offs *[8]int, n, w int) {
+	for r := w; r < 8; r++ {
+		offs[r] = offs[w-1]
+	}
+	packColumnsPartial(panel, src, offs, n, w, w)
+}
+
+// copyRows copies len(offs) rows of w values, row i from src[base+offs[i]:], into dst one after another:
+// the panel of w rows adjacent in memory (a row-major B, the kernel gradient's A), per contracting index.
+func copyRows[T Float](dst, src []T, base int, offs []int, w int) {
+	n := len(offs)
+	if n == 0 {
+		return
+	}
+	if hasCopyRows && !IsFloat64[T]() && (w == 16 || w == 6) {
+		lo, hi := offs[0], offs[0]
+		for _, o := range offs {
+			lo, hi = min(lo, o), max(hi, o)
+		}
+		if base+lo >= 0 {
+			_, _ = src[base+hi+w-1], dst[n*w-1] // The kernel's reads and writes.
+			at := (*float32)(unsafe.Add(unsafe.Pointer(&src[0]), base*4))
+			if w == 16 {
+				copyRows16(n, &AsFloat32(dst)[0], at, &offs[0])
+			} else {
+				copyRows6(n, &AsFloat32(dst)[0], at, &offs[0])
+			}
+			return
+		}
+	}
+	for i, o := range offs {
+		copy(dst[i*w:i*w+w], src[base+o:base+o+w])
+	}
+}
