@@ -71,7 +71,10 @@ func copyRows[T Float](dst, src []T, base int, offs []int, w int) {
 		for _, o := range offs {
 			lo, hi = min(lo, o), max(hi, o)
 		}
-		if base+lo >= 0 {
+		// base itself must lie in src: the kernel's address src+base must point into src's allocation
+		// (Go's rule for unsafe.Add, which -race's checkptr enforces), even where every base+offs[i]
+		// does. Border rows of a padded convolution, whose base is negative, take the loop below.
+		if base >= 0 && base+lo >= 0 {
 			_, _ = src[base+hi+w-1], dst[n*w-1] // The kernel's reads and writes.
 			at := (*float32)(unsafe.Add(unsafe.Pointer(&src[0]), base*4))
 			if w == 16 {
