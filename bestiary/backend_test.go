@@ -1,6 +1,6 @@
 package bestiary
 
-import "github.com/trainer/trainer/internal/testbackend"
+import "github.com/trainer/trainer/graphs/testbackend"
 
 // testBackend is the pure-Go backend every test in the package shares, with the project's gradients
 // installed.

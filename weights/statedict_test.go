@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/internal/testbackend"
+	"github.com/trainer/trainer/graphs/testbackend"
 )
 
 var testBackend = testbackend.Go

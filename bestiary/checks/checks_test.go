@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trainer/trainer/internal/testbackend"
+	"github.com/trainer/trainer/graphs/testbackend"
 	"github.com/trainer/trainer/verify"
 )
 

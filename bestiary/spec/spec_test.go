@@ -14,7 +14,7 @@ import (
 
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/netspec"
-	"github.com/trainer/trainer/internal/testbackend"
+	"github.com/trainer/trainer/graphs/testbackend"
 )
 
 // coreKinds are the kinds netspec registers itself, read before Register adds the bestiary's.

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/trainer/trainer/graphs"
-	"github.com/trainer/trainer/internal/testbackend"
+	"github.com/trainer/trainer/graphs/testbackend"
 )
 
 var testBackend = testbackend.Go
