@@ -3,28 +3,18 @@ package trainstep
 import (
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
-	"github.com/gomlx/gomlx/backends"
 	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // GoMLX's idiom for graph code.
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
 	"github.com/trainer/trainer/config"
-	"github.com/trainer/trainer/gobackend"
-	"github.com/trainer/trainer/graphs/gomlxfix"
+	"github.com/trainer/trainer/graphs/testbackend"
 	"github.com/trainer/trainer/verify/reference"
 )
 
 // lossBackend is the completed pure-Go backend, shared by the loss and optimizer-law tests.
-var lossBackend = sync.OnceValue(func() backends.Backend {
-	gomlxfix.Install()
-	b, err := gobackend.New("")
-	if err != nil {
-		panic(err)
-	}
-	return b
-})
+var lossBackend = testbackend.Go
 
 // lossAndGrad runs loss(logits, other) in float64 and returns its value and d/dlogits.
 func lossAndGrad(t *testing.T, loss func(logits, other *Node) *Node, logits reference.Tensor, other *tensors.Tensor) (float64, []float64) {
