@@ -128,26 +128,25 @@ torch.set_num_threads(os.cpu_count())
 v = re.search(r"MKL-DNN v([0-9.]+)", torch.__config__.show())
 print("PyTorch %s: %d threads; oneDNN (MKL-DNN %s) for convolutions: %s" % (torch.__version__, torch.get_num_threads(),
       v.group(1) if v else "absent", "yes" if torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled else "no"))' >&2
+# ours sets trainer: $TRAINER, or this checkout built into a temporary folder.
+ours() {
+  trainer=${TRAINER:-}
+  if [ -z "$trainer" ]; then
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    (cd "$here/.." && GOMLX_NO_AUTO_INSTALL=1 go build -o "$tmp/trainer" ./cmd/trainer)
+    trainer=$tmp/trainer
+  fi
+}
+
 case "${1:-}" in
   core) ;;
   table)
-    trainer=${TRAINER:-}
-    if [ -z "$trainer" ]; then
-      tmp=$(mktemp -d)
-      trap 'rm -rf "$tmp"' EXIT
-      (cd "$here/.." && GOMLX_NO_AUTO_INSTALL=1 go build -o "$tmp/trainer" ./cmd/trainer)
-      trainer=$tmp/trainer
-    fi
+    ours
     GOMLX_NO_AUTO_INSTALL=1 "$py" "$here/cpu_peer_table.py" "$trainer" --rounds "${2:-3}" --steps "${3:-10}" --threads "${4:-0}" ${NETS:+--nets "$NETS"}
     ;;
   recipe)
-    trainer=${TRAINER:-}
-    if [ -z "$trainer" ]; then
-      tmp=$(mktemp -d)
-      trap 'rm -rf "$tmp"' EXIT
-      (cd "$here/.." && GOMLX_NO_AUTO_INSTALL=1 go build -o "$tmp/trainer" ./cmd/trainer)
-      trainer=$tmp/trainer
-    fi
+    ours
     "$py" "$here/recipe_peer.py" "$trainer" --rounds "${2:-3}" ${3:+--configs "$3"} --threads "${THREADS:-0}"
     ;;
   resnet*) exec "$py" "$here/torch_resnet_step.py" "$1" "$2" "$3" "${4:-10}" ;;
