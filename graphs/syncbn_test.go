@@ -1,11 +1,9 @@
 package graphs
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -14,29 +12,18 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 
-	"github.com/trainer/trainer/gobackend"
-	"github.com/trainer/trainer/graphs/gomlxfix"
+	"github.com/trainer/trainer/graphs/testbackend"
 )
 
-// devicesBackend is the pure-Go backend with n in-process devices (one per n, shared by the tests).
-var devicesBackend = func() func(t *testing.T, n int) backends.Backend {
-	var mu sync.Mutex
-	cache := map[int]backends.Backend{}
-	return func(t *testing.T, n int) backends.Backend {
-		t.Helper()
-		mu.Lock()
-		defer mu.Unlock()
-		if cache[n] == nil {
-			gomlxfix.Install()
-			b, err := gobackend.New(fmt.Sprintf("devices=%d", n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cache[n] = b
-		}
-		return cache[n]
+// devicesBackend is the shared pure-Go backend with n in-process devices.
+func devicesBackend(t *testing.T, n int) backends.Backend {
+	t.Helper()
+	b, err := testbackend.Devices(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-}()
+	return b
+}
 
 func replicaMesh(t *testing.T, n int) *distributed.DeviceMesh {
 	t.Helper()

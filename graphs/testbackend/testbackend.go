@@ -3,6 +3,7 @@
 package testbackend
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
@@ -21,3 +22,24 @@ var Go = sync.OnceValue(func() backends.Backend {
 	}
 	return backend
 })
+
+var (
+	devicesMu sync.Mutex
+	devices   = map[int]backends.Backend{}
+)
+
+// Devices returns the shared pure-Go backend with n in-process devices (gobackend's devices=n), one
+// per n in the process.
+func Devices(n int) (backends.Backend, error) {
+	devicesMu.Lock()
+	defer devicesMu.Unlock()
+	if devices[n] == nil {
+		gomlxfix.Install()
+		b, err := gobackend.New(fmt.Sprintf("devices=%d", n))
+		if err != nil {
+			return nil, err
+		}
+		devices[n] = b
+	}
+	return devices[n], nil
+}
