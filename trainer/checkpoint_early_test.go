@@ -54,8 +54,8 @@ func TestResumeRefusesACheckpointWithAnExtraTensor(t *testing.T) {
 func TestStepsPastTheCheckpointRangeAreRefusedAtStart(t *testing.T) {
 	cfg := constantRun(t, "long", checkpoint.MaxStep+1)
 	_, err := Run(cfg, RunOptions{Out: io.Discard})
-	// The recipe's own bound (config.MaxSteps) refuses it first; the loop's check guards runs whose
-	// epochs make the count.
+	// The recipe's bound (config.MaxSteps, which a test holds equal to checkpoint.MaxStep) refuses it;
+	// schedule.Length applies the same bound to a count that epochs make.
 	if err == nil || !strings.Contains(err.Error(), "1000000000") || !strings.Contains(err.Error(), "999999999") {
 		t.Errorf("steps %d: %v; want it refused naming the range", cfg.Steps, err)
 	}

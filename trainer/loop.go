@@ -9,7 +9,6 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
-	"github.com/trainer/trainer/checkpoint"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/data"
 	"github.com/trainer/trainer/schedule"
@@ -461,11 +460,6 @@ func (s *session) train(opts RunOptions, step stepRunner, feed feed, start time.
 	}
 	if err := cfg.CheckScheduleLength(total, perEpoch); err != nil {
 		return res, err
-	}
-	if total > checkpoint.MaxStep {
-		// Refused now, not at the first checkpoint of a step past it, after training that far.
-		return res, fmt.Errorf("the run is %d optimizer steps, more than the %d a checkpoint records (its file name holds nine digits): "+
-			"expected steps (or epochs of %.4g steps) within it", total, checkpoint.MaxStep, perEpoch)
 	}
 	if note := cfg.Schedule.WarmupNote(perEpoch, total); note != "" {
 		fmt.Fprintln(out, note)
