@@ -103,6 +103,12 @@ func newBackend(simplegoConfig string) (*Backend, error) {
 	b := &Backend{Backend: sg, config: config, numDevices: numDevices, capabilities: caps, fastDot: !simplegoDot,
 		noFuse: noFuse || simplegoDot, strictConv: strictConv, convMode: conv.mode, im2colLimit: conv.im2colLimit}
 	installCollectives()
+	if parallelOps(config) {
+		if err := startParallelOps(sg, config); err != nil {
+			sg.Finalize()
+			return nil, errors.WithMessagef(err, "pure-Go backend config %q", simplegoConfig)
+		}
+	}
 	if b.fastDot {
 		enableFastOps(sg)
 	} else {
@@ -209,6 +215,7 @@ func (b *Backend) Finalize() {
 		printOpStats(os.Stderr)
 	}
 	disableFastOps(b.Backend)
+	stopParallelOps(b.Backend)
 	b.Backend.Finalize()
 }
 

@@ -45,11 +45,26 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 // and row Gathers to run and tile copies, and its hot element-wise ops to the row loops of
 // elementwise.go; it installs the fused nodes' executors once.
 func enableFastOps(sg *simplego.Backend) {
+	installExecutors()
+	fastOpsOwners.Store(sg, struct{}{})
+}
+
+// installExecutors puts the fast executors in simplego's table, once. Every backend of this package
+// goes through them (the others fall back to the saved originals), and the originals that split their
+// work over simplego's workers pool are wrapped to run their parts outside the op workers (parallel.go).
+func installExecutors() {
 	installFastOps.Do(func() {
 		for op, exec := range fastExecutors() {
 			if orig := sgNodeExecutors[op]; orig != nil {
 				sgExecutors[op] = orig
 				sgNodeExecutors[op] = exec
+			}
+		}
+		for _, op := range poolSplittingOps {
+			if orig := sgExecutors[op]; orig != nil {
+				sgExecutors[op] = partsOutsideOpWorkers(orig)
+			} else if orig := sgNodeExecutors[op]; orig != nil {
+				sgNodeExecutors[op] = partsOutsideOpWorkers(orig)
 			}
 		}
 		if fuseFieldsOK && sgNodeExecutors[fusedOpType] == nil {
@@ -69,7 +84,6 @@ func enableFastOps(sg *simplego.Backend) {
 		sgSlice = sgExecutors[backends.OpTypeSlice]
 		sgTranspose = sgExecutors[backends.OpTypeTranspose]
 	})
-	fastOpsOwners.Store(sg, struct{}{})
 }
 
 // disableFastOps forgets sg (called when its Backend is finalized).
