@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-		. "github.com/gomlx/gomlx/pkg/core/graph"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 )
 
@@ -102,4 +102,3 @@ func float32Tensor(t tt) *tensors.Tensor {
 	}
 	return tensors.FromFlatDataAndDimensions(flat, t.dims...)
 }
-
