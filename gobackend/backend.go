@@ -15,9 +15,11 @@ import (
 	"github.com/trainer/trainer/gobackend/kernels"
 )
 
-// DefaultConfig is the simplego configuration used when none is given. simplego's default (parallel op
-// execution when a single computation runs) can deadlock when several DotGenerals wait in its workers pool;
-// sequential op execution avoids it (DotGeneral itself still uses every core).
+// DefaultConfig is the simplego configuration used when none is given. Ops run one after another; the
+// kernels inside each (GEMM, fused convolution, element-wise loops) split over every core. Parallel op
+// execution ("ops_parallel", free of deadlocks and bit-identical to it: parallel.go) overlaps
+// independent ops, but those are mostly already multi-threaded, and on the 2-core machines measured it
+// didn't shorten the steps (docs/benchmarks.md, "A core left idle").
 const DefaultConfig = "ops_sequential"
 
 // addedOps are the ops the wrapper adds to simplego (ConvGeneral is overridden, not added).
@@ -65,6 +67,9 @@ var _ backends.Backend = (*Backend)(nil)
 // "conv=auto|native|im2col|col2im" forces one algorithm for every convolution (auto: the default
 // choice per convolution), and "im2col_limit=N" sets the largest im2col/col2im intermediate, in
 // elements, above which a convolution runs simplego's own (default 1<<28).
+//
+// "ops_parallel" runs independent ops at once on simplego's op workers (parallel.go says why it cannot
+// deadlock); results are the same bits as ops_sequential's.
 //
 // "devices=R" makes R devices in this process (default 1): each runs the per-device program of an SPMD
 // executable (graph.Exec.SPMD) on its own buffers, the cores shared among them, and AllReduce meets
