@@ -29,7 +29,7 @@ import (
 //
 // Each op computes the same values whatever else runs beside it (every kernel's split depends on the
 // sizes and GOMAXPROCS, never on what is free), so parallel and sequential op execution give the same
-// bits (TestParallelOpsNoDeadlock, and the trainer's TestParallelOpsBitIdentical over whole steps).
+// bits (TestParallelOpsNoDeadlock here, and trainstep's TestParallelOpsBitIdentical over whole training steps).
 //
 // devices=R keeps sequential op execution per device: an AllReduce node waits for the other devices
 // inside its task, so under ops_parallel R devices' collectives could hold every slot of the shared pool
