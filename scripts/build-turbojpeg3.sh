@@ -31,8 +31,11 @@ cmake -S "$work/libjpeg-turbo-$version" -B "$work/build" -DCMAKE_BUILD_TYPE=Rele
 	-DWITH_TURBOJPEG=ON -DWITH_JAVA=OFF -DWITH_TOOLS=OFF -DWITH_TESTS=OFF >"$work/cmake.log" 2>&1 ||
 	{ cat "$work/cmake.log" >&2; exit 1; }
 cmake --build "$work/build" --target turbojpeg -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
-mkdir -p "$cache/$version/lib.tmp"
-cp -L "$work/build/libturbojpeg.so.0" "$cache/$version/lib.tmp/libturbojpeg.so"
-rm -rf "$cache/$version/lib"
-mv "$cache/$version/lib.tmp" "$cache/$version/lib"
+# Into place with one rename, so a concurrent run sees the library whole or not at all.
+mkdir -p "$cache/$version"
+tmp=$(mktemp -d "$cache/$version/lib.XXXXXX")
+chmod 755 "$tmp"
+cp -L "$work/build/libturbojpeg.so.0" "$tmp/libturbojpeg.so"
+mv -T "$tmp" "$cache/$version/lib" 2>/dev/null || rm -rf "$tmp" # another run was first
+[ -f "$lib" ] || { echo "build-turbojpeg3.sh: $lib is missing after the build" >&2; exit 1; }
 echo "$lib"
