@@ -43,11 +43,37 @@ const (
 	tjerrWarning = 0
 )
 
+// TurboJPEG 3 constants (turbojpeg.h of libjpeg-turbo 3.0+): tj3Init's type and tj3Set/tj3Get's
+// parameters (enum TJPARAM).
+const (
+	tj3InitDecompress = 1
+
+	tj3ParamStopOnWarning = 0
+	tj3ParamSubsamp       = 4
+	tj3ParamJPEGWidth     = 5
+	tj3ParamJPEGHeight    = 6
+	tj3ParamColorspace    = 8
+	tj3ParamFastUpsample  = 9
+	tj3ParamFastDCT       = 10
+	tj3ParamSaveMarkers   = 25
+)
+
+// tjMCUWidth is the iMCU width in pixels of each chroma subsampling (TJSAMP_444, 422, 420, GRAY,
+// 440, 411, 441): a TurboJPEG 3 cropping region starts on a multiple of it (scaled).
+var tjMCUWidth = [...]int{8, 16, 16, 8, 8, 32, 8}
+
 // turboLib holds the entry points of a loaded TurboJPEG library.
 type turboLib struct {
 	name                                               string // as loaded
 	initDecompress, decompressHeader3, decompress2     uintptr
 	destroy, getErrorStr2, getErrorCode, scalingFactor uintptr
+	v3                                                 *turbo3 // nil: TurboJPEG 2 (whole images only)
+}
+
+// turbo3 holds the TurboJPEG 3 entry points (libjpeg-turbo 3.0+), which decode part of an image:
+// the rows and iMCU columns of a cropping region, at a DCT scale.
+type turbo3 struct {
+	init, set, get, decompressHeader, setScalingFactor, setCroppingRegion, decompress8 uintptr
 }
 
 var (
@@ -109,9 +135,30 @@ func openTurbo(names []string) (*turboLib, error) {
 			errs = append(errs, fmt.Sprintf("%s: %v (TurboJPEG older than libjpeg-turbo 2.0?)", name, err))
 			continue
 		}
+		l.v3 = openTurbo3(h)
 		return l, nil
 	}
 	return nil, errors.New(strings.Join(errs, "; "))
+}
+
+// openTurbo3 returns the TurboJPEG 3 entry points of the library h, or nil when it has not all of
+// them (TurboJPEG 2).
+func openTurbo3(h uintptr) *turbo3 {
+	v3 := &turbo3{}
+	for _, s := range []struct {
+		p   *uintptr
+		sym string
+	}{
+		{&v3.init, "tj3Init"}, {&v3.set, "tj3Set"}, {&v3.get, "tj3Get"}, {&v3.decompressHeader, "tj3DecompressHeader"},
+		{&v3.setScalingFactor, "tj3SetScalingFactor"}, {&v3.setCroppingRegion, "tj3SetCroppingRegion"},
+		{&v3.decompress8, "tj3Decompress8"},
+	} {
+		var err error
+		if *s.p, err = purego.Dlsym(h, s.sym); err != nil {
+			return nil
+		}
+	}
+	return v3
 }
 
 // turboLoaded reports whether JPEGs decode with libjpeg-turbo in this process.
@@ -125,7 +172,11 @@ const fastDecodeFlags = tjflagFastDCT | tjflagFastUpsample
 // loads, else Go's image/jpeg.
 func JPEGDecoder() string {
 	if l := loadTurbo(); l != nil {
-		return "libjpeg-turbo (" + l.name + ")"
+		api := "TurboJPEG 2 API, whole-image decoding"
+		if l.v3 != nil {
+			api = "TurboJPEG 3 API, cropped decoding"
+		}
+		return "libjpeg-turbo (" + l.name + ", " + api + ")"
 	}
 	return "Go image/jpeg"
 }
@@ -163,7 +214,17 @@ func (d *turboDecoder) call(fn uintptr, args ...uintptr) int32 {
 type tjHandle struct{ h uintptr }
 
 func newTJHandle(l *turboLib) *tjHandle {
-	h, _, _ := purego.SyscallN(l.initDecompress)
+	var h uintptr
+	if l.v3 != nil {
+		h, _, _ = purego.SyscallN(l.v3.init, tj3InitDecompress)
+		if h != 0 {
+			// No ICC profile extraction while reading headers (TurboJPEG 3's default): the pixels do not
+			// use it, and TurboJPEG 2 did not read it either.
+			purego.SyscallN(l.v3.set, h, tj3ParamSaveMarkers, 0)
+		}
+	} else {
+		h, _, _ = purego.SyscallN(l.initDecompress)
+	}
 	if h == 0 {
 		return nil
 	}
@@ -230,9 +291,11 @@ func decodeJPEGRegion(b []byte, channels int, buf []uint8, maxPixels int64, regi
 // nil: the caller then decodes it some other way. An image whose header declares more than
 // maxPixels pixels (0: DefaultMaxImagePixels) is refused before anything is decoded.
 //
-// TurboJPEG 2.1 decodes whole images only: a box is cut from the whole decode at its scale, which
-// gives the same bytes as libjpeg's cropped decoding with a margin (the box's edges get the chroma
-// interpolation of the full image).
+// The box has the bytes it has in the whole image decoded at its scale. TurboJPEG 2 decodes whole
+// images only, and the box is cut from that. TurboJPEG 3 decodes a cropping region: the box's rows
+// and iMCU columns with a margin of one pixel, so that the box's edge pixels get the chroma
+// interpolation of the whole image (libjpeg replicates chroma at a region's edges), and the box is
+// cut from the region.
 func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixels int64, flags int, region func(w, h int) (x, y, bw, bh, denom int)) (p pixels, ok bool, err error) {
 	if d == nil || len(b) < 3 || b[0] != 0xff || b[1] != 0xd8 || (channels != 1 && channels != 3) {
 		return pixels{}, false, nil
@@ -241,30 +304,35 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	src, n := uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))
-	h := d.handle.h
-	d.width = -1 // left so when the header fails (tjGetErrorCode says "warning" after any warning)
-	r := d.call(d.lib.decompressHeader3, h, src, n, uintptr(unsafe.Pointer(&d.width)),
-		uintptr(unsafe.Pointer(&d.height)), uintptr(unsafe.Pointer(&d.subsamp)), uintptr(unsafe.Pointer(&d.colorspace)))
-	runtime.KeepAlive(b)
-	if d.width < 0 {
-		// No header. TurboJPEG keeps the last message, libjpeg stopped at the first: data that ran out
-		// before the end marker was first a premature end (then a missing SOS, or a stream of tables
-		// only, which TurboJPEG returns without an image and without an error).
-		_, msg := d.lastError()
-		switch {
-		case !bytes.HasSuffix(b, []byte{0xff, 0xd9}):
-			msg = "Premature end of JPEG file"
-		case r == 0:
-			msg = "JPEG datastream contains no image"
-		}
-		return pixels{}, true, d.fail(errors.New("libjpeg: " + msg))
-	}
-	if r != 0 {
-		// A warning in the header left it read: the decode below meets the warning again, on a
-		// fresh handle (TurboJPEG 2.1 would leave its warning flag set).
+	if r := d.readHeader(src, n); r != 0 || d.width < 0 {
+		// The header failed, or it was read with a warning. Read again on a fresh handle: on a used one
+		// TurboJPEG 3 reports the previous image's size after a failed header, and TurboJPEG 2.1 leaves
+		// a handle whose header failed in the middle of its marker reading. (A stream of tables only
+		// returns no error and, from TurboJPEG 3, the previous image's size: its decompression below
+		// then fails with libjpeg's message.)
 		d.fail(nil)
-		h = d.handle.h
+		r = d.readHeader(src, n)
+		runtime.KeepAlive(b)
+		if d.width < 0 {
+			// No header. TurboJPEG keeps the last message, libjpeg stopped at the first: data that ran
+			// out before the end marker was first a premature end (then a missing SOS, or a stream of
+			// tables only, which TurboJPEG returns without an image and without an error).
+			_, msg := d.lastError()
+			switch {
+			case !bytes.HasSuffix(b, []byte{0xff, 0xd9}):
+				msg = "Premature end of JPEG file"
+			case r == 0:
+				msg = "JPEG datastream contains no image"
+			}
+			return pixels{}, true, d.fail(errors.New("libjpeg: " + msg))
+		}
+		if d.lib.v3 == nil {
+			// A warning in the header left it read: the decode below meets the warning again, on a
+			// fresh handle (TurboJPEG 2.1 would leave its warning flag set; 3 clears it per call).
+			d.fail(nil)
+		}
 	}
+	runtime.KeepAlive(b)
 	iw, ih, cs := int(d.width), int(d.height), d.colorspace
 	if (cs != tjcsGray && cs != tjcsYCbCr && cs != tjcsRGB) || iw < 1 || ih < 1 {
 		return pixels{}, false, nil
@@ -300,32 +368,49 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 	if channels == 1 && cs == tjcsGray {
 		oc, pf = 1, tjpfGray
 	}
-	whole := p.w == sw && p.h == sh && oc == channels
+	whole := p.w == sw && p.h == sh
+	// The part of the scaled image decoded: all of it, or (TurboJPEG 3) the box with a margin of a
+	// pixel, widened left to the iMCU column it starts in.
+	rg := tjRegion{w: sw, h: sh}
+	if v3 := d.lib.v3; v3 != nil && !whole && d.subsamp >= 0 && int(d.subsamp) < len(tjMCUWidth) {
+		mcu := (tjMCUWidth[d.subsamp] + denom - 1) / denom
+		rg.x, rg.y = max(x0-1, 0)/mcu*mcu, max(y0-1, 0)
+		rg.w, rg.h = min(x1+1, sw)-rg.x, min(y1+1, sh)-rg.y
+	}
 	var dst []uint8
-	if whole {
+	if whole && oc == channels {
 		buf = growBytes(buf, sw*sh*oc)
 		dst = buf
 	} else {
-		d.full = growBytes(d.full, sw*sh*oc)
+		d.full = growBytes(d.full, rg.w*rg.h*oc)
 		dst = d.full
 	}
-	r = d.call(d.lib.decompress2, h, src, n, uintptr(unsafe.Pointer(&dst[0])),
-		uintptr(sw), uintptr(sw*oc), uintptr(sh), uintptr(pf), uintptr(tjflagAccurateDCT|tjflagStopOnWarn|flags))
+	r := d.decompress(src, n, dst, sw, sh, denom, rg, pf, flags, true)
 	runtime.KeepAlive(b)
 	runtime.KeepAlive(dst)
 	if r != 0 {
-		if err := d.warningOK(b, dst, sw, pf, flags); err != nil {
+		redo := func() int32 {
+			if d.lib.v3 != nil && d.readHeader(src, n) != 0 && d.width < 0 {
+				return -1
+			}
+			return d.decompress(src, n, dst, sw, sh, denom, rg, pf, flags, false)
+		}
+		err := d.warningOK(b, redo)
+		runtime.KeepAlive(b)
+		runtime.KeepAlive(dst)
+		if err != nil {
 			return pixels{}, true, d.fail(err)
 		}
 	}
-	if whole {
+	if whole && oc == channels {
 		p.pix = buf[:sw*sh*oc]
 		return p, true, nil
 	}
 	buf = growBytes(buf, p.w*p.h*channels)
 	p.pix = buf[:p.w*p.h*channels]
 	for r := range p.h {
-		row := dst[((y0+r)*sw+x0)*oc : ((y0+r)*sw+x1)*oc]
+		start := ((y0-rg.y+r)*rg.w + x0 - rg.x) * oc
+		row := dst[start : start+p.w*oc]
 		out := p.pix[r*p.w*channels : (r+1)*p.w*channels]
 		if oc == channels {
 			copy(out, row)
@@ -341,6 +426,66 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 		d.full = nil // a rare huge image: not kept by every worker for the rest of the run
 	}
 	return p, true, nil
+}
+
+// tjRegion is a part of the scaled image: TurboJPEG 3's tjregion.
+type tjRegion struct{ x, y, w, h int }
+
+// readHeader reads the JPEG header at src into d.width, d.height, d.subsamp and d.colorspace;
+// d.width stays -1 when the header fails on a fresh handle. Warnings do not stop it.
+func (d *turboDecoder) readHeader(src, n uintptr) int32 {
+	h := d.handle.h
+	v3 := d.lib.v3
+	if v3 == nil {
+		d.width = -1
+		return d.call(d.lib.decompressHeader3, h, src, n, uintptr(unsafe.Pointer(&d.width)),
+			uintptr(unsafe.Pointer(&d.height)), uintptr(unsafe.Pointer(&d.subsamp)), uintptr(unsafe.Pointer(&d.colorspace)))
+	}
+	d.call(v3.set, h, tj3ParamStopOnWarning, 0)
+	r := d.call(v3.decompressHeader, h, src, n)
+	d.width = d.call(v3.get, h, tj3ParamJPEGWidth)
+	d.height = d.call(v3.get, h, tj3ParamJPEGHeight)
+	d.subsamp = d.call(v3.get, h, tj3ParamSubsamp)
+	d.colorspace = d.call(v3.get, h, tj3ParamColorspace)
+	return r
+}
+
+// decompress decodes the JPEG at src into dst, the region rg of the image scaled to sw×sh (1/denom),
+// rows packed (pf's pixels). With TurboJPEG 2, rg is the whole image; with 3 the header must have
+// been read on d's handle (readHeader). stop stops at the first warning.
+func (d *turboDecoder) decompress(src, n uintptr, dst []uint8, sw, sh, denom int, rg tjRegion, pf, flags int, stop bool) int32 {
+	h, ps := d.handle.h, tjPixelSize(pf)
+	dp := uintptr(unsafe.Pointer(&dst[0]))
+	v3 := d.lib.v3
+	if v3 == nil {
+		if stop {
+			flags |= tjflagStopOnWarn
+		}
+		return d.call(d.lib.decompress2, h, src, n, dp, uintptr(sw), uintptr(sw*ps), uintptr(sh), uintptr(pf), uintptr(tjflagAccurateDCT|flags))
+	}
+	boolArg := func(b bool) uintptr {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	d.call(v3.set, h, tj3ParamStopOnWarning, boolArg(stop))
+	d.call(v3.set, h, tj3ParamFastDCT, boolArg(flags&tjflagFastDCT != 0))
+	d.call(v3.set, h, tj3ParamFastUpsample, boolArg(flags&tjflagFastUpsample != 0))
+	// tjscalingfactor {num, denom} and tjregion {x, y, w, h} are passed by value: structs of ints,
+	// which the C calling conventions of amd64 and arm64 pass packed two to a register.
+	pair := func(a, b int) uintptr { return uintptr(uint32(int32(a))) | uintptr(uint32(int32(b)))<<32 }
+	if r := d.call(v3.setScalingFactor, h, pair(1, denom)); r != 0 {
+		return r
+	}
+	crop := rg
+	if rg == (tjRegion{w: sw, h: sh}) {
+		crop = tjRegion{} // TJUNCROPPED
+	}
+	if r := d.call(v3.setCroppingRegion, h, pair(crop.x, crop.y), pair(crop.w, crop.h)); r != 0 {
+		return r
+	}
+	return d.call(v3.decompress8, h, src, n, dp, uintptr(rg.w*ps), uintptr(pf))
 }
 
 // maxKeptDecode bounds the whole-image buffer a decoder keeps between images: 32 MiB holds a 10
@@ -362,23 +507,17 @@ var harmlessWarnings = []string{
 	"Corrupt JPEG data: bad ICC marker",
 }
 
-// warningOK is the verdict on a decode that stopped at its first warning (TJFLAG_STOPONWARNING): an
-// error, or nil when the warning is harmless and the decode, run again to its end into dst, has no
-// other problem. TurboJPEG reports a run's first warning only, so image/jpeg, which refuses truncated
-// and corrupt scans, checks such a file too.
-func (d *turboDecoder) warningOK(b, dst []uint8, sw, pf, flags int) error {
+// warningOK is the verdict on a decode that stopped at its first warning: an error, or nil when
+// the warning is harmless and redo, which decodes again on a fresh handle without stopping at
+// warnings, has no other problem. TurboJPEG reports a run's first warning only, so image/jpeg, which
+// refuses truncated and corrupt scans, checks such a file too.
+func (d *turboDecoder) warningOK(b []uint8, redo func() int32) error {
 	code, msg := d.lastError()
 	if code != tjerrWarning || !slices.ContainsFunc(harmlessWarnings, func(w string) bool { return strings.Contains(msg, w) }) {
 		return errors.New("libjpeg: " + msg)
 	}
 	d.fail(nil) // a fresh handle, whose warning flags are clear
-	h := d.handle.h
-	d.width = -1 // left so when the header fails (tjGetErrorCode says "warning" after any warning)
-	r, _, _ := purego.SyscallN(d.lib.decompress2, h, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
-		uintptr(unsafe.Pointer(&dst[0])), uintptr(sw), 0, uintptr(len(dst)/(sw*tjPixelSize(pf))), uintptr(pf), uintptr(tjflagAccurateDCT|flags))
-	runtime.KeepAlive(b)
-	runtime.KeepAlive(dst)
-	if int32(r) != 0 {
+	if redo() != 0 {
 		if code, msg2 := d.lastError(); code != tjerrWarning || msg2 != msg {
 			return errors.New("libjpeg: " + msg2)
 		}

@@ -127,9 +127,9 @@ func TestJPEGTurboVersusGoDecoder(t *testing.T) {
 	}
 }
 
-// TestJPEGRegionMatchesFullDecode: a box decoded alone (jpeg_crop_scanline + jpeg_skip_scanlines)
-// has the bytes of the same box cut from the whole image decoded at the same DCT scale, at every
-// scale, for every chroma layout, progressive included.
+// TestJPEGRegionMatchesFullDecode: a box decoded alone (with TurboJPEG 3, a cropping region) has
+// the bytes of the same box cut from the whole image decoded at the same DCT scale, at every scale,
+// for every chroma layout, progressive included.
 func TestJPEGRegionMatchesFullDecode(t *testing.T) {
 	if !turboLoaded() {
 		t.Skip("libjpeg-turbo not loaded: no region decoder")
