@@ -21,7 +21,8 @@ func newDataBenchCommand() *cobra.Command {
 		Short: "Time the training input pipeline on a split",
 		Long: `Times the training input pipeline as a run uses it: the loader's parallel workers reading SPLIT
 (e.g. imagenette2/train or shards/train), decoding, RandomResizedCrop + flip at --size and normalising,
-batch after batch. Prints images/s, images per CPU-second (the process's user + system time, so
+batch after batch (--device-normalize: uint8 pixels, as a run on the xla backends hands to the device).
+Prints images/s, images per CPU-second (the process's user + system time, so
 a busy machine does not lower it) and, with --target-images-per-sec, the cores that rate needs.`,
 		Args: cobra.ExactArgs(1),
 	}
@@ -34,6 +35,7 @@ a busy machine does not lower it) and, with --target-images-per-sec, the cores t
 	fs.IntVar(&f.Workers, "workers", 0, "decode workers `N` (0: one per core)")
 	fs.StringVar(&f.Interpolation, "interpolation", "bilinear", "resampling filter `bilinear|bicubic`")
 	fs.BoolVar(&f.FastDecode, "fast-decode", false, "decode as data.fast_decode does (libjpeg-turbo's fast IDCT and upsampling)")
+	fs.BoolVar(&f.DeviceNormalize, "device-normalize", false, "hand over uint8 pixels, as data.device_normalize does (the default on the xla backends): no normalisation on the host")
 	fs.Float64Var(&f.TargetImagesPerSec, "target-images-per-sec", 0, "also print the cores that would feed `R` images/s (a GPU's step rate, from trainer bench)")
 	cmd.RunE = func(cmd *cobra.Command, positional []string) error {
 		return dataBenchMain(f, positional, cmd.OutOrStdout())
@@ -50,6 +52,7 @@ type dataBenchFlags struct {
 	Workers            int     // --workers
 	Interpolation      string  // --interpolation
 	FastDecode         bool    // --fast-decode
+	DeviceNormalize    bool    // --device-normalize
 	TargetImagesPerSec float64 // --target-images-per-sec
 }
 
@@ -80,7 +83,7 @@ func dataBenchMain(f dataBenchFlags, positional []string, stdout io.Writer) erro
 		return fmt.Errorf("data bench: %w", err)
 	}
 	l, err := data.NewSourceLoader(src, data.LoaderOptions{
-		BatchSize: f.Batch, Shuffle: true, DropLast: true, Seed: 1, Workers: f.Workers,
+		BatchSize: f.Batch, Shuffle: true, DropLast: true, Seed: 1, Workers: f.Workers, Uint8: f.DeviceNormalize,
 		Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
 		Transform: &data.Transform{Size: f.Size, Train: true, Scale: [2]float64{0.08, 1},
 			Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5, Interp: in, FastDecode: f.FastDecode},
@@ -118,8 +121,12 @@ func dataBenchMain(f dataBenchFlags, positional []string, stdout io.Writer) erro
 	if f.FastDecode {
 		decoder += ", fast decode"
 	}
-	fmt.Fprintf(stdout, "%s (%d images): decode (%s) + RandomResizedCrop(%d, %s) + flip + normalise: %.0f images/s with %d workers on %d cores\n",
-		positional[0], src.Len(), decoder, f.Size, f.Interpolation, rate, threads, runtime.NumCPU())
+	last := "normalise"
+	if l.Uint8() {
+		last = "uint8 (normalised on the device)"
+	}
+	fmt.Fprintf(stdout, "%s (%d images): decode (%s) + RandomResizedCrop(%d, %s) + flip + %s: %.0f images/s with %d workers on %d cores\n",
+		positional[0], src.Len(), decoder, f.Size, f.Interpolation, last, rate, threads, runtime.NumCPU())
 	if cpu > 0 { // else this platform does not give the process's CPU time
 		perCore := float64(images) / cpu
 		fmt.Fprintf(stdout, "per core: %.0f images per CPU-second (%.1f CPU-seconds for %d images); %.0f images/s per worker\n",

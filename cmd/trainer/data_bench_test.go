@@ -62,6 +62,16 @@ func TestDataBenchPrintsCoresNeeded(t *testing.T) {
 	if lo, hi := math.Ceil(target/(perCore+0.5)), math.Ceil(target/math.Max(perCore-0.5, 1)); float64(cores) < lo || float64(cores) > hi {
 		t.Errorf("%d cores for %g images/s at %g per core, want %g..%g", cores, target, perCore, lo, hi)
 	}
+	// --device-normalize: the loader hands over uint8 pixels, and the line says so.
+	f.DeviceNormalize = true
+	out.Reset()
+	if err := dataBenchMain(f, []string{dir}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`\+ flip \+ uint8 \(normalised on the device\): \d+ images/s`).Match(out.Bytes()) {
+		t.Fatalf("--device-normalize output:\n%s", out.String())
+	}
+	f.DeviceNormalize = false
 	f.TargetImagesPerSec = -1
 	if err := dataBenchMain(f, []string{dir}, &out); err == nil {
 		t.Error("a negative --target-images-per-sec was accepted")
