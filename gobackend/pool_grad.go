@@ -96,7 +96,7 @@ func execSelectAndScatter(backend *simplego.Backend, node *simplego.Node, inputs
 	if err != nil {
 		return nil, err
 	}
-	g := newPoolGradGeometry(xShape.Dimensions, srcShape.Dimensions, spec)
+	g := newPoolGeometry(xShape.Dimensions, srcShape.Dimensions, spec.window, spec.strides, spec.padLow)
 	switch x := xFlat.(type) {
 	case []float32:
 		runSelectAndScatter(x, srcFlat.([]float32), outFlat.([]float32), &g, spec)
@@ -112,25 +112,25 @@ func execSelectAndScatter(backend *simplego.Backend, node *simplego.Node, inputs
 	return output, nil
 }
 
-// poolGradGeometry splits the operand's axes into the leading ones, which windows walk, and the trailing
+// poolGeometry splits the operand's axes into the leading ones, which windows walk, and the trailing
 // run of axes no window touches (window 1, stride 1, no padding: NHWC's channels), handled as one
-// contiguous inner block of inner cells.
-type poolGradGeometry struct {
+// contiguous inner block of inner cells. The max-pool (pool.go) and its gradient share it.
+type poolGeometry struct {
 	dims, numWindows []int // Leading axes only.
 	xStrides         []int // Elements between neighbours along each leading axis.
 	inner            int
 	splitFirst       bool // Axis 0 is untouched by windows: its indices can be shared out between goroutines.
 }
 
-func newPoolGradGeometry(dims, numWindows []int, spec *poolGradSpec) poolGradGeometry {
+func newPoolGeometry(dims, numWindows, window, strides, padLow []int) poolGeometry {
 	lead := len(dims)
 	inner := 1
-	untouched := func(a int) bool { return spec.window[a] == 1 && spec.strides[a] == 1 && spec.padLow[a] == 0 }
+	untouched := func(a int) bool { return window[a] == 1 && strides[a] == 1 && padLow[a] == 0 }
 	for lead > 1 && untouched(lead-1) && numWindows[lead-1] == dims[lead-1] {
 		lead--
 		inner *= dims[lead]
 	}
-	g := poolGradGeometry{dims: dims[:lead], numWindows: numWindows[:lead], xStrides: make([]int, lead), inner: inner,
+	g := poolGeometry{dims: dims[:lead], numWindows: numWindows[:lead], xStrides: make([]int, lead), inner: inner,
 		splitFirst: lead > 1 && untouched(0) && numWindows[0] == dims[0]}
 	stride := inner
 	for a := lead - 1; a >= 0; a-- {
@@ -143,7 +143,7 @@ func newPoolGradGeometry(dims, numWindows []int, spec *poolGradSpec) poolGradGeo
 // runSelectAndScatter fills out (shaped like x) from the windows' source values src. Each output cell
 // gets its values from one goroutine, in row-major window order: goroutines split axis 0 only where no
 // window crosses it.
-func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g *poolGradGeometry, spec *poolGradSpec) {
+func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g *poolGeometry, spec *poolGradSpec) {
 	clear(out)
 	lead := len(g.dims)
 	// The window's cells, row-major: offsets from the window's origin along each leading axis.
