@@ -38,7 +38,8 @@ var addedOps = []backends.OpType{
 // Pad, Reverse, SelectAndScatterMax/Min and the three BatchNorm ops, composed from ops simplego supports.
 // It also replaces slow simplego ops: float32 ConvGeneral (a single-threaded loop) by a fused GEMM
 // convolution (kernels/gemm_conv.go; other convolutions by im2col or col2im around one DotGeneral), ReduceWindow
-// (pooling) by strided Slices, SelectAndScatterMax/Min (the max-pool gradient) of float32, float64, int32
+// (pooling) of float32 and float64 by one node looping over the windows (pool.go; other dtypes by strided
+// Slices), SelectAndScatterMax/Min (the max-pool gradient) of float32, float64, int32
 // and int64 by one node looping over the windows (pool_grad.go), and, in simplego's executor table, float32 DotGeneral, Slice, Transpose,
 // Gather and the hot element-wise ops by multi-core kernels; Compile fuses element-wise chains
 // (fuse.go). With devices=R (R > 1) it is R in-process devices that run SPMD programs (devices.go,
@@ -252,7 +253,7 @@ func (b *Backend) String() string { return simplego.BackendName }
 
 // Description is simplego's description plus what the wrapper adds.
 func (b *Backend) Description() string {
-	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm, AllReduce; im2col/col2im ConvGeneral, sliced ReduceWindow"
+	d := b.Backend.Description() + " [" + b.config + "] + Pad, Reverse, SelectAndScatter, BatchNorm, AllReduce; im2col/col2im ConvGeneral, native ReduceWindow"
 	if b.fastDot {
 		d += "; float32 fused-GEMM ConvGeneral and packed-GEMM DotGeneral (" + kernels.GemmKernelName() +
 			"), copying Slice/Gather, tiled Transpose, row-loop element-wise ops"
@@ -272,7 +273,7 @@ func (b *Backend) Capabilities() backends.Capabilities { return b.capabilities }
 // Builder returns a builder that embeds simplego's and overrides the added ops and ConvGeneral.
 func (b *Backend) Builder(name string) backends.Builder {
 	return &goBuilder{Builder: b.Backend.Builder(name), backend: b, convMode: b.convMode, fusedConv: b.fastDot,
-		nativePoolGrad: b.fastDot, fuse: b.fastDot && !b.noFuse, strictConv: b.strictConv, programDevices: 1}
+		nativePoolGrad: b.fastDot, nativePool: b.fastDot, fuse: b.fastDot && !b.noFuse, strictConv: b.strictConv, programDevices: 1}
 }
 
 // goBuilder embeds simplego's builder; every op it composes is built with that inner builder.
@@ -283,6 +284,7 @@ type goBuilder struct {
 	fusedConv      bool // float32 convolutions the fused GEMM handles stay ConvGeneral nodes (kernels/gemm_conv.go).
 	fuse           bool // Compile fuses element-wise chains (fuse.go).
 	nativePoolGrad bool // SelectAndScatterMax/Min run as one node (pool_grad.go), not composed.
+	nativePool     bool // Float ReduceWindow runs as one node (pool.go), not composed from slices.
 	strictConv     bool // A failed im2col/col2im composition is an error (see New).
 
 	// The program's devices (spmd.go): set by DistributedSPMD and DeviceAssignment.

@@ -26,6 +26,7 @@ var (
 	fusionInstalled    bool // execFused is in simplego's table (set once by enableFastOps).
 	fusedConvInstalled bool // execFusedConv is in simplego's table (set once by enableFastOps).
 	poolGradInstalled  bool // execSelectAndScatter is in simplego's table (set once by enableFastOps).
+	poolInstalled      bool // execReduceWindow is in simplego's table, simplego's own saved (set once by enableFastOps).
 )
 
 // fastExecutors lists the executors the fast ops put in simplego's table (each falls back to the
@@ -36,6 +37,8 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 		backends.OpTypeSlice:      execFastSlice,
 		backends.OpTypeTranspose:  execFastTranspose,
 		backends.OpTypeGather:     execFastGather,
+		// Runs only the nodes goBuilder.ReduceWindow gave a *poolSpec (pool.go), whatever the backend.
+		backends.OpTypeReduceWindow: execReduceWindow,
 	}
 	addElementwiseExecutors(m)
 	return m
@@ -80,6 +83,7 @@ func installExecutors() {
 			sgNodeExecutors[selectAndScatterMinOpType] = execSelectAndScatter
 			poolGradInstalled = true
 		}
+		poolInstalled = nodeFieldsOK && sgExecutors[backends.OpTypeReduceWindow] != nil
 		sgDotGeneral = sgExecutors[backends.OpTypeDotGeneral]
 		sgSlice = sgExecutors[backends.OpTypeSlice]
 		sgTranspose = sgExecutors[backends.OpTypeTranspose]

@@ -736,6 +736,12 @@ func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride in
 		return buf[:g*n], nil, 1
 	}
 	src := ev.f32[l]
+	if s1 == 0 { // One value per row (a per-row statistic, as LayerNorm's): each row filled with it.
+		for r := range g {
+			kernels.FillRow(buf[r*n:(r+1)*n], src[base+r*s2])
+		}
+		return buf[:g*n], nil, 1
+	}
 	for r := range g {
 		row := buf[r*n : (r+1)*n]
 		for j := range row {

@@ -1,6 +1,7 @@
 package gobackend
 
 import (
+	"math"
 	"reflect"
 	"slices"
 
@@ -518,8 +519,9 @@ func (b *goBuilder) BatchNormGradient(operand, scale, mean, variance, gradOutput
 const maxReduceWindowPositions = 64
 
 // ReduceWindow overrides simplego's (an element-by-element loop through a generic index iterator,
-// ~0.35 s for a 2x2 max-pool of the 128x24x24x64 MNIST-CNN activations) by one strided Slice of the padded,
-// base-dilated operand per window position, combined with Max, Min, Add or Mul.
+// ~0.35 s for a 2x2 max-pool of the 128x24x24x64 MNIST-CNN activations): float32 and float64 windows
+// over rows of at least poolMinInner values run as one native node (pool.go); the rest as one strided
+// Slice of the padded, base-dilated operand per window position, combined with Max, Min, Add or Mul.
 func (b *goBuilder) ReduceWindow(x backends.Op, reductionType backends.ReduceOpType,
 	windowDimensions, strides, baseDilations, windowDilations []int, paddings [][2]int) (backends.Op, error) {
 	c := b.composer()
@@ -537,15 +539,17 @@ func (b *goBuilder) ReduceWindow(x backends.Op, reductionType backends.ReduceOpT
 	}
 	var combine func(a, b backends.Op) (backends.Op, error)
 	var fill backends.Op
+	var rowOp kernels.BinOp // The same combination as the native node's row operation (pool.go).
+	fillValue := 0.0
 	switch reductionType {
 	case backends.ReduceOpMax:
-		combine, fill = c.b.Max, c.extreme(shape.DType, false)
+		combine, fill, rowOp, fillValue = c.b.Max, c.extreme(shape.DType, false), kernels.BinMax, math.Inf(-1)
 	case backends.ReduceOpMin:
-		combine, fill = c.b.Min, c.extreme(shape.DType, true)
+		combine, fill, rowOp, fillValue = c.b.Min, c.extreme(shape.DType, true), kernels.BinMin, math.Inf(1)
 	case backends.ReduceOpSum:
-		combine, fill = c.b.Add, c.zero(shape.DType)
+		combine, fill, rowOp = c.b.Add, c.zero(shape.DType), kernels.BinAdd
 	case backends.ReduceOpProduct:
-		combine, fill = c.b.Mul, c.constant(flatOf(shape.DType, 1))
+		combine, fill, rowOp, fillValue = c.b.Mul, c.constant(flatOf(shape.DType, 1)), kernels.BinMul, 1
 	default:
 		return native()
 	}
@@ -557,6 +561,12 @@ func (b *goBuilder) ReduceWindow(x backends.Op, reductionType backends.ReduceOpT
 		strides = window
 	}
 	baseDil, winDil := fillOnes(baseDilations, rank), fillOnes(windowDilations, rank)
+	if len(paddings) == 0 {
+		paddings = make([][2]int, rank)
+	}
+	if out, ok, err := b.nativeReduceWindow(x, reductionType, shape, outShape, rowOp, fillValue, window, strides, baseDil, winDil, paddings); ok || err != nil {
+		return out, err
+	}
 	padCfg := make([]backends.PadAxis, rank)
 	for a := range rank {
 		padCfg[a].Interior = baseDil[a] - 1

@@ -1,6 +1,7 @@
 package gobackend
 
 import (
+	"math"
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
@@ -45,6 +46,9 @@ func poolGradDType(dtype dtypes.DType) bool {
 func (b *goBuilder) nativeSelectAndScatter(operand, source backends.Op, dtype dtypes.DType, window, strides []int, paddings [][2]int, isMin bool) (out backends.Op, ok bool, err error) {
 	if !poolGradInstalled || !poolGradDType(dtype) {
 		return nil, false, nil
+	}
+	if shape, err := b.Builder.OpShape(operand); err != nil || shape.Size() > math.MaxInt32 {
+		return nil, false, err // The selected cells' offsets are int32.
 	}
 	xn, okX := operand.(*simplego.Node)
 	sn, okS := source.(*simplego.Node)
@@ -96,7 +100,7 @@ func execSelectAndScatter(backend *simplego.Backend, node *simplego.Node, inputs
 	if err != nil {
 		return nil, err
 	}
-	g := newPoolGradGeometry(xShape.Dimensions, srcShape.Dimensions, spec)
+	g := newPoolGeometry(xShape.Dimensions, srcShape.Dimensions, spec.window, spec.strides, spec.padLow)
 	switch x := xFlat.(type) {
 	case []float32:
 		runSelectAndScatter(x, srcFlat.([]float32), outFlat.([]float32), &g, spec)
@@ -112,25 +116,25 @@ func execSelectAndScatter(backend *simplego.Backend, node *simplego.Node, inputs
 	return output, nil
 }
 
-// poolGradGeometry splits the operand's axes into the leading ones, which windows walk, and the trailing
+// poolGeometry splits the operand's axes into the leading ones, which windows walk, and the trailing
 // run of axes no window touches (window 1, stride 1, no padding: NHWC's channels), handled as one
-// contiguous inner block of inner cells.
-type poolGradGeometry struct {
+// contiguous inner block of inner cells. The max-pool (pool.go) and its gradient share it.
+type poolGeometry struct {
 	dims, numWindows []int // Leading axes only.
 	xStrides         []int // Elements between neighbours along each leading axis.
 	inner            int
 	splitFirst       bool // Axis 0 is untouched by windows: its indices can be shared out between goroutines.
 }
 
-func newPoolGradGeometry(dims, numWindows []int, spec *poolGradSpec) poolGradGeometry {
+func newPoolGeometry(dims, numWindows, window, strides, padLow []int) poolGeometry {
 	lead := len(dims)
 	inner := 1
-	untouched := func(a int) bool { return spec.window[a] == 1 && spec.strides[a] == 1 && spec.padLow[a] == 0 }
+	untouched := func(a int) bool { return window[a] == 1 && strides[a] == 1 && padLow[a] == 0 }
 	for lead > 1 && untouched(lead-1) && numWindows[lead-1] == dims[lead-1] {
 		lead--
 		inner *= dims[lead]
 	}
-	g := poolGradGeometry{dims: dims[:lead], numWindows: numWindows[:lead], xStrides: make([]int, lead), inner: inner,
+	g := poolGeometry{dims: dims[:lead], numWindows: numWindows[:lead], xStrides: make([]int, lead), inner: inner,
 		splitFirst: lead > 1 && untouched(0) && numWindows[0] == dims[0]}
 	stride := inner
 	for a := lead - 1; a >= 0; a-- {
@@ -142,8 +146,9 @@ func newPoolGradGeometry(dims, numWindows []int, spec *poolGradSpec) poolGradGeo
 
 // runSelectAndScatter fills out (shaped like x) from the windows' source values src. Each output cell
 // gets its values from one goroutine, in row-major window order: goroutines split axis 0 only where no
-// window crosses it.
-func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g *poolGradGeometry, spec *poolGradSpec) {
+// window crosses it. kernels.SelectWindow picks each window's cells (offsets into x, below 2³¹: the
+// builder checks).
+func runSelectAndScatter[T kernels.Ordered](x, src, out []T, g *poolGeometry, spec *poolGradSpec) {
 	clear(out)
 	lead := len(g.dims)
 	// The window's cells, row-major: offsets from the window's origin along each leading axis.
@@ -158,12 +163,12 @@ func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g
 	}
 	windowsPerFirst := kernels.Prod(g.numWindows[1:]) // Windows per index of axis 0.
 	run := func(lo, hi int) {
-		best := make([]T, g.inner)
-		arg := make([]int, g.inner)
+		offs := make([]int32, numCells) // The window's real cells (padding skipped), in row-major order.
+		arg := make([]int32, g.inner)
 		widx := make([]int, lead)
 		widx[0] = lo
 		for w := lo * windowsPerFirst; w < hi*windowsPerFirst; w++ {
-			found := false
+			found := 0
 			for k := range numCells {
 				off := 0
 				inside := true
@@ -175,33 +180,13 @@ func runSelectAndScatter[T float32 | float64 | int32 | int64](x, src, out []T, g
 					}
 					off += p * g.xStrides[a]
 				}
-				if !inside {
-					continue
-				}
-				cells := x[off : off+g.inner]
-				if !found {
-					found = true
-					copy(best, cells)
-					for j := range arg {
-						arg[j] = off + j
-					}
-					continue
-				}
-				if spec.isMin {
-					for j, v := range cells {
-						if v < best[j] || v != v {
-							best[j], arg[j] = v, off+j
-						}
-					}
-				} else {
-					for j, v := range cells {
-						if v > best[j] || v != v {
-							best[j], arg[j] = v, off+j
-						}
-					}
+				if inside {
+					offs[found] = int32(off)
+					found++
 				}
 			}
-			if found {
+			if found > 0 {
+				kernels.SelectWindow(x, offs[:found], arg, spec.isMin)
 				values := src[w*g.inner : (w+1)*g.inner]
 				if spec.store {
 					for j, v := range values {

@@ -36,6 +36,7 @@ func TestSelectAndScatterNativeMatchesComposition(t *testing.T) {
 		{"NHWC 3x3/1 same", []int{2, 7, 6, 4}, []int{1, 3, 3, 1}, []int{1, 1, 1, 1}, [][2]int{{0, 0}, {1, 1}, {1, 1}, {0, 0}}},
 		{"NHWC 3x3/2 ceil", []int{3, 9, 8, 3}, []int{1, 3, 3, 1}, []int{1, 2, 2, 1}, [][2]int{{0, 0}, {0, 2}, {1, 1}, {0, 0}}},
 		{"NHWC 2x3/2x3 padded", []int{2, 5, 7, 3}, []int{1, 2, 3, 1}, []int{1, 2, 3, 1}, [][2]int{{0, 0}, {1, 0}, {1, 1}, {0, 0}}},
+		{"NHWC 3x3/1 same, 19 channels (vector kernel and tail)", []int{2, 5, 6, 19}, []int{1, 3, 3, 1}, []int{1, 1, 1, 1}, [][2]int{{0, 0}, {1, 1}, {1, 1}, {0, 0}}},
 		{"NHWC large (parallel)", []int{8, 32, 32, 16}, []int{1, 3, 3, 1}, []int{1, 2, 2, 1}, [][2]int{{0, 0}, {1, 1}, {1, 1}, {0, 0}}},
 		{"NCHW 3x3/1", []int{2, 3, 6, 6}, []int{1, 1, 3, 3}, []int{1, 1, 1, 1}, nil},
 		{"rank 3 overlapping", []int{3, 11, 4}, []int{1, 4, 1}, []int{1, 3, 1}, [][2]int{{0, 0}, {2, 1}, {0, 0}}},

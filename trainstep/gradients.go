@@ -25,11 +25,23 @@ func ClipGlobalNorm(grads []*Node, c float64) []*Node {
 	return clipWithSquaredNorms(grads, squaredNorms(grads), c)
 }
 
-// squaredNorms returns Σg² of each gradient, in the first gradient's dtype.
+// squaredNorms returns Σg² of each gradient, in the first gradient's dtype. A gradient of rank 2 or
+// more is summed over every axis but its last first, then over the last: the pure-Go backend runs
+// the first sum in vector lanes across the last axis (a convolution's output channels) where one
+// running sum over the whole tensor adds one value at a time, latency-bound (a ResNet-34 step spent
+// about 8% of its time in these sums).
 func squaredNorms(grads []*Node) []*Node {
 	sums := make([]*Node, len(grads))
 	for i, g := range grads {
-		sums[i] = ReduceAllSum(Square(ConvertDType(g, grads[0].DType())))
+		sq := Square(ConvertDType(g, grads[0].DType()))
+		if rank := sq.Rank(); rank >= 2 {
+			axes := make([]int, rank-1)
+			for a := range axes {
+				axes[a] = a
+			}
+			sq = ReduceSum(sq, axes...)
+		}
+		sums[i] = ReduceAllSum(sq)
 	}
 	return sums
 }

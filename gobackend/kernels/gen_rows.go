@@ -65,6 +65,74 @@ func main() {
 		}
 	}
 
+	// Max and Min as Go's compiler lowers them on amd64 (MINSS twice, ORed; max through negation), so the
+	// values, the sign of a zero and the NaN returned are those of the Go loops: per lane
+	// m1 = a<b ? a : b, m2 = m1<a ? m1 : a, min = m1|m2 (bitwise); max(a, b) = -min(-a, -b).
+	for _, name := range []string{"Max", "Min"} {
+		neg := name == "Max"
+		for _, kind := range []string{"VV", "VS", "SV"} {
+			fn := "row" + name + kind
+			w("// func %s(n int, dst, a, b *float32)", fn)
+			w("TEXT ·%s(SB), NOSPLIT, $0-32", fn)
+			w("\tMOVQ n+0(FP), CX")
+			w("\tMOVQ dst+8(FP), DI")
+			w("\tMOVQ a+16(FP), SI")
+			w("\tMOVQ b+24(FP), DX")
+			if neg {
+				w("\tMOVL $0x80000000, AX")
+				w("\tMOVD AX, X9")
+				w("\tVPBROADCASTD X9, Y9 // the sign bit")
+			}
+			switch kind {
+			case "VS":
+				w("\tVBROADCASTSS (DX), Y1")
+				if neg {
+					w("\tVXORPS Y9, Y1, Y1")
+				}
+			case "SV":
+				w("\tVBROADCASTSS (SI), Y0")
+				if neg {
+					w("\tVXORPS Y9, Y0, Y0")
+				}
+			}
+			w("\tSHRQ $3, CX")
+			w("\tJZ donem")
+			w("loopm:")
+			if kind != "SV" {
+				w("\tVMOVUPS (SI), Y0")
+				if neg {
+					w("\tVXORPS Y9, Y0, Y0")
+				}
+			}
+			if kind != "VS" {
+				w("\tVMOVUPS (DX), Y1")
+				if neg {
+					w("\tVXORPS Y9, Y1, Y1")
+				}
+			}
+			w("\tVMINPS Y1, Y0, Y2 // a<b ? a : b")
+			w("\tVMINPS Y0, Y2, Y3 // m1<a ? m1 : a")
+			w("\tVORPS Y3, Y2, Y2")
+			if neg {
+				w("\tVXORPS Y9, Y2, Y2")
+			}
+			w("\tVMOVUPS Y2, (DI)")
+			w("\tADDQ $32, DI")
+			if kind != "SV" {
+				w("\tADDQ $32, SI")
+			}
+			if kind != "VS" {
+				w("\tADDQ $32, DX")
+			}
+			w("\tDECQ CX")
+			w("\tJNZ loopm")
+			w("donem:")
+			w("\tVZEROUPPER")
+			w("\tRET")
+			w("")
+		}
+	}
+
 	// Where: dst = cond ? t : f, cond bytes (0/1); t, f vectors (V) or scalars (S).
 	for _, kind := range []string{"VV", "VS", "SV", "SS"} {
 		fn := "rowWhere" + kind

@@ -8,19 +8,22 @@ import "math"
 
 type rowKernel = func(n int, dst, a, b *float32)
 
-// rowKernels[op][kind]: kind 0 vector·vector, 1 vector·scalar, 2 scalar·vector; ops Add, Sub, Mul, Div.
-var rowKernels = [4][3]rowKernel{
+// rowKernels[op][kind]: kind 0 vector·vector, 1 vector·scalar, 2 scalar·vector; ops Add, Sub, Mul, Div,
+// Max, Min (the BinOp order).
+var rowKernels = [6][3]rowKernel{
 	{rowAddVV, rowAddVS, rowAddSV},
 	{rowSubVV, rowSubVS, rowSubSV},
 	{rowMulVV, rowMulVS, rowMulSV},
 	{rowDivVV, rowDivVS, rowDivSV},
+	{rowMaxVV, rowMaxVS, rowMaxSV},
+	{rowMinVV, rowMinVS, rowMinSV},
 }
 
 // binaryRowVec runs the AVX2 kernel on the first n/8*8 values of a binary row when it applies, and
 // returns how many values it did.
 func binaryRowVec(op BinOp, out, a, b []float32, sa, sb int) int {
 	n8 := len(out) &^ 7
-	if !hasRowsAVX2 || op > BinDiv || n8 == 0 || (sa == 0 && sb == 0) {
+	if !hasRowsAVX2 || op > BinMin || n8 == 0 || (sa == 0 && sb == 0) {
 		return 0
 	}
 	kind := 0

@@ -50,6 +50,24 @@ func rowDivVS(n int, dst, a, b *float32)
 func rowDivSV(n int, dst, a, b *float32)
 
 //go:noescape
+func rowMaxVV(n int, dst, a, b *float32)
+
+//go:noescape
+func rowMaxVS(n int, dst, a, b *float32)
+
+//go:noescape
+func rowMaxSV(n int, dst, a, b *float32)
+
+//go:noescape
+func rowMinVV(n int, dst, a, b *float32)
+
+//go:noescape
+func rowMinVS(n int, dst, a, b *float32)
+
+//go:noescape
+func rowMinSV(n int, dst, a, b *float32)
+
+//go:noescape
 func rowWhereVV(n int, dst *float32, cond *bool, t, f *float32)
 
 //go:noescape

@@ -251,6 +251,164 @@ done:
 	VZEROUPPER
 	RET
 
+// func rowMaxVV(n int, dst, a, b *float32)
+TEXT ·rowMaxVV(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	MOVL $0x80000000, AX
+	MOVD AX, X9
+	VPBROADCASTD X9, Y9 // the sign bit
+	SHRQ $3, CX
+	JZ donem
+loopm:
+	VMOVUPS (SI), Y0
+	VXORPS Y9, Y0, Y0
+	VMOVUPS (DX), Y1
+	VXORPS Y9, Y1, Y1
+	VMINPS Y1, Y0, Y2 // a<b ? a : b
+	VMINPS Y0, Y2, Y3 // m1<a ? m1 : a
+	VORPS Y3, Y2, Y2
+	VXORPS Y9, Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loopm
+donem:
+	VZEROUPPER
+	RET
+
+// func rowMaxVS(n int, dst, a, b *float32)
+TEXT ·rowMaxVS(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	MOVL $0x80000000, AX
+	MOVD AX, X9
+	VPBROADCASTD X9, Y9 // the sign bit
+	VBROADCASTSS (DX), Y1
+	VXORPS Y9, Y1, Y1
+	SHRQ $3, CX
+	JZ donem
+loopm:
+	VMOVUPS (SI), Y0
+	VXORPS Y9, Y0, Y0
+	VMINPS Y1, Y0, Y2 // a<b ? a : b
+	VMINPS Y0, Y2, Y3 // m1<a ? m1 : a
+	VORPS Y3, Y2, Y2
+	VXORPS Y9, Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loopm
+donem:
+	VZEROUPPER
+	RET
+
+// func rowMaxSV(n int, dst, a, b *float32)
+TEXT ·rowMaxSV(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	MOVL $0x80000000, AX
+	MOVD AX, X9
+	VPBROADCASTD X9, Y9 // the sign bit
+	VBROADCASTSS (SI), Y0
+	VXORPS Y9, Y0, Y0
+	SHRQ $3, CX
+	JZ donem
+loopm:
+	VMOVUPS (DX), Y1
+	VXORPS Y9, Y1, Y1
+	VMINPS Y1, Y0, Y2 // a<b ? a : b
+	VMINPS Y0, Y2, Y3 // m1<a ? m1 : a
+	VORPS Y3, Y2, Y2
+	VXORPS Y9, Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loopm
+donem:
+	VZEROUPPER
+	RET
+
+// func rowMinVV(n int, dst, a, b *float32)
+TEXT ·rowMinVV(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	SHRQ $3, CX
+	JZ donem
+loopm:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y1
+	VMINPS Y1, Y0, Y2 // a<b ? a : b
+	VMINPS Y0, Y2, Y3 // m1<a ? m1 : a
+	VORPS Y3, Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loopm
+donem:
+	VZEROUPPER
+	RET
+
+// func rowMinVS(n int, dst, a, b *float32)
+TEXT ·rowMinVS(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	VBROADCASTSS (DX), Y1
+	SHRQ $3, CX
+	JZ donem
+loopm:
+	VMOVUPS (SI), Y0
+	VMINPS Y1, Y0, Y2 // a<b ? a : b
+	VMINPS Y0, Y2, Y3 // m1<a ? m1 : a
+	VORPS Y3, Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loopm
+donem:
+	VZEROUPPER
+	RET
+
+// func rowMinSV(n int, dst, a, b *float32)
+TEXT ·rowMinSV(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	VBROADCASTSS (SI), Y0
+	SHRQ $3, CX
+	JZ donem
+loopm:
+	VMOVUPS (DX), Y1
+	VMINPS Y1, Y0, Y2 // a<b ? a : b
+	VMINPS Y0, Y2, Y3 // m1<a ? m1 : a
+	VORPS Y3, Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loopm
+donem:
+	VZEROUPPER
+	RET
+
 // func rowWhereVV(n int, dst *float32, cond *bool, t, f *float32)
 TEXT ·rowWhereVV(SB), NOSPLIT, $0-40
 	MOVQ n+0(FP), CX

@@ -17,6 +17,12 @@ func rowMulSV(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this ar
 func rowDivVV(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
 func rowDivVS(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
 func rowDivSV(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
+func rowMaxVV(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
+func rowMaxVS(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
+func rowMaxSV(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
+func rowMinVV(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
+func rowMinVS(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
+func rowMinSV(n int, dst, a, b *float32) { panic("no AVX2 row kernels on this architecture") }
 func rowWhereVV(n int, dst *float32, cond *bool, t, f *float32) {
 	panic("no AVX2 row kernels on this architecture")
 }
