@@ -75,8 +75,8 @@ def torch_onednn():
 
 
 def registered(trainer):
-    out = subprocess.run([trainer, "nets"], check=True, capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
+    out = subprocess.run([trainer, "nets", "--json"], check=True, capture_output=True, text=True).stdout
+    return [net["name"] for net in json.loads(out)]
 
 
 def main():
