@@ -14,9 +14,18 @@ import (
 // mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, NEON on
 // arm64, plain Go otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
 
+// gemmKC is the depth of a packed block: a B micro-panel (KC×NR: 8 to 32 KB at 256) stays in L1, the
+// packed A block (mc×KC) in L2. Set per CPU in init (gemm_amd64.go): on AMD Zen 4 a B panel streamed
+// from its 1 MB L2 costs less than the passes over C that shallower blocks add (a 576-deep convolution
+// at 256: three passes over its output), so it is 1024 there.
+var gemmKC = 256
+
 const (
-	gemmKC = 256  // Depth of a packed block: a B micro-panel (KC×NR: 8 to 32 KB) stays in L1.
-	gemmNC = 1024 // Columns of a packed B block (KC×NC, 1 MB: L2/L3), packed once and shared by the workers.
+	gemmNC = 1024 // Columns of a packed B block (KC×NC: L2/L3), packed once and shared by the workers.
+
+	// gemmSplitKDepth is the least depth of each part when a product deeper than it is tall is split
+	// over the workers by K (whatever gemmKC is).
+	gemmSplitKDepth = 256
 
 	// The largest tile and packed A block the workers' scratch holds (gemmScratch); every kernel's mr,
 	// nr and mc fit (TestGemmKernelsFitScratch).
@@ -331,7 +340,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			split = splitNone
 		case p.batch >= threads:
 			split = splitBatch
-		case p.k > p.m && p.k >= 2*gemmKC:
+		case p.k > p.m && p.k >= 2*gemmSplitKDepth:
 			// Splitting K packs nothing twice and costs a private m×n sum; sharing B would synchronise
 			// the workers once per K block of a long product.
 			split = splitK
@@ -363,7 +372,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 		})
 
 	case splitK:
-		chunks := min(threads, (p.k+gemmKC-1)/gemmKC)
+		chunks := min(threads, (p.k+gemmSplitKDepth-1)/gemmSplitKDepth)
 		bounds := SplitRange(p.k, chunks, 1)
 		mn := p.m * p.n
 		partial := make([][]T, chunks)

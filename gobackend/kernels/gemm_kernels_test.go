@@ -48,7 +48,7 @@ func checkTileEdges[T Float](t *testing.T, kern *gemmKernelOf[T], u float64) {
 	var shapes []shape
 	for _, m := range edges(kern.mr) {
 		for _, n := range edges(kern.nr) {
-			for _, k := range []int{1, 2, 3, 7, 16, 300} {
+			for _, k := range []int{1, 2, 3, 7, 16, 300, gemmKC + 1} {
 				shapes = append(shapes, shape{m, n, k})
 			}
 		}
