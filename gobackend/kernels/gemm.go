@@ -580,7 +580,15 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 // each k, the w values of rows q·w .. q·w+w-1 ([k][w]); rows past the end are zeros.
 func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 	kl := len(ks)
-	contiguous := kl > 0 && ks[kl-1]-ks[0] == kl-1 && isIota(ks)
+	// Where the runs of consecutive offsets in ks end (a kernel's input channels at each of its
+	// positions, when a K block spans several): each run goes through the transposes on its own.
+	var endsBuf [16]int
+	ends := endsBuf[:0]
+	for k := 1; k <= kl; k++ {
+		if k == kl || ks[k] != ks[k-1]+1 {
+			ends = append(ends, k)
+		}
+	}
 	for q := 0; q*w < len(rows); q++ {
 		panel := dst[q*kl*w:][:kl*w]
 		valid := min(w, len(rows)-q*w)
@@ -589,44 +597,61 @@ func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 			copyRows(panel, data, base+rows[q*w], ks, w)
 			continue
 		}
-		if contiguous && w < 8 && valid == w {
-			// A narrow panel (the AVX2 kernel's 6 rows): one transpose for all of them.
-			var offs [8]int
-			for i := range w {
-				offs[i] = base + rows[q*w+i] + ks[0]
-			}
-			packColumnsNarrow(panel, data, &offs, kl, w)
-			continue
-		}
-		r0 := 0
-		if contiguous && w >= 8 {
-			// Eight rows at a time through the 8×8 transpose.
-			var offs [8]int
-			for ; r0+8 <= valid; r0 += 8 {
-				for i := range offs {
-					offs[i] = base + rows[q*w+r0+i] + ks[0]
-				}
-				packColumns8(panel[r0:], data, &offs, kl, w)
-			}
-		}
-		for r := r0; r < w; r++ {
-			if r >= valid {
-				for i := r; i < len(panel); i += w {
-					panel[i] = 0
-				}
-				continue
-			}
-			rowBase := base + rows[q*w+r]
-			if contiguous {
-				src := data[rowBase+ks[0]:][:kl]
-				for i, v := range src {
+		if len(ends)*8 > kl {
+			// Runs too short for the transposes (consecutive contracting indices far apart): value by value.
+			for r := range w {
+				for i, ko := range ks {
+					v := T(0)
+					if r < valid {
+						v = data[base+rows[q*w+r]+ko]
+					}
 					panel[i*w+r] = v
 				}
-				continue
 			}
-			for i, ko := range ks {
-				panel[i*w+r] = data[rowBase+ko]
+			continue
+		}
+		k0 := 0
+		for _, k1 := range ends {
+			packRun(panel[k0*w:k1*w], data, base+ks[k0], rows[q*w:q*w+valid], k1-k0, w)
+			k0 = k1
+		}
+	}
+}
+
+// packRun writes panel[k·w + r] = data[base+rows[r]+k] for k < n and the rows given (fewer than w:
+// the others are zeros): n consecutive contracting offsets of one panel.
+func packRun[T Float](panel, data []T, base int, rows []int, n, w int) {
+	valid := len(rows)
+	if w < 8 && valid == w {
+		// A narrow panel (the AVX2 kernel's 6 rows): one transpose for all of them.
+		var offs [8]int
+		for i := range w {
+			offs[i] = base + rows[i]
+		}
+		packColumnsNarrow(panel, data, &offs, n, w)
+		return
+	}
+	r0 := 0
+	if w >= 8 {
+		// Eight rows at a time through the 8×8 transpose.
+		var offs [8]int
+		for ; r0+8 <= valid; r0 += 8 {
+			for i := range offs {
+				offs[i] = base + rows[r0+i]
 			}
+			packColumns8(panel[r0:], data, &offs, n, w)
+		}
+	}
+	for r := r0; r < w; r++ {
+		if r >= valid {
+			for i := r; i < len(panel); i += w {
+				panel[i] = 0
+			}
+			continue
+		}
+		src := data[base+rows[r]:][:n]
+		for i, v := range src {
+			panel[i*w+r] = v
 		}
 	}
 }

@@ -23,6 +23,8 @@ func fusedConvCases() []convCase {
 		convCase{name: "kgrad-3x3-pad1", inDims: []int{3, 5, 5, 20}, kDims: []int{3, 5, 5, 7}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "kgrad-stride2-as-dilation", inDims: []int{2, 7, 7, 16}, kDims: []int{2, 4, 4, 5}, axes: kgrad, kernelDilations: []int{2, 2}, paddings: [][2]int{{1, 0}, {1, 0}}},
 		convCase{name: "dgrad-swapped-kernel", inDims: []int{2, 5, 4, 6}, kDims: []int{3, 3, 9, 6}, axes: dgrad, paddings: [][2]int{{2, 2}, {1, 2}}},
+		// Runs of 16 input channels per kernel position in a K block that spans all nine (packed by run).
+		convCase{name: "dgrad-swapped-kernel-wide", inDims: []int{2, 3, 3, 16}, kDims: []int{3, 3, 40, 16}, axes: dgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "1x1-wide", inDims: []int{3, 4, 4, 40}, kDims: []int{1, 1, 40, 33}, axes: nhwc},
 		convCase{name: "7x7-stride2-stem", inDims: []int{2, 12, 12, 3}, kDims: []int{7, 7, 3, 16}, axes: nhwc, strides: []int{2, 2}, paddings: [][2]int{{3, 3}, {3, 3}}},
 		convCase{name: "all-padding-rows", inDims: []int{1, 2, 2, 3}, kDims: []int{3, 3, 3, 4}, axes: nhwc, paddings: [][2]int{{3, 3}, {2, 4}}},
