@@ -258,16 +258,25 @@ func (p *GemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic
 // panels the packing costs more than the misses).
 const gemmAliasedPackPanels = 4
 
-// setConflicts reports whether more rows of a direct A panel (their element offsets) than a set of the
-// L1 data cache holds (8 ways, 64 sets of 64-byte lines, as on current x86 cores) start in the same set:
-// a kernel step reads one value of every row, so those rows' lines would evict each other every step
-// (rows a multiple of 4 KB apart: a row-major operand of 1024 or 2048 columns).
+// setConflicts reports whether the rows of a direct A panel (their element offsets) start in more
+// distinct lines of one set of the L1 data cache than the set holds (8 ways, 64 sets of 64-byte lines,
+// as on current x86 cores): a kernel step reads one value of every row, so those lines would evict each
+// other every step (rows a multiple of 4 KB apart: a row-major operand of 1024 or 2048 columns). Rows
+// in the same line share it.
 func setConflicts[T Float](rows []int) bool {
-	const ways, sets, line = 8, 64, 64
+	const ways, sets, lineBytes = 8, 64, 64
 	size := int(unsafe.Sizeof(T(0)))
 	var count [sets]uint8
-	for _, r := range rows {
-		set := (r * size / line) & (sets - 1)
+	for i, r := range rows {
+		line := r * size / lineBytes
+		seen := false
+		for _, o := range rows[:i] {
+			seen = seen || o*size/lineBytes == line
+		}
+		if seen {
+			continue
+		}
+		set := line & (sets - 1)
 		if count[set]++; count[set] > ways {
 			return true
 		}

@@ -282,6 +282,8 @@ func TestSetConflicts(t *testing.T) {
 		{rows(14, 1000), false, false}, // Spread over the sets.
 		{rows(14, 512), true, true},    // 512 float64s: 4 KB.
 		{rows(14, 64), false, false},   // 256 bytes.
+		{rows(14, 1), false, false},    // Adjacent values: one or two lines, not a conflict.
+		{rows(14, 16), false, false},   // One line each, consecutive sets.
 	} {
 		got := setConflicts[float32](c.rows)
 		if c.f64 {
