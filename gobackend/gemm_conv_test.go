@@ -28,6 +28,8 @@ func fusedConvCases() []convCase {
 		convCase{name: "kgrad-3x3-pad1", inDims: []int{3, 5, 5, 20}, kDims: []int{3, 5, 5, 7}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "kgrad-stride2-as-dilation", inDims: []int{2, 7, 7, 16}, kDims: []int{2, 4, 4, 5}, axes: kgrad, kernelDilations: []int{2, 2}, paddings: [][2]int{{1, 0}, {1, 0}}},
 		convCase{name: "dgrad-swapped-kernel", inDims: []int{2, 5, 4, 6}, kDims: []int{3, 3, 9, 6}, axes: dgrad, paddings: [][2]int{{2, 2}, {1, 2}}},
+		// Runs of 16 input channels per kernel position in a K block that spans all nine (packed by run).
+		convCase{name: "dgrad-swapped-kernel-wide", inDims: []int{2, 3, 3, 16}, kDims: []int{3, 3, 40, 16}, axes: dgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "1x1-wide", inDims: []int{3, 4, 4, 40}, kDims: []int{1, 1, 40, 33}, axes: nhwc},
 		convCase{name: "7x7-stride2-stem", inDims: []int{2, 12, 12, 3}, kDims: []int{7, 7, 3, 16}, axes: nhwc, strides: []int{2, 2}, paddings: [][2]int{{3, 3}, {3, 3}}},
 		convCase{name: "all-padding-rows", inDims: []int{1, 2, 2, 3}, kDims: []int{3, 3, 3, 4}, axes: nhwc, paddings: [][2]int{{3, 3}, {2, 4}}},
@@ -37,6 +39,11 @@ func fusedConvCases() []convCase {
 		convCase{name: "dgrad-stride2-1x1", inDims: []int{2, 3, 3, 4}, kDims: []int{1, 1, 3, 4}, axes: dgrad, inputDilations: []int{2, 2}, paddings: [][2]int{{0, 1}, {0, 1}}},
 		convCase{name: "input-dilation-3x2-kernel-dilation", inDims: []int{1, 4, 5, 2}, kDims: []int{3, 2, 2, 3}, axes: nhwc, inputDilations: []int{3, 2}, kernelDilations: []int{2, 1}, strides: []int{1, 2}, paddings: [][2]int{{2, 3}, {-1, 2}}},
 		convCase{name: "input-dilation-1d", inDims: []int{3, 7, 4}, kDims: []int{4, 4, 5}, axes: channelsLast(1), inputDilations: []int{3}, paddings: [][2]int{{2, 1}}},
+		// Small feature maps, mostly padding: GEMMs per class of output positions (paddingClasses).
+		convCase{name: "1x1-map-3x3-pad1", inDims: []int{2, 1, 1, 5}, kDims: []int{3, 3, 5, 6}, axes: nhwc, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "2x2-map-3x3-stride2", inDims: []int{2, 2, 2, 4}, kDims: []int{3, 3, 4, 6}, axes: nhwc, strides: []int{2, 2}, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "2x2-map-dgrad", inDims: []int{3, 2, 3, 6}, kDims: []int{3, 3, 7, 6}, axes: dgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "kgrad-2x2-map", inDims: []int{3, 2, 2, 4}, kDims: []int{3, 2, 2, 5}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "zero-channels", inDims: []int{2, 4, 4, 0}, kDims: []int{3, 3, 0, 2}, axes: nhwc, paddings: [][2]int{{1, 1}, {1, 1}}},
 	)
 }

@@ -31,7 +31,7 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 		stale[i] = float32(math.NaN())
 	}
 	putPadded(stale)
-	out, dims, padded, ok := padInput(input, inDims, spec)
+	out, dims, padded, ok := padInput(input, inDims, nil, nil, spec)
 	if !ok {
 		t.Fatal("padInput padded nothing")
 	}
@@ -80,7 +80,7 @@ func TestPadInputChannelsLast(t *testing.T) {
 		stale[i] = float32(math.NaN())
 	}
 	putPadded(stale)
-	out, dims, _, ok := padInput(input, inDims, spec)
+	out, dims, _, ok := padInput(input, inDims, nil, nil, spec)
 	if !ok {
 		t.Fatal("padInput padded nothing")
 	}

@@ -14,9 +14,18 @@ import (
 // mr rows / nr columns, and a micro-kernel (AVX-512 or AVX2+FMA assembly where the CPU has it, NEON on
 // arm64, plain Go otherwise) adds one mr×nr tile into C, whose rows may be anywhere (an offset per row).
 
+// gemmKC is the depth of a packed block: a B micro-panel (KC×NR: 8 to 32 KB at 256) stays in L1, the
+// packed A block (mc×KC) in L2. Set per CPU in init (gemm_amd64.go): on AMD Zen 4 a B panel streamed
+// from its 1 MB L2 costs less than the passes over C that shallower blocks add (a 576-deep convolution
+// at 256: three passes over its output), so it is 1024 there.
+var gemmKC = 256
+
 const (
-	gemmKC = 256  // Depth of a packed block: a B micro-panel (KC×NR: 8 to 32 KB) stays in L1.
-	gemmNC = 1024 // Columns of a packed B block (KC×NC, 1 MB: L2/L3), packed once and shared by the workers.
+	gemmNC = 1024 // Columns of a packed B block (KC×NC: L2/L3), packed once and shared by the workers.
+
+	// gemmSplitKDepth is the least depth of each part when a product deeper than it is tall is split
+	// over the workers by K (whatever gemmKC is).
+	gemmSplitKDepth = 256
 
 	// The largest tile and packed A block the workers' scratch holds (gemmScratch); every kernel's mr,
 	// nr and mc fit (TestGemmKernelsFitScratch).
@@ -220,18 +229,59 @@ func newGemmScratch[T Float]() any {
 }
 
 // packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
-// kernel reads in place (s.direct).
-func (p *GemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic, ml, pc, pcEnd int) {
+// kernel reads in place (s.direct); the block serves panels column panels of B.
+func (p *GemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic, ml, pc, pcEnd, panels int) {
 	s.anyDirect = false
 	if d, ok := p.lhs.(gemmDirectA[T]); ok && kern.direct != nil {
 		mark := s.direct[:(ml+kern.mr-1)/kern.mr]
 		if s.anyDirect = d.markDirect(mark, ic, ic+ml, kern.mr); s.anyDirect {
-			d.packUnmarked(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr, mark)
 			s.directData, s.directRows, s.directKOff = d.directTables(b)
+			if panels >= gemmAliasedPackPanels {
+				s.anyDirect = false
+				for q, m := range mark {
+					if m && setConflicts[T](s.directRows[ic+q*kern.mr:ic+(q+1)*kern.mr]) {
+						mark[q] = false
+					}
+					s.anyDirect = s.anyDirect || mark[q]
+				}
+			}
+			d.packUnmarked(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr, mark)
 			return
 		}
 	}
 	p.lhs.pack(s.packA, b, ic, ic+ml, pc, pcEnd, kern.mr)
+}
+
+// gemmAliasedPackPanels is the number of B column panels from which a direct A panel whose rows conflict
+// in the L1 cache (setConflicts) is packed instead: packing costs a pass over the panel, read once per
+// column panel (on Zen 4 at 1024³, rows 4 KB apart: 76 GFLOP/s in place, 95 packed; with 2 column
+// panels the packing costs more than the misses).
+const gemmAliasedPackPanels = 4
+
+// setConflicts reports whether the rows of a direct A panel (their element offsets) start in more
+// distinct lines of one set of the L1 data cache than the set holds (8 ways, 64 sets of 64-byte lines,
+// as on current x86 cores): a kernel step reads one value of every row, so those lines would evict each
+// other every step (rows a multiple of 4 KB apart: a row-major operand of 1024 or 2048 columns). Rows
+// in the same line share it.
+func setConflicts[T Float](rows []int) bool {
+	const ways, sets, lineBytes = 8, 64, 64
+	size := int(unsafe.Sizeof(T(0)))
+	var count [sets]uint8
+	for i, r := range rows {
+		line := r * size / lineBytes
+		seen := false
+		for _, o := range rows[:i] {
+			seen = seen || o*size/lineBytes == line
+		}
+		if seen {
+			continue
+		}
+		set := line & (sets - 1)
+		if count[set]++; count[set] > ways {
+			return true
+		}
+	}
+	return false
 }
 
 func newPackB[T Float]() any {
@@ -299,7 +349,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			split = splitNone
 		case p.batch >= threads:
 			split = splitBatch
-		case p.k > p.m && p.k >= 2*gemmKC:
+		case p.k > p.m && p.k >= 2*gemmSplitKDepth:
 			// Splitting K packs nothing twice and costs a private m×n sum; sharing B would synchronise
 			// the workers once per K block of a long product.
 			split = splitK
@@ -331,7 +381,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 		})
 
 	case splitK:
-		chunks := min(threads, (p.k+gemmKC-1)/gemmKC)
+		chunks := min(threads, (p.k+gemmSplitKDepth-1)/gemmSplitKDepth)
 		bounds := SplitRange(p.k, chunks, 1)
 		mn := p.m * p.n
 		partial := make([][]T, chunks)
@@ -434,7 +484,7 @@ func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)
-				p.packA(s, kern, b, ic, ml, pc, pcEnd)
+				p.packA(s, kern, b, ic, ml, pc, pcEnd, (nl+nr-1)/nr)
 				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
 			}
 		}
@@ -479,7 +529,7 @@ func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 					ic := (it / colChunks) * mc
 					cc := it % colChunks
 					ml := min(mc, p.m-ic)
-					p.packA(s, kern, b, ic, ml, pc, pcEnd)
+					p.packA(s, kern, b, ic, ml, pc, pcEnd, cb[cc+1]-cb[cc])
 					p.block(s, kern, kl, pc, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
 				}
 				putScratch(s)
@@ -539,7 +589,15 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 // each k, the w values of rows q·w .. q·w+w-1 ([k][w]); rows past the end are zeros.
 func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 	kl := len(ks)
-	contiguous := kl > 0 && ks[kl-1]-ks[0] == kl-1 && isIota(ks)
+	// Where the runs of consecutive offsets in ks end (a kernel's input channels at each of its
+	// positions, when a K block spans several): each run goes through the transposes on its own.
+	var endsBuf [16]int
+	ends := endsBuf[:0]
+	for k := 1; k <= kl; k++ {
+		if k == kl || ks[k] != ks[k-1]+1 {
+			ends = append(ends, k)
+		}
+	}
 	for q := 0; q*w < len(rows); q++ {
 		panel := dst[q*kl*w:][:kl*w]
 		valid := min(w, len(rows)-q*w)
@@ -548,44 +606,61 @@ func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 			copyRows(panel, data, base+rows[q*w], ks, w)
 			continue
 		}
-		if contiguous && w < 8 && valid == w {
-			// A narrow panel (the AVX2 kernel's 6 rows): one transpose for all of them.
-			var offs [8]int
-			for i := range w {
-				offs[i] = base + rows[q*w+i] + ks[0]
-			}
-			packColumnsNarrow(panel, data, &offs, kl, w)
-			continue
-		}
-		r0 := 0
-		if contiguous && w >= 8 {
-			// Eight rows at a time through the 8×8 transpose.
-			var offs [8]int
-			for ; r0+8 <= valid; r0 += 8 {
-				for i := range offs {
-					offs[i] = base + rows[q*w+r0+i] + ks[0]
-				}
-				packColumns8(panel[r0:], data, &offs, kl, w)
-			}
-		}
-		for r := r0; r < w; r++ {
-			if r >= valid {
-				for i := r; i < len(panel); i += w {
-					panel[i] = 0
-				}
-				continue
-			}
-			rowBase := base + rows[q*w+r]
-			if contiguous {
-				src := data[rowBase+ks[0]:][:kl]
-				for i, v := range src {
+		if len(ends)*8 > kl {
+			// Runs too short for the transposes (consecutive contracting indices far apart): value by value.
+			for r := range w {
+				for i, ko := range ks {
+					v := T(0)
+					if r < valid {
+						v = data[base+rows[q*w+r]+ko]
+					}
 					panel[i*w+r] = v
 				}
-				continue
 			}
-			for i, ko := range ks {
-				panel[i*w+r] = data[rowBase+ko]
+			continue
+		}
+		k0 := 0
+		for _, k1 := range ends {
+			packRun(panel[k0*w:k1*w], data, base+ks[k0], rows[q*w:q*w+valid], k1-k0, w)
+			k0 = k1
+		}
+	}
+}
+
+// packRun writes panel[k·w + r] = data[base+rows[r]+k] for k < n and the rows given (fewer than w:
+// the others are zeros): n consecutive contracting offsets of one panel.
+func packRun[T Float](panel, data []T, base int, rows []int, n, w int) {
+	valid := len(rows)
+	if w < 8 && valid == w {
+		// A narrow panel (the AVX2 kernel's 6 rows): one transpose for all of them.
+		var offs [8]int
+		for i := range w {
+			offs[i] = base + rows[i]
+		}
+		packColumnsNarrow(panel, data, &offs, n, w)
+		return
+	}
+	r0 := 0
+	if w >= 8 {
+		// Eight rows at a time through the 8×8 transpose.
+		var offs [8]int
+		for ; r0+8 <= valid; r0 += 8 {
+			for i := range offs {
+				offs[i] = base + rows[r0+i]
 			}
+			packColumns8(panel[r0:], data, &offs, n, w)
+		}
+	}
+	for r := r0; r < w; r++ {
+		if r >= valid {
+			for i := r; i < len(panel); i += w {
+				panel[i] = 0
+			}
+			continue
+		}
+		src := data[base+rows[r]:][:n]
+		for i, v := range src {
+			panel[i*w+r] = v
 		}
 	}
 }

@@ -99,12 +99,27 @@ func gemmAsmKernels64() []*gemmKernel64 {
 	return ks
 }
 
+// cpuidVendor returns CPUID leaf 0's vendor string registers (gemm_amd64.s).
+func cpuidVendor() (ebx, ecx, edx uint32)
+
+// isAMD reports whether the CPU is AMD's ("AuthenticAMD").
+func isAMD() bool {
+	ebx, ecx, edx := cpuidVendor()
+	return ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163
+}
+
 func init() {
 	switch {
 	case hasAVX512:
 		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX512F, gemmKernelAVX512F64x
 		if hasAVX2FMA {
 			gemmNarrowKernel = gemmKernelAVX2FMA
+		}
+		if isAMD() {
+			// Zen 4 (AMD's first AVX-512 cores): deep K blocks (gemmKC). Measured there at 1024³ and on
+			// convolutions, GOMAXPROCS=1: 1024 against 256 gave 93 -> 99-102 GFLOP/s and 80 -> 94 on a
+			// 576-deep one; Intel's AVX-512 cores keep 256 (not measured).
+			gemmKC = 1024
 		}
 	case hasAVX2FMA:
 		gemmDefaultKernel, gemmDefaultKernel64 = gemmKernelAVX2FMA, gemmKernelAVX2FMAF64

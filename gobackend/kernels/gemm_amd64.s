@@ -1,5 +1,15 @@
 #include "textflag.h"
 
+// func cpuidVendor() (ebx, ecx, edx uint32)
+TEXT ·cpuidVendor(SB), NOSPLIT, $0-12
+	XORL AX, AX
+	XORL CX, CX
+	CPUID
+	MOVL BX, ebx+0(FP)
+	MOVL CX, ecx+4(FP)
+	MOVL DX, edx+8(FP)
+	RET
+
 // func gemmKernelAVX2(k int, a, b, c *float32, rows *int)
 // c[rows[r]+j] += sum_p a[p*6+r] * b[p*16+j], for r < 6, j < 16; k >= 1.
 // Uses Y0-Y14 only: X15 is the Go ABI's zero register.

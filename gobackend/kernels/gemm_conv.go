@@ -294,6 +294,10 @@ func newConvGemms[T Float](input []T, inDims []int, kernel []T, kDims, outDims [
 	if Nb*Prod(outSp) == 0 || Prod(kSp)*Cg == 0 || Coutg == 0 {
 		return nil, true // Nothing to multiply: the output is empty or zeros.
 	}
+	classes := paddingClasses(c, inSp, kSp, outSp)
+	if classes == nil {
+		classes = []convClass{{}} // One GEMM over every output position and kernel position.
+	}
 	// Rows: batch-major unless the batch axis is the input's densest (the kernel gradient's layout, whose
 	// "batch" is the input channels): then consecutive rows are consecutive in memory.
 	batchInner := Nb > 1
@@ -316,11 +320,13 @@ func newConvGemms[T Float](input []T, inDims []int, kernel []T, kDims, outDims [
 		for co := range cross {
 			cross[co] = (grp.outCol0 + co) * sK[a.KernelOutputChannels]
 		}
-		ForEachPosition(c.InputDilations, func(phase []int) {
-			if p := newConvPhase(input, kernel, c, phase, batchInner, inSp, kSp, outSp, sIn, sK, sOut, grp, cross); p != nil {
-				probs = append(probs, p)
-			}
-		})
+		for _, cls := range classes {
+			ForEachPosition(c.InputDilations, func(phase []int) {
+				if p := newConvPhase(input, kernel, c, phase, cls, batchInner, inSp, kSp, outSp, sIn, sK, sOut, grp, cross); p != nil {
+					probs = append(probs, p)
+				}
+			})
+		}
 	}
 	return probs, true
 }
@@ -334,11 +340,75 @@ type convGroup struct {
 // floorMod is x mod d in [0, d).
 func floorMod(x, d int) int { return ((x % d) + d) % d }
 
+// floorDiv is ⌊x/d⌋ for d > 0.
+func floorDiv(x, d int) int { return (x - floorMod(x, d)) / d }
+
+// convClass is a box of output positions (a range per spatial axis) whose windows all meet the input
+// at the same box of kernel positions: one GEMM over those rows contracts only those kernel positions.
+// Nil ranges: every position.
+type convClass struct{ y, kp [][2]int }
+
+// paddingClasses splits the output positions by the kernel positions at which their window meets the
+// input, when the padded convolution would spend more than half of its products on padding zeros (a
+// 1×1 feature map under a 3×3 kernel with padding 1 meets the input at one kernel position of 9, a 2×2
+// map at 4 of 9): one GEMM per class then multiplies only real input values. Classes whose window
+// meets no input are left out (their output rows stay zero). nil when the padding is the smaller part
+// (one GEMM over the padded input wastes less than many small ones would lose) or for input dilation,
+// whose phases already contract only the kernel positions that meet real values.
+func paddingClasses(c ConvGemmSpec, inSp, kSp, outSp []int) []convClass {
+	S := len(inSp)
+	var useful, total float64 = 1, 1
+	axes := make([][]convClass, S) // Per axis, its classes (y and kp set for that axis only).
+	for i := range S {
+		if c.InputDilations[i] != 1 {
+			return nil
+		}
+		s, kd, lo0 := c.Strides[i], c.KernelDilations[i], c.Paddings[i][0]
+		sum := 0
+		for y := range outSp[i] {
+			// Kernel positions kp with 0 <= y·s − lo0 + kp·kd < inSp.
+			origin := y*s - lo0
+			lo := max(0, -floorDiv(origin, kd))
+			hi := min(kSp[i], floorDiv(inSp[i]-1-origin, kd)+1)
+			hi = max(hi, lo)
+			sum += hi - lo
+			last := len(axes[i]) - 1
+			if last >= 0 && axes[i][last].kp[0] == [2]int{lo, hi} {
+				axes[i][last].y[0][1] = y + 1
+				continue
+			}
+			axes[i] = append(axes[i], convClass{y: [][2]int{{y, y + 1}}, kp: [][2]int{{lo, hi}}})
+		}
+		useful *= float64(sum)
+		total *= float64(outSp[i] * kSp[i])
+	}
+	if useful > total/2 {
+		return nil
+	}
+	classes := []convClass{{}}
+	for i := range S {
+		var next []convClass
+		for _, cl := range classes {
+			for _, ax := range axes[i] {
+				if ax.kp[0][0] == ax.kp[0][1] {
+					continue // No kernel position meets the input: zeros.
+				}
+				next = append(next, convClass{y: append(slices.Clone(cl.y), ax.y[0]), kp: append(slices.Clone(cl.kp), ax.kp[0])})
+			}
+		}
+		classes = next
+	}
+	if classes == nil {
+		classes = []convClass{} // Every output position is all padding: nothing to multiply.
+	}
+	return classes
+}
+
 // newConvPhase is the GEMM of the output rows whose dilated window origin y·stride − low padding is
 // phase (per axis) modulo the input dilation; nil if no row or no kernel position qualifies. In that
 // class a window offset kpos·kernelDilation meets a real input value exactly when it is −phase modulo
 // the dilation, at input index (origin − phase)/d + (offset + phase)/d.
-func newConvPhase[T Float](input, kernel []T, c ConvGemmSpec, phase []int, batchInner bool,
+func newConvPhase[T Float](input, kernel []T, c ConvGemmSpec, phase []int, cls convClass, batchInner bool,
 	inSp, kSp, outSp, sIn, sK, sOut []int, grp convGroup, cross []int) *GemmProblemOf[T] {
 	N, C, Cout := grp.N, grp.C, grp.Cout
 	a := c.Axes
@@ -353,6 +423,9 @@ func newConvPhase[T Float](input, kernel []T, c ConvGemmSpec, phase []int, batch
 		baseA, baseB := 0, 0
 		coord := make([]int, S)
 		for i := range S {
+			if cls.kp != nil && (kp[i] < cls.kp[i][0] || kp[i] >= cls.kp[i][1]) {
+				return // Not this class's kernel position.
+			}
 			off := kp[i]*c.KernelDilations[i] + phase[i]
 			if off%d[i] != 0 {
 				return
@@ -391,6 +464,9 @@ func newConvPhase[T Float](input, kernel []T, c ConvGemmSpec, phase []int, batch
 	rc := make([]int, S)
 	emit := func(n int, y []int) {
 		for i := range S {
+			if cls.y != nil && (y[i] < cls.y[i][0] || y[i] >= cls.y[i][1]) {
+				return // Another class's row.
+			}
 			origin := y[i]*c.Strides[i] - c.Paddings[i][0]
 			if floorMod(origin, d[i]) != phase[i] {
 				return // Another phase's row.
@@ -467,7 +543,7 @@ func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int,
 			return true
 		}
 	}
-	if padded, paddedDims, paddedSpec, ok := padInput(input, inDims, spec); ok {
+	if padded, paddedDims, paddedSpec, ok := padInput(input, inDims, kDims, outDims, spec); ok {
 		defer putPadded(padded)
 		input, inDims, spec = padded, paddedDims, paddedSpec
 	}
@@ -496,8 +572,9 @@ func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int,
 // without padding: every output row's window then lies inside the input, so the kernel's direct form
 // reads every full panel in place (border rows included) instead of packing it. Worth it when there is
 // a direct form (float32, AVX2): the copy is one pass over the input, packing is one per kernel
-// position. Not for input dilation (the phases keep their own windows) or negative padding.
-func padInput[T Float](input []T, inDims []int, spec ConvGemmSpec) ([]T, []int, ConvGemmSpec, bool) {
+// position. Not for input dilation (the phases keep their own windows), negative padding, or padding
+// that paddingClasses' GEMMs skip (kDims and outDims nil: not checked).
+func padInput[T Float](input []T, inDims, kDims, outDims []int, spec ConvGemmSpec) ([]T, []int, ConvGemmSpec, bool) {
 	if IsFloat64[T]() || defaultKernelOf[T]().direct == nil {
 		return nil, nil, spec, false
 	}
@@ -512,6 +589,15 @@ func padInput[T Float](input []T, inDims []int, spec ConvGemmSpec) ([]T, []int, 
 		return nil, nil, spec, false
 	}
 	a := spec.Axes
+	if kDims != nil && outDims != nil {
+		inSp, kSp, outSp := make([]int, len(a.InputSpatial)), make([]int, len(a.InputSpatial)), make([]int, len(a.InputSpatial))
+		for i := range inSp {
+			inSp[i], kSp[i], outSp[i] = inDims[a.InputSpatial[i]], kDims[a.KernelSpatial[i]], outDims[a.OutputSpatial[i]]
+		}
+		if paddingClasses(spec, inSp, kSp, outSp) != nil {
+			return nil, nil, spec, false // The GEMMs skip the padding instead of reading it.
+		}
+	}
 	dims := slices.Clone(inDims)
 	lo := make([]int, len(dims))
 	for i, axis := range a.InputSpatial {

@@ -23,6 +23,8 @@ func fusedConvCases() []convCase {
 		convCase{name: "kgrad-3x3-pad1", inDims: []int{3, 5, 5, 20}, kDims: []int{3, 5, 5, 7}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "kgrad-stride2-as-dilation", inDims: []int{2, 7, 7, 16}, kDims: []int{2, 4, 4, 5}, axes: kgrad, kernelDilations: []int{2, 2}, paddings: [][2]int{{1, 0}, {1, 0}}},
 		convCase{name: "dgrad-swapped-kernel", inDims: []int{2, 5, 4, 6}, kDims: []int{3, 3, 9, 6}, axes: dgrad, paddings: [][2]int{{2, 2}, {1, 2}}},
+		// Runs of 16 input channels per kernel position in a K block that spans all nine (packed by run).
+		convCase{name: "dgrad-swapped-kernel-wide", inDims: []int{2, 3, 3, 16}, kDims: []int{3, 3, 40, 16}, axes: dgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "1x1-wide", inDims: []int{3, 4, 4, 40}, kDims: []int{1, 1, 40, 33}, axes: nhwc},
 		convCase{name: "7x7-stride2-stem", inDims: []int{2, 12, 12, 3}, kDims: []int{7, 7, 3, 16}, axes: nhwc, strides: []int{2, 2}, paddings: [][2]int{{3, 3}, {3, 3}}},
 		convCase{name: "all-padding-rows", inDims: []int{1, 2, 2, 3}, kDims: []int{3, 3, 3, 4}, axes: nhwc, paddings: [][2]int{{3, 3}, {2, 4}}},
@@ -32,6 +34,11 @@ func fusedConvCases() []convCase {
 		convCase{name: "dgrad-stride2-1x1", inDims: []int{2, 3, 3, 4}, kDims: []int{1, 1, 3, 4}, axes: dgrad, inputDilations: []int{2, 2}, paddings: [][2]int{{0, 1}, {0, 1}}},
 		convCase{name: "input-dilation-3x2-kernel-dilation", inDims: []int{1, 4, 5, 2}, kDims: []int{3, 2, 2, 3}, axes: nhwc, inputDilations: []int{3, 2}, kernelDilations: []int{2, 1}, strides: []int{1, 2}, paddings: [][2]int{{2, 3}, {-1, 2}}},
 		convCase{name: "input-dilation-1d", inDims: []int{3, 7, 4}, kDims: []int{4, 4, 5}, axes: channelsLast(1), inputDilations: []int{3}, paddings: [][2]int{{2, 1}}},
+		// Small feature maps, mostly padding: GEMMs per class of output positions (paddingClasses).
+		convCase{name: "1x1-map-3x3-pad1", inDims: []int{2, 1, 1, 5}, kDims: []int{3, 3, 5, 6}, axes: nhwc, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "2x2-map-3x3-stride2", inDims: []int{2, 2, 2, 4}, kDims: []int{3, 3, 4, 6}, axes: nhwc, strides: []int{2, 2}, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "2x2-map-dgrad", inDims: []int{3, 2, 3, 6}, kDims: []int{3, 3, 7, 6}, axes: dgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
+		convCase{name: "kgrad-2x2-map", inDims: []int{3, 2, 2, 4}, kDims: []int{3, 2, 2, 5}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "zero-channels", inDims: []int{2, 4, 4, 0}, kDims: []int{3, 3, 0, 2}, axes: nhwc, paddings: [][2]int{{1, 1}, {1, 1}}},
 	)
 }
@@ -162,5 +169,49 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 	}
 	if !anyDirect {
 		t.Fatal("no panel was read in place")
+	}
+}
+
+// A convolution whose windows are mostly padding is split into GEMMs per class of output positions,
+// each contracting only the kernel positions that meet the input; mostly-interior ones are not.
+func TestPaddingClasses(t *testing.T) {
+	spec := func(S, stride, pad int) ConvGemmSpec {
+		c := ConvGemmSpec{Strides: make([]int, S), KernelDilations: ones(S), InputDilations: ones(S), Paddings: make([][2]int, S)}
+		for i := range S {
+			c.Strides[i], c.Paddings[i] = stride, [2]int{pad, pad}
+		}
+		return c
+	}
+	// A 1×1 map under a 3×3 kernel, padding 1: one class, the centre.
+	got := paddingClasses(spec(2, 1, 1), []int{1, 1}, []int{3, 3}, []int{1, 1})
+	want := []convClass{{y: [][2]int{{0, 1}, {0, 1}}, kp: [][2]int{{1, 2}, {1, 2}}}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("1x1 map: %v, want %v", got, want)
+	}
+	// A 2×2 map: each output position meets 2×2 of the 9 kernel positions, 4 classes.
+	got = paddingClasses(spec(2, 1, 1), []int{2, 2}, []int{3, 3}, []int{2, 2})
+	if len(got) != 4 || fmt.Sprint(got[0]) != fmt.Sprint(convClass{y: [][2]int{{0, 1}, {0, 1}}, kp: [][2]int{{1, 3}, {1, 3}}}) ||
+		fmt.Sprint(got[3]) != fmt.Sprint(convClass{y: [][2]int{{1, 2}, {1, 2}}, kp: [][2]int{{0, 2}, {0, 2}}}) {
+		t.Errorf("2x2 map: %v", got)
+	}
+	// The kernel gradient of a 1×1 map (a 3×3 output of kernel positions, a 1×1 window): only the
+	// centre row meets the input.
+	got = paddingClasses(spec(1, 1, 1), []int{1}, []int{1}, []int{3})
+	if fmt.Sprint(got) != fmt.Sprint([]convClass{{y: [][2]int{{1, 2}}, kp: [][2]int{{0, 1}}}}) {
+		t.Errorf("kernel gradient of a 1x1 map: %v", got)
+	}
+	// Every window in the padding (a 1×1 kernel at stride 2 steps over the one input value): no class
+	// at all (not nil: nothing to multiply).
+	if got = paddingClasses(spec(1, 2, 1), []int{1}, []int{1}, []int{2}); got == nil || len(got) != 0 {
+		t.Errorf("all padding: %v, want no class", got)
+	}
+	// Mostly interior (an 8×8 map), and input dilation: no split.
+	if got = paddingClasses(spec(2, 1, 1), []int{8, 8}, []int{3, 3}, []int{8, 8}); got != nil {
+		t.Errorf("8x8 map: %v, want nil", got)
+	}
+	dil := spec(1, 1, 1)
+	dil.InputDilations = []int{2}
+	if got = paddingClasses(dil, []int{1}, []int{3}, []int{3}); got != nil {
+		t.Errorf("input dilation: %v, want nil", got)
 	}
 }

@@ -48,7 +48,7 @@ func checkTileEdges[T Float](t *testing.T, kern *gemmKernelOf[T], u float64) {
 	var shapes []shape
 	for _, m := range edges(kern.mr) {
 		for _, n := range edges(kern.nr) {
-			for _, k := range []int{1, 2, 3, 7, 16, 300} {
+			for _, k := range []int{1, 2, 3, 7, 16, 300, gemmKC + 1} {
 				shapes = append(shapes, shape{m, n, k})
 			}
 		}
@@ -116,6 +116,54 @@ func checkTileEdges[T Float](t *testing.T, kern *gemmKernelOf[T], u float64) {
 						}
 						if d := math.Abs(float64(out[at]) - want); !(d <= bound) {
 							t.Fatalf("m %d n %d k %d split %d integers %v: out[%d][%d] = %v, want %v (bound %g)", s.m, s.n, s.k, split, integers, i, j, out[at], want, bound)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packPanels gives the gather's values (zeros past the last row) when the contracting offsets come in
+// runs of consecutive values (a kernel's input channels at each kernel position, flipped or not), in
+// runs too short for the transposes, or in one run; for every panel width and a short last panel.
+func TestPackPanelsRuns(t *testing.T) {
+	rng := rand.New(rand.NewSource(67))
+	data := make([]float32, 20000)
+	for i := range data {
+		data[i] = float32(i)
+	}
+	runOffsets := func(runs, length, gap int) []int {
+		var ks []int
+		for r := range runs {
+			for j := range length {
+				ks = append(ks, (runs-1-r)*gap+j) // Runs in decreasing order, as a flipped kernel's.
+			}
+		}
+		return ks
+	}
+	for _, ks := range [][]int{runOffsets(9, 16, 700), runOffsets(4, 3, 50), runOffsets(1, 37, 0), runOffsets(3, 8, 9)} {
+		for _, w := range []int{6, 14, 32} {
+			rows := make([]int, 2*w+3)
+			for i := range rows {
+				rows[i] = 7000 + rng.Intn(6000)
+			}
+			kl := len(ks)
+			panels := (len(rows) + w - 1) / w
+			dst := make([]float32, panels*kl*w)
+			for i := range dst {
+				dst[i] = -1 // Stale values must be overwritten.
+			}
+			packPanels(dst, data, 11, rows, ks, w)
+			for q := range panels {
+				for k := range kl {
+					for r := range w {
+						var want float32
+						if i := q*w + r; i < len(rows) {
+							want = data[11+rows[i]+ks[k]]
+						}
+						if got := dst[q*kl*w+k*w+r]; got != want {
+							t.Fatalf("ks %v w %d: panel %d k %d row %d = %v, want %v", ks[:8], w, q, k, r, got, want)
 						}
 					}
 				}

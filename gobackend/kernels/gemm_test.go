@@ -32,6 +32,8 @@ func dotCases() []dotCase {
 		{name: "blocks-m-k-n", lhsDims: []int{101, 301}, rhsDims: []int{301, 35}, lhsContract: []int{1}, rhsContract: []int{0}, wantBatch: 1, wantM: 101, wantN: 35, wantK: 301},
 		{name: "long-k", lhsDims: []int{1100, 10}, rhsDims: []int{1100, 18}, lhsContract: []int{0}, rhsContract: []int{0}, wantBatch: 1, wantM: 10, wantN: 18, wantK: 1100},
 		{name: "wide-n", lhsDims: []int{7, 9}, rhsDims: []int{9, 1100}, lhsContract: []int{1}, rhsContract: []int{0}, wantBatch: 1, wantM: 7, wantN: 1100, wantK: 9},
+		// Rows 4 KB apart: the direct form packs its A panels (setConflicts) once B has enough column panels.
+		{name: "aliased-rows", lhsDims: []int{29, 1024}, rhsDims: []int{1024, 129}, lhsContract: []int{1}, rhsContract: []int{0}, wantBatch: 1, wantM: 29, wantN: 129, wantK: 1024},
 		{name: "batched-attention", lhsDims: []int{4, 2, 30, 8}, rhsDims: []int{4, 2, 20, 8}, lhsContract: []int{3}, lhsBatch: []int{0, 1}, rhsContract: []int{3}, rhsBatch: []int{0, 1}, wantBatch: 8, wantM: 30, wantN: 20, wantK: 8},
 	}
 }
@@ -254,6 +256,41 @@ func TestGemmNarrowKernelMatchesDefault(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// A direct A panel is packed when more of its rows than an L1 set's 8 ways start in the same set.
+func TestSetConflicts(t *testing.T) {
+	rows := func(n, stride int) []int {
+		r := make([]int, n)
+		for i := range r {
+			r[i] = 5 + i*stride
+		}
+		return r
+	}
+	for _, c := range []struct {
+		rows []int
+		f64  bool
+		want bool
+	}{
+		{rows(14, 1024), false, true},  // 4 KB apart: all in one set.
+		{rows(14, 2048), false, true},  // 8 KB.
+		{rows(8, 1024), false, false},  // As many as the ways.
+		{rows(9, 1024), false, true},   // One more.
+		{rows(14, 512), false, false},  // 2 KB: two sets of 7.
+		{rows(14, 1000), false, false}, // Spread over the sets.
+		{rows(14, 512), true, true},    // 512 float64s: 4 KB.
+		{rows(14, 64), false, false},   // 256 bytes.
+		{rows(14, 1), false, false},    // Adjacent values: one or two lines, not a conflict.
+		{rows(14, 16), false, false},   // One line each, consecutive sets.
+	} {
+		got := setConflicts[float32](c.rows)
+		if c.f64 {
+			got = setConflicts[float64](c.rows)
+		}
+		if got != c.want {
+			t.Errorf("setConflicts(%v, float64 %v) = %v, want %v", c.rows, c.f64, got, c.want)
 		}
 	}
 }
