@@ -98,11 +98,6 @@ func (b *goBuilder) ConvGeneral(input, kernel backends.Op, axes backends.Convolv
 		return native()
 	}
 	p.derive()
-	if b.convMode == convAuto {
-		if out, ok, err := b.trimmedConv(input, kernel, p); ok || err != nil {
-			return out, err
-		}
-	}
 	if b.fusedConv && fusedConvInstalled && b.convMode == convAuto && p.fusedApplies() {
 		node, err := native() // simplego's node, for the shape checks; run by execFusedConv.
 		if err != nil {

@@ -189,7 +189,8 @@ func TestConvGradients(t *testing.T) {
 			return Convolve(x, k).ChannelsAxis(timage.ChannelsFirst).Strides(2).PadSame().Done()
 		}, true},
 		{"1x1-stride2", []int{2, 5, 5, 3}, []int{1, 1, 3, 2}, func(x, k *Node) *Node { return Convolve(x, k).Strides(2).Done() }, true},
-		// Maps smaller than the padded kernel: the default mode trims the positions that meet only padding.
+		// Maps smaller than the padded kernel: the fused convolution contracts only the kernel positions
+		// that meet the input.
 		{"1x1-map-padsame", []int{2, 1, 1, 3}, []int{3, 3, 3, 2}, func(x, k *Node) *Node { return Convolve(x, k).PadSame().Done() }, false},
 		{"2x2-map-5x5-padsame", []int{2, 2, 2, 2}, []int{5, 5, 2, 3}, func(x, k *Node) *Node { return Convolve(x, k).PadSame().Done() }, false},
 		{"2x2-map-stride2-padsame", []int{2, 2, 2, 2}, []int{3, 3, 2, 3}, func(x, k *Node) *Node { return Convolve(x, k).Strides(2).PadSame().Done() }, true},
