@@ -349,16 +349,18 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			split = splitNone
 		case p.batch >= threads:
 			split = splitBatch
-		case (p.n+kern.nr-1)/kern.nr >= 2*threads:
-			// Two column panels or more per worker: each multiplies all of A by its columns of B with no
+		case (p.n+kern.nr-1)/kern.nr >= gemmAliasedPackPanels*threads:
+			// Four column panels or more per worker: each multiplies all of A by its columns of B with no
 			// join before the end and no partial sums; A's panels are read in place or packed once per
-			// worker. On Zen 4 at 2 threads this beat sharing B and splitting K on every such product
-			// measured (ResNet-50's at batch 8: 32×512×2048 63-78 -> 88-104 GFLOP/s, 512×1152×128
-			// 110-144 -> 175-187, 1024³ 166-181 -> 174-197).
+			// worker (with fewer panels, rows that alias in L1 would be read in place: slow). On Zen 4 at
+			// 2 threads this beat sharing B and splitting K on every such product measured (ResNet-50's
+			// at batch 8: 32×512×2048 63-78 -> 88-104 GFLOP/s, 128×2304×256 108-127 -> 160, 1024³
+			// 166-181 -> 174-197).
 			split = splitCols
-		case p.k > p.m && p.k >= 2*gemmSplitKDepth:
-			// Splitting K packs nothing twice and costs a private m×n sum; sharing B would synchronise
-			// the workers once per K block of a long product.
+		case p.k > p.m && p.k >= 2*gemmSplitKDepth && (p.m < threads*kern.mc() || p.k >= 8*p.m):
+			// Few row blocks, or a product far deeper than tall: splitting K packs nothing twice and
+			// costs a private m×n sum; sharing B would synchronise the workers once per K block. With
+			// rows enough for every worker, sharing B is faster (512×1152×128: 110-144 -> 154 GFLOP/s).
 			split = splitK
 		default:
 			split = splitShared
