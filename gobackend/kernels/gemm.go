@@ -349,9 +349,18 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			split = splitNone
 		case p.batch >= threads:
 			split = splitBatch
-		case p.k > p.m && p.k >= 2*gemmSplitKDepth:
-			// Splitting K packs nothing twice and costs a private m×n sum; sharing B would synchronise
-			// the workers once per K block of a long product.
+		case (p.n+kern.nr-1)/kern.nr >= gemmAliasedPackPanels*threads:
+			// Four column panels or more per worker: each multiplies all of A by its columns of B with no
+			// join before the end and no partial sums; A's panels are read in place or packed once per
+			// worker (with fewer panels, rows that alias in L1 would be read in place: slow). On Zen 4 at
+			// 2 threads this beat sharing B and splitting K on every such product measured (ResNet-50's
+			// at batch 8: 32×512×2048 63-78 -> 88-104 GFLOP/s, 128×2304×256 108-127 -> 160, 1024³
+			// 166-181 -> 174-197).
+			split = splitCols
+		case p.k > p.m && p.k >= 2*gemmSplitKDepth && (p.m < threads*kern.mc() || p.k >= 8*p.m):
+			// Few row blocks, or a product far deeper than tall: splitting K packs nothing twice and
+			// costs a private m×n sum; sharing B would synchronise the workers once per K block. With
+			// rows enough for every worker, sharing B is faster (512×1152×128: 110-144 -> 154 GFLOP/s).
 			split = splitK
 		default:
 			split = splitShared
@@ -496,9 +505,10 @@ func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 // (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
 // workers) are split by column panels too.
 func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
-	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
+	nc, nr := kern.nc(), kern.nr
 	kb := kBlocks(0, p.k)
-	icBlocks := (p.m + mc - 1) / mc
+	rowBounds := sharedRowBlocks(p.m, kern.mr, kern.mc(), threads)
+	icBlocks := len(rowBounds) - 1
 	for blk := range len(kb) - 1 {
 		pc, pcEnd := kb[blk], kb[blk+1]
 		kl := pcEnd - pc
@@ -526,9 +536,9 @@ func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 			ParallelChunks(bounds, min(threads, items), func(lo, hi int) {
 				s := getScratch[T]()
 				for it := lo; it < hi; it++ {
-					ic := (it / colChunks) * mc
+					ic := rowBounds[it/colChunks]
 					cc := it % colChunks
-					ml := min(mc, p.m-ic)
+					ml := rowBounds[it/colChunks+1] - ic
 					p.packA(s, kern, b, ic, ml, pc, pcEnd, cb[cc+1]-cb[cc])
 					p.block(s, kern, kl, pc, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
 				}
@@ -536,6 +546,19 @@ func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 			})
 		}
 	}
+}
+
+// sharedRowBlocks cuts m rows into blocks of at most mc rows (whole panels of mr but the last) for the
+// shared split: as many blocks as mc needs, rounded up to a multiple of the workers, with their panels
+// spread evenly, so every worker gets the same share (1024 rows as 112-row blocks: 9 full ones and a
+// 16-row one, one worker doing five of them while the other did four and the small one).
+func sharedRowBlocks(m, mr, mc, threads int) []int {
+	panels := (m + mr - 1) / mr
+	blocks := (m + mc - 1) / mc
+	if r := blocks % threads; blocks > 1 && r != 0 && blocks+threads-r <= panels {
+		blocks += threads - r
+	}
+	return SplitRange(m, blocks, mr)
 }
 
 // block runs the micro-kernel over the packed A rows [ic, ic+ml) (contracting indices from pc, kl of

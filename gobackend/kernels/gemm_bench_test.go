@@ -2,12 +2,25 @@ package kernels
 
 import (
 	"math/rand"
+	"syscall"
 	"testing"
 )
 
-// The packed GEMM alone (no backend, no buffers) on the MNIST-CNN step's products, float32, every core:
-// what gobackend's BenchmarkGemm measures less the executor around it.
-// Rerun: go test ./gobackend/kernels/ -run XXX -bench PackedGemm -benchtime 5x
+// procCPU is the process's user+system CPU seconds so far.
+func procCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// The packed GEMM alone (no backend, no buffers) on the MNIST-CNN step's products, ResNet-50's and
+// DenseNet-121's at batch 8 and 64 px (forward, kernel and input gradients), float32, every core: what
+// gobackend's BenchmarkGemm measures less the executor around it. GFLOP/cpu-s is the rate per CPU
+// second of the process: beside GFLOP/s at -cpu 2, it tells work split badly (both near one core's
+// rate: one worker idle) from a core taken by another process (GFLOP/s falls, GFLOP/cpu-s holds).
+// Rerun: go test ./gobackend/kernels/ -run XXX -bench PackedGemm -benchtime 20x -cpu 1,2
 func BenchmarkPackedGemm(b *testing.B) {
 	for _, tc := range []struct {
 		name             string
@@ -18,6 +31,19 @@ func BenchmarkPackedGemm(b *testing.B) {
 		{"conv2-kgrad-288x73728x64", []int{73728, 288}, []int{73728, 64}, []int{0}, []int{0}},
 		{"fc1-fwd-128x9216x128", []int{128, 9216}, []int{9216, 128}, []int{1}, []int{0}},
 		{"square-1024", []int{1024, 1024}, []int{1024, 1024}, []int{1}, []int{0}},
+		{"square-1024-bt", []int{1024, 1024}, []int{1024, 1024}, []int{1}, []int{1}},
+		{"r50l4-1x1-32x512x2048", []int{32, 512}, []int{512, 2048}, []int{1}, []int{0}},
+		{"r50l4-1x1-32x2048x512", []int{32, 2048}, []int{2048, 512}, []int{1}, []int{0}},
+		{"r50l3-3x3-128x2304x256", []int{128, 2304}, []int{2304, 256}, []int{1}, []int{0}},
+		{"r50l3-1x1-128x256x1024", []int{128, 256}, []int{256, 1024}, []int{1}, []int{0}},
+		{"r50l1-3x3-2048x576x64", []int{2048, 576}, []int{576, 64}, []int{1}, []int{0}},
+		{"r50l1-1x1-2048x64x256", []int{2048, 64}, []int{64, 256}, []int{1}, []int{0}},
+		{"r50l2-3x3-512x1152x128", []int{512, 1152}, []int{1152, 128}, []int{1}, []int{0}},
+		{"dn-1x1-2048x512x128", []int{2048, 512}, []int{512, 128}, []int{1}, []int{0}},
+		{"dn-1x1-kgrad-512x2048x128", []int{2048, 512}, []int{2048, 128}, []int{0}, []int{0}},
+		{"dn-1x1-dx-2048x128x512", []int{2048, 128}, []int{512, 128}, []int{1}, []int{1}},
+		{"dn-1x1-512x1024x128", []int{512, 1024}, []int{1024, 128}, []int{1}, []int{0}},
+		{"r50l4-kgrad-4608x32x512", []int{32, 4608}, []int{32, 512}, []int{0}, []int{0}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			m, k := tc.lhsDims[1-tc.lc[0]], tc.lhsDims[tc.lc[0]]
@@ -35,11 +61,14 @@ func BenchmarkPackedGemm(b *testing.B) {
 				b.Fatal("NewDotProblem refused the product")
 			}
 			out := make([]float32, m*n)
+			p.Run(out)
+			c0 := procCPU()
 			b.ResetTimer()
 			for range b.N {
 				p.Run(out)
 			}
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
 		})
 	}
 }

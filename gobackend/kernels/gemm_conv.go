@@ -552,9 +552,11 @@ func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int,
 		return false
 	}
 	clear(out)
-	if len(probs) > 1 && max(spec.ChannelGroups, spec.BatchGroups) > 1 {
-		// One GEMM per group, each writing its own output channels: small ones run side by side.
-		ParallelChunks(SplitRange(len(probs), len(probs), 1), runtime.GOMAXPROCS(0), func(lo, hi int) {
+	threads := runtime.GOMAXPROCS(0)
+	if len(probs) > 1 && (max(spec.ChannelGroups, spec.BatchGroups) > 1 || evenProblems(probs, threads)) {
+		// One GEMM per group, each writing its own output channels, or per class of output positions
+		// (its own output rows): small ones run side by side, with no join inside each.
+		ParallelChunks(SplitRange(len(probs), len(probs), 1), threads, func(lo, hi int) {
 			for _, p := range probs[lo:hi] {
 				p.threads = 1
 				p.Run(out)
@@ -566,6 +568,25 @@ func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int,
 		p.Run(out)
 	}
 	return true
+}
+
+// evenProblems reports whether the workers can take the problems whole: as many as a multiple of the
+// workers (or four per worker or more), none below three quarters of the largest one's products (the
+// padding classes of a 2×2 map under a padded 3×3 kernel: four equal ones; not an input gradient's
+// stride phases, whose kernel positions go 4:2:2:1).
+func evenProblems[T Float](probs []*GemmProblemOf[T], threads int) bool {
+	if threads < 2 || len(probs) < threads || (len(probs)%threads != 0 && len(probs) < 4*threads) {
+		return false
+	}
+	lo, hi := -1, 0
+	for _, p := range probs {
+		f := p.batch * p.m * p.n * p.k
+		hi = max(hi, f)
+		if lo < 0 || f < lo {
+			lo = f
+		}
+	}
+	return 4*lo >= 3*hi
 }
 
 // padInput returns the input with its spatial padding written out as zeros, its dims, and the spec

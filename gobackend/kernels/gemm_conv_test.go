@@ -215,3 +215,33 @@ func TestPaddingClasses(t *testing.T) {
 		t.Errorf("input dilation: %v, want nil", got)
 	}
 }
+
+// The padding classes of a 2×2 map under a padded 3×3 kernel (four equal GEMMs) run whole on the
+// workers; an input gradient's stride phases (kernel positions 4:2:2:1), too few problems or one
+// worker don't.
+func TestEvenProblems(t *testing.T) {
+	mk := func(ks ...int) []*gemmProblem {
+		var ps []*gemmProblem
+		for _, k := range ks {
+			ps = append(ps, &gemmProblem{batch: 1, m: 8, n: 512, k: k})
+		}
+		return ps
+	}
+	for _, tc := range []struct {
+		name    string
+		ks      []int
+		threads int
+		want    bool
+	}{
+		{"four equal classes, 2 workers", []int{2048, 2048, 2048, 2048}, 2, true},
+		{"four equal classes, 1 worker", []int{2048, 2048, 2048, 2048}, 1, false},
+		{"stride phases 4:2:2:1", []int{2048, 1024, 1024, 512}, 2, false},
+		{"three equal, 2 workers", []int{2048, 2048, 2048}, 2, false},
+		{"eight within a quarter, 2 workers", []int{2048, 2048, 1600, 2048, 2048, 2048, 2048, 1536}, 2, true},
+		{"one problem", []int{2048}, 2, false},
+	} {
+		if got := evenProblems(mk(tc.ks...), tc.threads); got != tc.want {
+			t.Errorf("%s: evenProblems = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
