@@ -66,8 +66,10 @@ func TestCeilMaxPoolSizes(t *testing.T) {
 
 func TestGoogLeNetTrainsAtReducedWidth(t *testing.T) {
 	// Without the default dropout 0.2: its masks come from the context's RNG, which is not seeded, and on
-	// 4 examples they made the loss curve (and the test) vary from run to run.
+	// 4 examples they made the loss curve (and the test) vary from run to run. lr 0.05: at 0.1 the loss
+	// bounced (2.31 -> 1.83 over steps 3-5 with Zen 4's 1024-deep GEMM blocks, a drop under 0.5); at 0.05
+	// it fell by 0.96-1.09 with every micro-kernel and block depth tried.
 	zero := 0.0
 	opts := Options{Width: 0.25, NumClasses: 10, Seed: 1, DropoutRate: &zero}
-	checkTrains(t, "googlenet", opts, 4, 48, 0.1, 0.5)
+	checkTrains(t, "googlenet", opts, 4, 48, 0.05, 0.5)
 }
