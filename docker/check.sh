@@ -20,7 +20,7 @@ docker/build.sh "$tmp/trainer"
 "$tmp/trainer" nets >/dev/null || fail "the built trainer does not run"
 
 # The CPU image: no plugin environment, the entrypoint only runs the trainer.
-PJRT_VENV="$tmp/none" TRAINER="$tmp/trainer" docker/entrypoint.sh nets | grep -q mnist_fast ||
+PJRT_VENV="$tmp/none" TRAINER="$tmp/trainer" docker/entrypoint.sh nets | grep mnist_fast >/dev/null ||
 	fail "the entrypoint without a plugin environment does not run the trainer"
 
 # Both images keep only GoMNIST's module-cache folder for the MNIST recipes (GOMODCACHE=/opt/gomod).
@@ -29,7 +29,7 @@ mkdir -p "$tmp/gomod/github.com"
 cp -r "$(go env GOMODCACHE)/github.com/petar" "$tmp/gomod/github.com/"
 # No go tool on PATH, as in the images: the trainer cannot fall back to `go mod download`.
 (cd "$tmp" && PATH=/usr/sbin:/usr/bin:/sbin:/bin GOMODCACHE="$tmp/gomod" TRAINER="$tmp/trainer" "$OLDPWD/docker/entrypoint.sh" plot schedule \
-	"$OLDPWD/configs/mnist_fast.yaml" --out "$tmp/s.png") | grep -q "from the training split, mnist" ||
+	"$OLDPWD/configs/mnist_fast.yaml" --out "$tmp/s.png") | grep "from the training split, mnist" >/dev/null ||
 	fail "the trainer does not find MNIST in a module cache holding only GoMNIST's folder"
 
 # The CUDA image's layout, with a stand-in plugin (never loaded: no NVIDIA device here).
