@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	timage "github.com/gomlx/gomlx/pkg/core/tensors/images"
+	"github.com/trainer/trainer/gobackend/internal/reftest"
 )
 
 // convCase is a ConvGeneral call with every parameter explicit (nil meaning "not given").
@@ -23,82 +24,17 @@ type convCase struct {
 	groups, batchGroups             int
 }
 
-// refConv is XLA's (and JAX's) convolution on float64, written as the definition: output channel o
-// belongs to channel group o/(Cout/G) and to batch group j = o/(Cout/BG), which reads input batch
-// j*(N/BG)+n; the input is dilated then padded (negative padding crops); the kernel is dilated.
+// refConv is the float64 reference convolution (reftest.Convolve).
 func refConv(x, k tt, cc convCase) tt {
-	a := cc.axes
-	S := len(a.InputSpatial)
-	get := func(s []int, i, def int) int {
-		if len(s) == 0 {
-			return def
-		}
-		return s[i]
-	}
-	G, BG := max(cc.groups, 1), max(cc.batchGroups, 1)
-	N, Cout, Cg := x.dims[a.InputBatch], k.dims[a.KernelOutputChannels], k.dims[a.KernelInputChannels]
-	outDims := make([]int, S+2)
-	outDims[a.OutputBatch], outDims[a.OutputChannels] = N/BG, Cout
-	for i := range S {
-		inDim := (x.dims[a.InputSpatial[i]]-1)*get(cc.inputDilations, i, 1) + 1
-		var pad [2]int
-		if cc.paddings != nil {
-			pad = cc.paddings[i]
-		}
-		kDim := (k.dims[a.KernelSpatial[i]]-1)*get(cc.kernelDilations, i, 1) + 1
-		outDims[a.OutputSpatial[i]] = (inDim+pad[0]+pad[1]-kDim)/get(cc.strides, i, 1) + 1
-	}
-	out := newTT(outDims...)
-	kSpatial := make([]int, S)
-	for i := range S {
-		kSpatial[i] = k.dims[a.KernelSpatial[i]]
-	}
-	xIdx, kIdx := make([]int, S+2), make([]int, S+2)
-	forEach(outDims, func(oIdx []int) {
-		o := oIdx[a.OutputChannels]
-		g, j := o/(Cout/G), o/(Cout/BG)
-		xIdx[a.InputBatch] = j*(N/BG) + oIdx[a.OutputBatch]
-		kIdx[a.KernelOutputChannels] = o
-		sum := 0.0
-		forEach(kSpatial, func(kPos []int) {
-			for i := range S {
-				var lo int
-				if cc.paddings != nil {
-					lo = cc.paddings[i][0]
-				}
-				id := get(cc.inputDilations, i, 1)
-				pos := oIdx[a.OutputSpatial[i]]*get(cc.strides, i, 1) + kPos[i]*get(cc.kernelDilations, i, 1) - lo
-				if pos < 0 || pos%id != 0 || pos/id >= x.dims[a.InputSpatial[i]] {
-					return
-				}
-				xIdx[a.InputSpatial[i]] = pos / id
-				kIdx[a.KernelSpatial[i]] = kPos[i]
-			}
-			for ci := range Cg {
-				xIdx[a.InputChannels] = g*Cg + ci
-				kIdx[a.KernelInputChannels] = ci
-				sum += x.data[x.flat(xIdx)] * k.data[k.flat(kIdx)]
-			}
-		})
-		out.data[out.flat(oIdx)] = sum
-	})
-	return out
+	dims, data := reftest.Convolve(x.dims, x.data, k.dims, k.data, reftest.Conv{Axes: reftest.ConvAxes(cc.axes),
+		Strides: cc.strides, Paddings: cc.paddings, InputDilations: cc.inputDilations,
+		KernelDilations: cc.kernelDilations, Groups: cc.groups, BatchGroups: cc.batchGroups})
+	return tt{dims: dims, data: data}
 }
 
 // channelsLast returns the NHWC / HWIO axes configuration for S spatial axes.
 func channelsLast(S int) backends.ConvolveAxesConfig {
-	sp := func(from int) []int {
-		s := make([]int, S)
-		for i := range s {
-			s[i] = from + i
-		}
-		return s
-	}
-	return backends.ConvolveAxesConfig{
-		InputBatch: 0, InputSpatial: sp(1), InputChannels: S + 1,
-		KernelSpatial: sp(0), KernelInputChannels: S, KernelOutputChannels: S + 1,
-		OutputBatch: 0, OutputSpatial: sp(1), OutputChannels: S + 1,
-	}
+	return backends.ConvolveAxesConfig(reftest.ChannelsLast(S))
 }
 
 func convCases() []convCase {

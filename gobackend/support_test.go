@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/pkg/errors"
 
+	"github.com/trainer/trainer/gobackend/internal/reftest"
 	"github.com/trainer/trainer/gobackend/kernels"
 )
 
@@ -69,26 +70,7 @@ func (t tt) flat(idx []int) int {
 }
 
 // forEach calls fn with every multi-index of dims in row-major order.
-func forEach(dims []int, fn func(idx []int)) {
-	idx := make([]int, len(dims))
-	if kernels.Prod(dims) == 0 {
-		return
-	}
-	for {
-		fn(idx)
-		a := len(dims) - 1
-		for ; a >= 0; a-- {
-			idx[a]++
-			if idx[a] < dims[a] {
-				break
-			}
-			idx[a] = 0
-		}
-		if a < 0 {
-			return
-		}
-	}
-}
+func forEach(dims []int, fn func(idx []int)) { reftest.ForEach(dims, fn) }
 
 func (t tt) tensor() *tensors.Tensor {
 	return tensors.FromFlatDataAndDimensions(slices.Clone(t.data), t.dims...)
