@@ -95,6 +95,18 @@ const MaxSteps = 999_999_999
 // MaxImageSize bounds net.image_size and data.eval_image_size, and every command's --size.
 const MaxImageSize = 4096
 
+// MaxBatchValues bounds a batch's pixel values, batch size × height × width × channels: 2^31 values
+// are 8 GiB as float32 (ImageNet's batch of 1024 at 224 px is 154 million). The keys' own bounds
+// allow a thousand times that, which no host holds, so the product is checked (by the recipe's
+// checks, which know the net's input, and by the commands' flags) before anything is allocated.
+const MaxBatchValues = 1 << 31
+
+// BatchValues is the number of pixel values in a batch of batch images of input's [height, width,
+// channels], for checking against MaxBatchValues; 64-bit, so no product of bounded keys overflows.
+func BatchValues(batch int, input [3]int) int64 {
+	return int64(batch) * int64(input[0]) * int64(input[1]) * int64(input[2])
+}
+
 // The loader's bounds (data.MaxBatchSize, MaxPrefetch, MaxWorkers), stated here too because config
 // imports none of the packages it configures; recipe's TestLimitsAgreeWithData holds them equal.
 const (

@@ -54,6 +54,7 @@ func (World) Check(c config.Config, devices int) []error {
 	var r config.Rules
 	checkNet(&r, c.Net)
 	checkData(&r, c)
+	checkBatchValues(&r, c)
 	checkReplicas(&r, c)
 	return r.Errors()
 }
@@ -123,6 +124,26 @@ func checkData(r *config.Rules, c config.Config) {
 			r.Check(!spec.FixedInputSize, "data.eval_image_size",
 				"got %d, but net %s only takes the resolution it is built for (net.image_size)", size, c.Net.Label())
 		}
+	}
+}
+
+// checkBatchValues bounds the training and evaluation batches' pixel values at the net's input
+// (config.MaxBatchValues), which each key's own bound leaves a thousand times too large.
+func checkBatchValues(r *config.Rules, c config.Config) {
+	spec, err := Net(c.Net)
+	if err != nil || c.Data.BatchSize < 1 || c.Data.BatchSize > config.MaxBatchSize || c.Data.EvalBatchSize < 1 ||
+		c.Data.EvalBatchSize > config.MaxBatchSize || c.Net.ImageSize > config.MaxImageSize || c.Data.EvalImageSize > config.MaxImageSize {
+		return // reported by their own checks
+	}
+	for _, b := range []struct {
+		key   string
+		batch int
+		train bool
+	}{{"data.batch_size", c.Data.BatchSize, true}, {"data.eval_batch_size", c.Data.EvalBatchSize, false}} {
+		input := ImageSize(c, spec.InputShape, b.train)
+		v := config.BatchValues(b.batch, input)
+		r.Check(v <= config.MaxBatchValues, b.key, "got %d at %s's input of %d×%d×%d: %d pixel values a batch, expected at most %d (8 GiB as float32): a smaller batch or image size",
+			b.batch, c.Net.Label(), input[0], input[1], input[2], v, int64(config.MaxBatchValues))
 	}
 }
 

@@ -88,3 +88,41 @@ func TestLoadConfigErrorsQuoteValuesBriefly(t *testing.T) {
 		})
 	}
 }
+
+// A batch's pixel values at the net's input are bounded (config.MaxBatchValues) when each key is within
+// its own bounds: at the net's default size, at net.image_size, and for evaluation at data.eval_image_size.
+func TestBatchValuesBounded(t *testing.T) {
+	path := writeConfig(t, "seed: 1\n")
+	for _, c := range []struct {
+		set  []string
+		want []string
+	}{
+		{[]string{"net.name=resnet50", "data.source=imagefolder", "data.batch_size=65536"},
+			[]string{"data.batch_size: got 65536 at resnet50's input of 224×224×3", "9865003008 pixel values", "at most 2147483648"}},
+		{[]string{"net.name=resnet50", "data.source=imagefolder", "net.image_size=512", "data.batch_size=4096"},
+			[]string{"data.batch_size: got 4096 at resnet50's input of 512×512×3", "3221225472 pixel values"}},
+		{[]string{"net.name=resnet50", "data.source=imagefolder", "data.eval_image_size=4096", "data.eval_batch_size=64"},
+			[]string{"data.eval_batch_size: got 64 at resnet50's input of 4096×4096×3", "3221225472 pixel values"}},
+	} {
+		_, err := Load(path, c.set)
+		if err == nil {
+			t.Errorf("--set %v accepted", c.set)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("--set %v: %v, want %q", c.set, err, w)
+			}
+		}
+	}
+	// ImageNet's batch of 1024 at 224 px passes, and so does a batch at the bound's edge: 10922 at
+	// 256 px is 2147352576 values.
+	for _, set := range [][]string{
+		{"net.name=resnet50", "data.source=imagefolder", "data.batch_size=1024", "data.eval_batch_size=1024"},
+		{"net.name=resnet50", "data.source=imagefolder", "net.image_size=256", "data.batch_size=10922", "data.eval_batch_size=10922"},
+	} {
+		if _, err := Load(path, set); err != nil {
+			t.Errorf("--set %v: %v", set, err)
+		}
+	}
+}

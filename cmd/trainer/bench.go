@@ -286,10 +286,24 @@ func (m macCounter) Forward(ctx *context.Context, images *Node, train bool) *Nod
 
 // benchStep compiles cfg's train step and times steps executions of it on synthetic data (sent every
 // step with host, else once), after one that compiles.
-func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benchReport, error) {
+func benchStep(cfg config.Config, steps int, host bool, cpuProfilePath string) (_ benchReport, err error) {
+	profile, err := openCPUProfile(cpuProfilePath) // checked before the compile it would wait for
+	if err != nil {
+		return benchReport{}, err
+	}
+	defer func() {
+		if perr := profile.finish(); err == nil {
+			err = perr
+		}
+	}()
 	net, err := trainstep.NetOf(cfg)
 	if err != nil {
 		return benchReport{}, err
+	}
+	form := trainstep.BatchOf(cfg, net)
+	if v := config.BatchValues(cfg.Data.BatchSize, [3]int{form.Height, form.Width, form.Channels}); v > config.MaxBatchValues {
+		return benchReport{}, fmt.Errorf("bench: --batch %d at %s's input of %d×%d×%d: %d pixel values a batch, expected at most %d (8 GiB as float32): a smaller --batch or --size",
+			cfg.Data.BatchSize, cfg.Net.Label(), form.Height, form.Width, form.Channels, v, int64(config.MaxBatchValues))
 	}
 	stats := &graphs.Stats{}
 	net.Options.Stats = stats
@@ -310,7 +324,6 @@ func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benc
 	}
 	defer step.Finalize()
 
-	form := trainstep.BatchOf(cfg, net)
 	newBatch := syntheticBatch(form, cfg.Data.BatchSize, max(cfg.Replicas, 1))
 	x, y := newBatch()
 	k := max(cfg.Optimizer.AccumulateSteps, 1)
@@ -342,11 +355,9 @@ func benchStep(cfg config.Config, steps int, host bool, cpuProfile string) (benc
 		return benchReport{}, err
 	}
 	compileS := time.Since(compileStart).Seconds()
-	stopProfile, err := startCPUProfile(cpuProfile)
-	if err != nil {
+	if err := profile.start(); err != nil {
 		return benchReport{}, err
 	}
-	defer stopProfile()
 	rep := benchReport{Net: cfg.Net.Name, Backend: counter.Description(), Batch: cfg.Data.BatchSize, Size: form.Height,
 		Threads: runtime.GOMAXPROCS(0), Precision: cfg.Net.Precision, Data: "device", Input: "float32", CompileS: compileS}
 	if host {

@@ -136,11 +136,51 @@ func TestBenchSizesBounded(t *testing.T) {
 			t.Errorf("bench %v: %v, want an error naming the bounds", args, err)
 		}
 	}
+	// Each flag within its bound, the batch's pixel values at the net's input (224 px by default) not.
+	for _, args := range [][]string{{"--net", "resnet50", "--batch", "65536"}, {"--net", "mlp", "--batch", "4096", "--size", "1024"}} {
+		err := cmdBench(args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "bench: --batch") || !strings.Contains(err.Error(), "pixel values a batch, expected at most 2147483648") {
+			t.Errorf("bench %v: %v, want an error naming the batch's pixel values and their bound", args, err)
+		}
+	}
 	dir := t.TempDir() // no data needed: the flags are refused first
+	if err := cmdData([]string{"bench", dir, "--batch", "65536", "--size", "1024"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "data bench: --batch 65536 at --size 1024: 206158430208 pixel values") {
+		t.Errorf("data bench --batch 65536 --size 1024: %v, want an error naming the batch's pixel values", err)
+	}
 	for _, args := range [][]string{{"--size", "100000"}, {"--batch", "100000000"}, {"--workers", "100000"}} {
 		err := cmdData(append([]string{"bench", dir}, args...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "data bench: --size") || !strings.Contains(err.Error(), "at most") {
 			t.Errorf("data bench %v: %v, want an error naming the bounds", args, err)
 		}
+	}
+}
+
+// --cpuprofile writes its profile through a temporary file renamed into place at the end, and refuses
+// a path that is not a regular file (a device, a directory) before any work, leaving nothing behind.
+func TestBenchCPUProfileFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, path := range []string{"/dev/null", dir} {
+		err := cmdBench([]string{"--net", "mlp", "--batch", "4", "--steps", "1", "--cpuprofile", path}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--cpuprofile") || !strings.Contains(err.Error(), path) {
+			t.Errorf("--cpuprofile %s: %v, want an error naming the flag and the path", path, err)
+		}
+	}
+	if err := run([]string{"run", "--cpuprofile", dir, "no-such-recipe.yaml"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Errorf("run --cpuprofile DIR: %v, want the profile's path refused first", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused profiles left %d files in %s", len(entries), dir)
+	}
+	path := dir + "/cpu.pprof"
+	if err := cmdBench([]string{"--net", "mlp", "--batch", "4", "--steps", "2", "--cpuprofile", path}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// A pprof profile is gzip-compressed protobuf.
+	if b, err := os.ReadFile(path); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("profile %s: %v, %d bytes, want a gzip stream", path, err, len(b))
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in %s after one profile, want the profile alone", len(entries), dir)
 	}
 }

@@ -74,6 +74,9 @@ func dataBenchMain(f dataBenchFlags, positional []string, stdout io.Writer) erro
 		return fmt.Errorf("data bench: --size %d, --batch %d, --workers %d: expected a size of at most %d, a batch of at most %d and 0 to %d workers",
 			f.Size, f.Batch, f.Workers, config.MaxImageSize, data.MaxBatchSize, data.MaxWorkers)
 	}
+	if v := config.BatchValues(f.Batch, [3]int{f.Size, f.Size, 3}); v > config.MaxBatchValues {
+		return fmt.Errorf("data bench: --batch %d at --size %d: %d pixel values a batch, expected at most %d (8 GiB as float32)", f.Batch, f.Size, v, int64(config.MaxBatchValues))
+	}
 	in, err := data.ParseInterp(f.Interpolation)
 	if err != nil {
 		return fmt.Errorf("data bench: --interpolation: %w", err)

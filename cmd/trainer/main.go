@@ -23,6 +23,7 @@ import (
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/graphs"
 	"github.com/trainer/trainer/graphs/netspec"
+	"github.com/trainer/trainer/internal/atomicfile"
 	"github.com/trainer/trainer/recipe"
 	"github.com/trainer/trainer/stats"
 	"github.com/trainer/trainer/trainer"
@@ -102,12 +103,19 @@ type runFlags struct {
 }
 
 // runMain is `trainer run` with its parsed flags.
-func runMain(f runFlags, positional []string, stdout, stderr io.Writer) error {
-	stopProfile, err := startCPUProfile(f.CPUProfile)
+func runMain(f runFlags, positional []string, stdout, stderr io.Writer) (err error) {
+	profile, err := openCPUProfile(f.CPUProfile)
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
+	defer func() {
+		if perr := profile.finish(); err == nil {
+			err = perr
+		}
+	}()
+	if err := profile.start(); err != nil {
+		return err
+	}
 	cfg, err := loadRunConfig(positional[0], f.Set, f.Backend, f.Smoke, stdout)
 	if err != nil {
 		return err
@@ -566,19 +574,52 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
-// startCPUProfile starts a pprof CPU profile written to path (nothing when path is empty) and returns
-// the function that stops it and closes the file.
-func startCPUProfile(path string) (stop func(), err error) {
+// cpuProfile is a pprof CPU profile on its way to the file --cpuprofile names. The file is written
+// beside its path and renamed into place when the profile stops, so a run that dies leaves no
+// truncated profile, and a path that is a device, a directory or a link is refused before any work.
+type cpuProfile struct {
+	f       *atomicfile.File
+	path    string
+	started bool
+}
+
+// openCPUProfile checks path and opens the profile's file (a nil profile, which does nothing, when
+// path is empty); start begins the sampling and finish ends it.
+func openCPUProfile(path string) (*cpuProfile, error) {
 	if path == "" {
-		return func() {}, nil
+		return nil, nil
 	}
-	f, err := os.Create(path)
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+	return &cpuProfile{f: f, path: path}, nil
+}
+
+func (p *cpuProfile) start() error {
+	if p == nil {
+		return nil
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	if err := pprof.StartCPUProfile(p.f); err != nil {
+		return fmt.Errorf("--cpuprofile %s: %w", p.path, err)
+	}
+	p.started = true
+	return nil
+}
+
+// finish stops the sampling and puts the profile at its path; a profile never started leaves
+// nothing behind.
+func (p *cpuProfile) finish() error {
+	if p == nil {
+		return nil
+	}
+	if !p.started {
+		p.f.Abort()
+		return nil
+	}
+	pprof.StopCPUProfile()
+	if err := p.f.Commit(); err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return nil
 }
