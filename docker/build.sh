@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the trainer as the images ship it: cgo on (the XLA backend), after installing gcc with apt-get
 # on Debian/Ubuntu when it is missing. JPEGs decode with libjpeg-turbo's TurboJPEG library, loaded at
-# run time (the images install libturbojpeg0; no header or build tag is needed). Both Dockerfiles run
+# run time (the images carry libjpeg-turbo 3's, built by scripts/build-turbojpeg3.sh; no header or build tag is needed). Both Dockerfiles run
 # it; .ci/run runs it (through docker/check.sh) on the CI machine directly, so the image's build step is
 # a tested one.
 #
