@@ -92,6 +92,7 @@ type augScratch struct {
 	rs        resampler // the RandomResizedCrop's
 	turbo     *turboDecoder
 	noTurbo   bool // no decompressor could be made: do not retry per image
+	yieldEach bool // yield after each image decoded with turbo: no P is spare (Loader.fill)
 }
 
 // apply transforms src (which may alias scratch buffers other than out) and returns Size×Size pixels

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -236,8 +237,21 @@ func BenchmarkLoaderWorkers(b *testing.B) {
 		if dec == "turbo" && !turboLoaded() {
 			continue
 		}
-		for _, workers := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/workers=%d", dec, workers), func(b *testing.B) {
+		for _, run := range []struct {
+			workers int
+			spare   bool // GOMAXPROCS one above the workers, as SpareProcForDecode sets for a run
+		}{{1, false}, {2, false}, {2, true}} {
+			workers, name := run.workers, fmt.Sprintf("%s/workers=%d", dec, run.workers)
+			if run.spare {
+				if dec == "go" {
+					continue // image/jpeg makes no foreign calls
+				}
+				name += "/spare-proc"
+			}
+			b.Run(name, func(b *testing.B) {
+				if run.spare {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers + 1))
+				}
 				l, err := NewSourceLoader(files, LoaderOptions{BatchSize: 16, Shuffle: true, DropLast: true, Workers: workers,
 					Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
 					Transform: &Transform{Size: 224, Train: true, Scale: [2]float64{0.08, 1}, Ratio: [2]float64{3.0 / 4, 4.0 / 3}, HFlip: 0.5}})

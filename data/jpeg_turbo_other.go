@@ -4,6 +4,7 @@ package data
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 )
 
@@ -43,3 +44,7 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 func openTurbo(names []string) (*struct{}, error) {
 	return nil, fmt.Errorf("%s: this build does not load libjpeg-turbo", strings.Join(names, ", "))
 }
+
+// SpareProcForDecode returns GOMAXPROCS: Go's decoder makes no foreign calls, so the loader's
+// workers need no spare P (jpeg_turbo.go).
+func SpareProcForDecode(busy int) int { return runtime.GOMAXPROCS(0) }

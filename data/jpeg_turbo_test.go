@@ -478,3 +478,27 @@ func TestJPEGPureGoFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestSpareProcForDecode: with libjpeg-turbo, GOMAXPROCS is raised to one above the goroutines busy
+// in foreign calls, never lowered, and left as the GOMAXPROCS environment variable sets it.
+func TestSpareProcForDecode(t *testing.T) {
+	if !turboLoaded() {
+		if got, want := SpareProcForDecode(runtime.GOMAXPROCS(0)), runtime.GOMAXPROCS(0); got != want {
+			t.Errorf("image/jpeg: SpareProcForDecode returned %d, GOMAXPROCS is %d", got, want)
+		}
+		t.Skip("libjpeg-turbo not loaded: image/jpeg makes no foreign calls and GOMAXPROCS stays")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	t.Setenv("GOMAXPROCS", "")
+	for _, c := range []struct{ procs, busy, want int }{{2, 1, 2}, {2, 2, 3}, {2, 5, 6}, {8, 2, 8}} {
+		runtime.GOMAXPROCS(c.procs)
+		if got := SpareProcForDecode(c.busy); got != c.want || runtime.GOMAXPROCS(0) != c.want {
+			t.Errorf("GOMAXPROCS %d, %d busy: returned %d, GOMAXPROCS now %d, want %d", c.procs, c.busy, got, runtime.GOMAXPROCS(0), c.want)
+		}
+	}
+	t.Setenv("GOMAXPROCS", "2")
+	runtime.GOMAXPROCS(2)
+	if got := SpareProcForDecode(2); got != 2 || runtime.GOMAXPROCS(0) != 2 {
+		t.Errorf("GOMAXPROCS=2 in the environment: returned %d, GOMAXPROCS now %d, want 2 (the user's setting)", got, runtime.GOMAXPROCS(0))
+	}
+}

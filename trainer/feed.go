@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 
+	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/data"
 )
 
@@ -54,11 +55,32 @@ func (s *session) newTrainFeed() (trainFeed, error) {
 		}
 		f.loaders[i] = l
 	}
+	workers := 0
+	for _, l := range f.loaders {
+		workers += l.Workers()
+	}
+	if busy := feedForeignCallers(s.backendConfig, s.cfg.Data.Source, workers); busy > 0 {
+		data.SpareProcForDecode(busy)
+	}
 	if f.batchesPerEpoch() == 0 {
 		return f, fmt.Errorf("data.batch_size %d is larger than the training split (%d examples)",
 			s.cfg.Data.BatchSize, f.loaders[0].Source().Len())
 	}
 	return f, nil
+}
+
+// feedForeignCallers is the number of goroutines of a training run that spend their time in foreign
+// calls, for which GOMAXPROCS keeps a P spare (data.SpareProcForDecode), or 0 to leave GOMAXPROCS as
+// it is. On the xla backends the Go scheduler runs little else than the decode workers, which call
+// libjpeg-turbo for the JPEG sources, and the step, which calls the device's library. The pure-Go
+// backend's kernels split their work by GOMAXPROCS (so do the bits of their sums), and the other
+// sources decode in Go.
+func feedForeignCallers(backendConfig, source string, workers int) int {
+	spec, err := backend.ParseConfig(backendConfig)
+	if err != nil || spec.Backend != "xla" || (source != "imagefolder" && source != "shards") {
+		return 0
+	}
+	return workers + 1
 }
 
 // batchesPerEpoch implements feed; every replica has as many.

@@ -131,3 +131,20 @@ func closeCheckpoints(t *testing.T, a, b string, minTensors int, tol float64) fl
 	}
 	return worst
 }
+
+// A training run keeps a P spare for its foreign calls only on the xla backends and for the JPEG
+// sources: the decode workers plus the step.
+func TestFeedForeignCallers(t *testing.T) {
+	for _, c := range []struct {
+		backend, source string
+		workers, want   int
+	}{
+		{"xla:cuda", "imagefolder", 16, 17}, {"xla:cpu", "shards", 2, 3}, {"xla", "imagefolder", 1, 2},
+		{"go", "imagefolder", 2, 0}, {"", "shards", 2, 0}, {"go:devices=2", "imagefolder", 2, 0},
+		{"xla:cuda", "cifar10", 16, 0}, {"xla:cuda", "mnist", 16, 0}, {"nonsense", "imagefolder", 2, 0},
+	} {
+		if got := feedForeignCallers(c.backend, c.source, c.workers); got != c.want {
+			t.Errorf("backend %q, source %q, %d workers: %d goroutines in foreign calls, want %d", c.backend, c.source, c.workers, got, c.want)
+		}
+	}
+}

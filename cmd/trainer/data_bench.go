@@ -98,6 +98,7 @@ func dataBenchMain(f dataBenchFlags, positional []string, stdout io.Writer) erro
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
+	procs := data.SpareProcForDecode(threads) // as a run on a device does: see data.SpareProcForDecode
 	var images int
 	var start time.Time
 	var cpu0 time.Duration
@@ -128,8 +129,8 @@ func dataBenchMain(f dataBenchFlags, positional []string, stdout io.Writer) erro
 	if l.Uint8() {
 		last = "uint8 (normalised on the device)"
 	}
-	fmt.Fprintf(stdout, "%s (%d images): decode (%s) + RandomResizedCrop(%d, %s) + flip + %s: %.0f images/s with %d workers on %d cores\n",
-		positional[0], src.Len(), decoder, f.Size, f.Interpolation, last, rate, threads, runtime.NumCPU())
+	fmt.Fprintf(stdout, "%s (%d images): decode (%s) + RandomResizedCrop(%d, %s) + flip + %s: %.0f images/s with %d workers on %d cores (GOMAXPROCS %d)\n",
+		positional[0], src.Len(), decoder, f.Size, f.Interpolation, last, rate, threads, runtime.NumCPU(), procs)
 	if cpu > 0 { // else this platform does not give the process's CPU time
 		perCore := float64(images) / cpu
 		fmt.Fprintf(stdout, "per core: %.0f images per CPU-second (%.1f CPU-seconds for %d images); %.0f images/s per worker\n",
