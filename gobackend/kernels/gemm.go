@@ -369,13 +369,14 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			split = splitNone
 		case p.batch >= threads:
 			split = splitBatch
-		case (p.n+kern.nr-1)/kern.nr >= gemmAliasedPackPanels*threads:
+		case (p.n+defaultKernelOf[T]().nr-1)/defaultKernelOf[T]().nr >= gemmAliasedPackPanels*threads:
 			// Four column panels or more per worker: each multiplies all of A by its columns of B with no
 			// join before the end and no partial sums; A's panels are read in place or packed once per
 			// worker (with fewer panels, rows that alias in L1 would be read in place: slow). On Zen 4 at
 			// 2 threads this beat sharing B and splitting K on every such product measured (ResNet-50's
 			// at batch 8: 32×512×2048 63-78 -> 88-104 GFLOP/s, 128×2304×256 108-127 -> 160, 1024³
-			// 166-181 -> 174-197).
+			// 166-181 -> 174-197). Counted in the default kernel's panels: the wide one's are twice as
+			// wide, and its tiles split the same columns.
 			split = splitCols
 		case p.k > p.m && p.k >= 2*gemmSplitKDepth && (p.m < threads*kern.mc() || p.k >= 8*p.m):
 			// Few row blocks, or a product far deeper than tall: splitting K packs nothing twice and
