@@ -90,7 +90,7 @@ func BenchmarkCifar8Convs(b *testing.B) {
 		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
 	const batch = 32
 	for _, layer := range []struct{ size, cin, cout int }{
-		{32, 64, 64}, {16, 64, 128}, {16, 128, 128}, {8, 128, 256}, {8, 256, 256}, {4, 256, 512}, {4, 512, 512},
+		{32, 3, 64}, {32, 64, 64}, {16, 64, 128}, {16, 128, 128}, {8, 128, 256}, {8, 256, 256}, {4, 256, 512}, {4, 512, 512},
 	} {
 		s, ci, co := layer.size, layer.cin, layer.cout
 		for _, form := range []struct {
@@ -103,6 +103,9 @@ func BenchmarkCifar8Convs(b *testing.B) {
 			{"dgrad", []int{batch, s, s, co}, []int{3, 3, ci, co}, []int{batch, s, s, ci}, dgrad, true},
 			{"kgrad", []int{batch, s, s, ci}, []int{batch, s, s, co}, []int{3, 3, ci, co}, kgrad, false},
 		} {
+			if ci == 3 && form.name == "dgrad" {
+				continue // A step computes no gradient of the images.
+			}
 			b.Run(fmt.Sprintf("%dpx-%d-%d/%s", s, ci, co, form.name), func(b *testing.B) {
 				rng := rand.New(rand.NewSource(1))
 				in, k := make([]float32, Prod(form.inDims)), make([]float32, Prod(form.kDims))
