@@ -131,6 +131,11 @@ const gemmNarrowMaxN = 16
 // bits as the default kernel: each output adds its products in the same order.
 var gemmWideKernel *gemmKernel
 
+// gemmHalfKernel, when set, computes float32 products of one panel of the default kernel's width (17 to
+// 32 columns: a 32-channel convolution) with the wide kernel's 7 rows at that width (AVX-512's 7×32 on
+// AMD's cores): the same reads of A as 14×32, with the rows' addresses in registers. Same bits.
+var gemmHalfKernel *gemmKernel
+
 // wideColumns reports whether n columns go to gemmWideKernel: whenever 64-column panels pad n no
 // further than 32-column ones (n = 96 would multiply 128 columns instead of 96).
 func wideColumns(n int) bool { return n > gemmNarrowMaxN && (n+63)/64*64 == (n+31)/32*32 }
@@ -324,11 +329,17 @@ func getPackB[T Float]() []T { return *gemmPackBPools[poolIndex[T]()].Get().(*[]
 
 func putPackB[T Float](b []T) { gemmPackBPools[poolIndex[T]()].Put(&b) }
 
-// GemmKernelName names the micro-kernel in use (and the wide one's tile, where one is set).
+// GemmKernelName names the micro-kernel in use (and the other tiles of its kind, where they are set).
 func GemmKernelName() string {
 	if gemmWideKernel != nil {
 		d := gemmDefaultKernel
-		return fmt.Sprintf("%s %d×%d and %d×%d", d.name, d.mr, d.nr, gemmWideKernel.mr, gemmWideKernel.nr)
+		name := fmt.Sprintf("%s %d×%d", d.name, d.mr, d.nr)
+		for _, k := range []*gemmKernel{gemmHalfKernel, gemmWideKernel} {
+			if k != nil {
+				name += fmt.Sprintf(", %d×%d", k.mr, k.nr)
+			}
+		}
+		return name
 	}
 	return gemmDefaultKernel.name
 }
@@ -343,6 +354,8 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 		kern = defaultKernelOf[T]()
 		if p.n <= gemmNarrowMaxN && !IsFloat64[T]() && gemmNarrowKernel != nil {
 			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
+		} else if gemmHalfKernel != nil && !IsFloat64[T]() && p.n <= gemmHalfKernel.nr {
+			kern = any(gemmHalfKernel).(*gemmKernelOf[T])
 		} else if gemmWideKernel != nil && !IsFloat64[T]() && wideColumns(p.n) {
 			kern = any(gemmWideKernel).(*gemmKernelOf[T])
 		}
