@@ -1,6 +1,7 @@
 #include "textflag.h"
 
-// The 7×64 float32 tile of AVX-512 (gemm_amd64.go: gemmKernelAVX512Wide7x64), packed and direct forms.
+// The 7-row float32 tiles of AVX-512, 7×64 and 7×32 (gemm_amd64.go: gemmKernelAVX512Wide7x64,
+// gemmKernelAVX512Half7x32), each in its packed and direct forms.
 
 // func gemmKernelAVX512Wide(k int, a, b, c *float32, rows *int)
 // c[rows[r]+j] += sum_p a[p*7+r] * b[p*64+j], for r < 7, j < 64; k >= 1.
