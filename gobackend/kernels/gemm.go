@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -29,7 +30,7 @@ const (
 
 	// The largest tile and packed A block the workers' scratch holds (gemmScratch); every kernel's mr,
 	// nr and mc fit (TestGemmKernelsFitScratch).
-	gemmMaxMR, gemmMaxNR, gemmMaxMC = 16, 32, 128
+	gemmMaxMR, gemmMaxNR, gemmMaxMC = 16, 64, 128
 )
 
 // gemmKernelOf is a micro-kernel: it adds the mr×nr product of k packed steps (a: k steps of mr values of
@@ -122,6 +123,22 @@ var (
 var gemmNarrowKernel *gemmKernel
 
 const gemmNarrowMaxN = 16
+
+// gemmWideKernel, when set, computes the float32 products that wideColumns takes: a tile half as tall
+// and twice as wide as the default's (AVX-512's 7×64 against 14×32 on AMD's cores) reads each value of
+// A once per 64 columns instead of 32, and its 7 rows fit the general registers: a direct panel's
+// rows are read in place with no per-step reload, and 7 rows cannot overfill an 8-way L1 set. Same
+// bits as the default kernel: each output adds its products in the same order.
+var gemmWideKernel *gemmKernel
+
+// gemmHalfKernel, when set, computes float32 products of one panel of the default kernel's width (17 to
+// 32 columns: a 32-channel convolution) with the wide kernel's 7 rows at that width (AVX-512's 7×32 on
+// AMD's cores): the same reads of A as 14×32, with the rows' addresses in registers. Same bits.
+var gemmHalfKernel *gemmKernel
+
+// wideColumns reports whether n columns go to gemmWideKernel: whenever 64-column panels pad n no
+// further than 32-column ones (n = 96 would multiply 128 columns instead of 96).
+func wideColumns(n int) bool { return n > gemmNarrowMaxN && (n+63)/64*64 == (n+31)/32*32 }
 
 // defaultKernelOf is the default kernel for element type T.
 func defaultKernelOf[T Float]() *gemmKernelOf[T] {
@@ -312,8 +329,20 @@ func getPackB[T Float]() []T { return *gemmPackBPools[poolIndex[T]()].Get().(*[]
 
 func putPackB[T Float](b []T) { gemmPackBPools[poolIndex[T]()].Put(&b) }
 
-// GemmKernelName names the micro-kernel in use.
-func GemmKernelName() string { return gemmDefaultKernel.name }
+// GemmKernelName names the micro-kernel in use (and the other tiles of its kind, where they are set).
+func GemmKernelName() string {
+	if gemmWideKernel != nil {
+		d := gemmDefaultKernel
+		name := fmt.Sprintf("%s %d×%d", d.name, d.mr, d.nr)
+		for _, k := range []*gemmKernel{gemmHalfKernel, gemmWideKernel} {
+			if k != nil {
+				name += fmt.Sprintf(", %d×%d", k.mr, k.nr)
+			}
+		}
+		return name
+	}
+	return gemmDefaultKernel.name
+}
 
 // Run computes the product into out, using up to p.threads goroutines.
 func (p *GemmProblemOf[T]) Run(out []T) {
@@ -325,6 +354,10 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 		kern = defaultKernelOf[T]()
 		if p.n <= gemmNarrowMaxN && !IsFloat64[T]() && gemmNarrowKernel != nil {
 			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
+		} else if gemmHalfKernel != nil && !IsFloat64[T]() && p.n <= gemmHalfKernel.nr {
+			kern = any(gemmHalfKernel).(*gemmKernelOf[T])
+		} else if gemmWideKernel != nil && !IsFloat64[T]() && wideColumns(p.n) {
+			kern = any(gemmWideKernel).(*gemmKernelOf[T])
 		}
 	}
 	threads := p.threads
@@ -349,13 +382,14 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			split = splitNone
 		case p.batch >= threads:
 			split = splitBatch
-		case (p.n+kern.nr-1)/kern.nr >= gemmAliasedPackPanels*threads:
+		case (p.n+defaultKernelOf[T]().nr-1)/defaultKernelOf[T]().nr >= gemmAliasedPackPanels*threads:
 			// Four column panels or more per worker: each multiplies all of A by its columns of B with no
 			// join before the end and no partial sums; A's panels are read in place or packed once per
 			// worker (with fewer panels, rows that alias in L1 would be read in place: slow). On Zen 4 at
 			// 2 threads this beat sharing B and splitting K on every such product measured (ResNet-50's
 			// at batch 8: 32×512×2048 63-78 -> 88-104 GFLOP/s, 128×2304×256 108-127 -> 160, 1024³
-			// 166-181 -> 174-197).
+			// 166-181 -> 174-197). Counted in the default kernel's panels: the wide one's are twice as
+			// wide, and its tiles split the same columns.
 			split = splitCols
 		case p.k > p.m && p.k >= 2*gemmSplitKDepth && (p.m < threads*kern.mc() || p.k >= 8*p.m):
 			// Few row blocks, or a product far deeper than tall: splitting K packs nothing twice and

@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -70,5 +72,65 @@ func BenchmarkPackedGemm(b *testing.B) {
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
 		})
+	}
+}
+
+// CIFAR-8's convolutions at batch 32 and 32 px (graphs/cifar.go: 3×3, padding 1, widths 64 to 512 over
+// 32 to 4 px maps), each the way a training step runs it: the forward, the input gradient (the flipped
+// kernel, its channel axes swapped) and the kernel gradient (the input's channels as the batch), through
+// RunConv with its tables kept between calls. Most of cifar8's step is these products, nearly all of it
+// the micro-kernel's direct form reading the padded input in place. GFLOP/cpu-s as in PackedGemm.
+// Rerun: go test ./gobackend/kernels/ -run XXX -bench Cifar8Convs -benchtime 5x -cpu 1
+func BenchmarkCifar8Convs(b *testing.B) {
+	nhwc := channelsLast(2)
+	dgrad := nhwc
+	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
+	kgrad := ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
+		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	const batch = 32
+	for _, layer := range []struct{ size, cin, cout int }{
+		{32, 3, 64}, {32, 64, 64}, {16, 64, 128}, {16, 128, 128}, {8, 128, 256}, {8, 256, 256}, {4, 256, 512}, {4, 512, 512},
+	} {
+		s, ci, co := layer.size, layer.cin, layer.cout
+		for _, form := range []struct {
+			name                string
+			inDims, kDims, outs []int
+			axes                ConvAxes
+			flip                bool
+		}{
+			{"fwd", []int{batch, s, s, ci}, []int{3, 3, ci, co}, []int{batch, s, s, co}, nhwc, false},
+			{"dgrad", []int{batch, s, s, co}, []int{3, 3, ci, co}, []int{batch, s, s, ci}, dgrad, true},
+			{"kgrad", []int{batch, s, s, ci}, []int{batch, s, s, co}, []int{3, 3, ci, co}, kgrad, false},
+		} {
+			if ci == 3 && form.name == "dgrad" {
+				continue // A step computes no gradient of the images.
+			}
+			b.Run(fmt.Sprintf("%dpx-%d-%d/%s", s, ci, co, form.name), func(b *testing.B) {
+				rng := rand.New(rand.NewSource(1))
+				in, k := make([]float32, Prod(form.inDims)), make([]float32, Prod(form.kDims))
+				for i := range in {
+					in[i] = rng.Float32()*2 - 1
+				}
+				for i := range k {
+					k[i] = rng.Float32()*2 - 1
+				}
+				out := make([]float32, Prod(form.outs))
+				spec := ConvGemmSpec{Axes: form.axes, Strides: []int{1, 1}, KernelDilations: []int{1, 1},
+					InputDilations: []int{1, 1}, Paddings: [][2]int{{1, 1}, {1, 1}}, Flip: []bool{form.flip, form.flip},
+					Plans: &sync.Map{}}
+				if !RunConv(in, form.inDims, k, form.kDims, form.outs, spec, out) {
+					b.Fatal("RunConv refused the layout")
+				}
+				flops := 2 * float64(batch*s*s*9*ci*co)
+				c0 := procCPU()
+				b.ResetTimer()
+				for range b.N {
+					RunConv(in, form.inDims, k, form.kDims, form.outs, spec, out)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(flops*float64(b.N)/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
+			})
+		}
 	}
 }

@@ -172,6 +172,86 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 	}
 }
 
+// The wide and half kernels (where the CPU has them) give the default kernel's bits, in place and
+// packed: on convolutions of 32 to 192 output channels (the kernel gradient's and the input gradient's
+// layouts among them) deeper than a K block, and on products whose A is read in place (row-major) or
+// packed (transposed), split or not.
+func TestWideKernelSameBits(t *testing.T) {
+	var kernels []*gemmKernel
+	for _, k := range []*gemmKernel{gemmWideKernel, gemmHalfKernel} {
+		if k != nil {
+			kernels = append(kernels, k)
+		}
+	}
+	if len(kernels) == 0 {
+		t.Skip("no wide kernel on this CPU")
+	}
+	def := defaultKernelOf[float32]()
+	rng := rand.New(rand.NewSource(66))
+	nhwc := channelsLast(2)
+	dgrad := nhwc
+	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
+	kgrad := ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
+		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	pad1 := [][2]int{{1, 1}, {1, 1}}
+	check := func(name string, probs []*gemmProblem, size int) {
+		for _, kern := range kernels {
+			for _, split := range []gemmSplit{splitNone, splitShared, splitK} {
+				got, want := make([]float32, size), make([]float32, size)
+				for _, p := range probs {
+					q := *p
+					q.forceSplit, q.threads = split, 2
+					q.kernel = kern
+					q.Run(got)
+					q.kernel = def
+					q.Run(want)
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s split %d: output %d %v with %s, %v with %s", name, split, i, got[i], kern.name, want[i], def.name)
+					}
+				}
+			}
+		}
+	}
+	for _, cc := range []convCase{
+		{name: "fwd-64", inDims: []int{2, 9, 11, 130}, kDims: []int{3, 3, 130, 64}, axes: nhwc, paddings: pad1},
+		{name: "fwd-32", inDims: []int{2, 9, 11, 130}, kDims: []int{3, 3, 130, 32}, axes: nhwc, paddings: pad1},
+		{name: "fwd-192", inDims: []int{1, 6, 7, 24}, kDims: []int{3, 3, 24, 192}, axes: nhwc, paddings: pad1},
+		{name: "dgrad-128", inDims: []int{2, 5, 6, 40}, kDims: []int{3, 3, 128, 40}, axes: dgrad, paddings: pad1},
+		{name: "kgrad-64", inDims: []int{3, 8, 8, 20}, kDims: []int{3, 8, 8, 64}, axes: kgrad, paddings: pad1},
+		{name: "kgrad-32", inDims: []int{3, 8, 8, 20}, kDims: []int{3, 8, 8, 32}, axes: kgrad, paddings: pad1},
+	} {
+		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+		outDims := refConv(x, k, cc).dims
+		in, inDims, spec := toF32(x), cc.inDims, specOf(cc)
+		if padded, paddedDims, paddedSpec, ok := padInput(in, inDims, cc.kDims, outDims, spec); ok {
+			in, inDims, spec = padded, paddedDims, paddedSpec
+		}
+		probs, ok := newConvGemms(in, inDims, toF32(k), cc.kDims, outDims, spec)
+		if !ok {
+			t.Fatalf("%s: layout refused", cc.name)
+		}
+		check(cc.name, probs, Prod(outDims))
+	}
+	for _, n := range []int{32, 128} {
+		for _, transposed := range []bool{false, true} {
+			m, k := 45, gemmKC+37
+			lhsDims, lc := []int{m, k}, []int{1}
+			if transposed {
+				lhsDims, lc = []int{k, m}, []int{0}
+			}
+			lhs, rhs := randTT(rng, lhsDims...), randTT(rng, k, n)
+			p, ok := NewDotProblem(toF32(lhs), toF32(rhs), lhsDims, []int{k, n}, lc, nil, []int{0}, nil, 1, m, n, k)
+			if !ok {
+				t.Fatal("NewDotProblem refused the product")
+			}
+			check(fmt.Sprintf("dot n=%d transposed=%v", n, transposed), []*gemmProblem{p}, m*n)
+		}
+	}
+}
+
 // A convolution whose windows are mostly padding is split into GEMMs per class of output positions,
 // each contracting only the kernel positions that meet the input; mostly-interior ones are not.
 func TestPaddingClasses(t *testing.T) {
