@@ -47,8 +47,7 @@ func execFastSlice(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 	return output, nil
 }
 
-// sliceCopy copies the strided window of src (dims inDims) starting at starts into dst (dims outDims),
-// its runs shared out between the cores.
+// sliceCopy copies the strided window of src (dims inDims) starting at starts into dst (dims outDims).
 func sliceCopy[T any](dst, src []T, inDims, outDims, starts, strides []int) {
 	rank := len(inDims)
 	if len(dst) == 0 {
@@ -75,32 +74,24 @@ func sliceCopy[T any](dst, src []T, inDims, outDims, starts, strides []int) {
 	for a := range n {
 		step[a] = strides[a] * inStrides[a]
 	}
-	// The runs are shared out between the cores, each chunk starting from its first run's index.
-	kernels.ForChunks(len(dst)/run, run, func(lo, hi int) {
-		idx := make([]int, n)
-		off := base
-		for a, r := n-1, lo; a >= 0; a-- {
-			idx[a] = r % outDims[a]
-			r /= outDims[a]
-			off += idx[a] * step[a]
+	idx := make([]int, n)
+	off := base
+	for o := 0; o < len(dst); o += run {
+		if run == 1 {
+			dst[o] = src[off]
+		} else {
+			copy(dst[o:o+run], src[off:off+run])
 		}
-		for o := lo * run; o < hi*run; o += run {
-			if run == 1 {
-				dst[o] = src[off]
-			} else {
-				copy(dst[o:o+run], src[off:off+run])
+		for a := n - 1; a >= 0; a-- {
+			idx[a]++
+			off += step[a]
+			if idx[a] < outDims[a] {
+				break
 			}
-			for a := n - 1; a >= 0; a-- {
-				idx[a]++
-				off += step[a]
-				if idx[a] < outDims[a] {
-					break
-				}
-				off -= idx[a] * step[a]
-				idx[a] = 0
-			}
+			off -= idx[a] * step[a]
+			idx[a] = 0
 		}
-	})
+	}
 }
 
 // newCopyOutput returns the flat data of a copying op's input and a new output buffer of shape out

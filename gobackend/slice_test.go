@@ -43,9 +43,9 @@ func TestFastSliceMatchesSimplego(t *testing.T) {
 	}
 }
 
-// Windows large enough to be shared out between the cores (DenseNet's channel slices of its feature
-// concatenations, a strided spatial window, one value per run) give simplego's result.
-func TestFastSliceSplit(t *testing.T) {
+// Larger windows (DenseNet's channel slices of its feature concatenations, a strided spatial window, one
+// value per run) give simplego's result.
+func TestFastSliceLarge(t *testing.T) {
 	fast, slow := testBackend(t), simplegoOps(t)
 	rng := rand.New(rand.NewSource(43))
 	for _, tc := range []struct{ dims, starts, limits, strides []int }{
