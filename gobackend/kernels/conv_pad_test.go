@@ -109,6 +109,9 @@ func TestPadInputChannelsLast(t *testing.T) {
 // getPadded returns n values from a buffer of its size class (the next power of two), and a buffer put
 // back serves every request of its class: the sizes padInput asks for in turn don't drop each other's.
 func TestPaddedPoolClasses(t *testing.T) {
+	if b := getPadded(0); len(b) != 0 { // A convolution over an empty batch or no channels.
+		t.Fatalf("getPadded(0): len %d", len(b))
+	}
 	for _, n := range []int{1, 2, 3, 255, 256, 257, 100352, 524288} {
 		c := paddedClass(n)
 		if 1<<c < n || (c > 0 && 1<<(c-1) >= n) {

@@ -665,7 +665,7 @@ func padInput[T Float](input []T, inDims, kDims, outDims []int, spec ConvGemmSpe
 var paddedPools [64]sync.Pool
 
 // paddedClass is the pool of a request for n values: buffers of that class hold at least n.
-func paddedClass(n int) int { return bits.Len(uint(n - 1)) }
+func paddedClass(n int) int { return bits.Len(uint(max(n, 1) - 1)) }
 
 func getPadded(n int) []float32 {
 	c := paddedClass(n)
