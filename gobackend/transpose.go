@@ -81,6 +81,17 @@ func transposeCopy[T any](dst, src []T, inDims, perm []int) {
 	// Tile the last two output axes: rows a (input stride sa), columns b (input stride sb).
 	rows, cols := outDims[last-1], outDims[last]
 	sa, sb := stride[last-1], stride[last]
+	if d32, ok := any(dst).([]float32); ok && sa == 1 && cols >= 8 {
+		// The output's rows are contiguous in the input (a channels move): 8 input rows at a time become
+		// 8 output columns through 8×8 register transposes.
+		s32 := any(src).([]float32)
+		kernels.ForChunks(kernels.Prod(outDims[:last-1]), rows*cols, func(lo, hi int) {
+			forEachOuter(outDims[:last-1], stride[:last-1], lo, hi, func(outOff, inOff int) {
+				transposeRows8(d32[outOff*rows*cols:(outOff+1)*rows*cols], s32, inOff, rows, cols, sb)
+			})
+		})
+		return
+	}
 	const tile = 32
 	kernels.ForChunks(kernels.Prod(outDims[:last-1]), rows*cols, func(lo, hi int) {
 		forEachOuter(outDims[:last-1], stride[:last-1], lo, hi, func(outOff, inOff int) {
@@ -170,6 +181,29 @@ func forEachOuter(dims, stride []int, lo, hi int, fn func(outOff, inOff int)) {
 			}
 			inOff -= idx[a] * stride[a]
 			idx[a] = 0
+		}
+	}
+}
+
+// transposeRows8 writes out[a·cols + b] = src[inOff + a + b·sb] (rows × cols), 8 columns at a time,
+// in blocks of 256 rows; the last cols mod 8 columns value by value.
+func transposeRows8(out, src []float32, inOff, rows, cols, sb int) {
+	const block = 256
+	var offs [8]int
+	for a0 := 0; a0 < rows; a0 += block {
+		n := min(block, rows-a0)
+		b0 := 0
+		for ; b0+8 <= cols; b0 += 8 {
+			for i := range offs {
+				offs[i] = inOff + a0 + (b0+i)*sb
+			}
+			kernels.Transpose8Rows(out[a0*cols+b0:], cols, src, &offs, n)
+		}
+		for a := a0; a < a0+n; a++ {
+			row := out[a*cols : (a+1)*cols]
+			for b := b0; b < cols; b++ {
+				row[b] = src[inOff+a+b*sb]
+			}
 		}
 	}
 }
