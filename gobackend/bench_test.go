@@ -315,3 +315,27 @@ func BenchmarkBatchNormBlock(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTranspose times MNIST-fast's flatten transposes (batch 128, 7×7×64 features, NHWC to NCHW
+// and back), float32, on GOMAXPROCS goroutines: go test ./gobackend/ -run XXX -bench Transpose -cpu 1,2
+func BenchmarkTranspose(b *testing.B) {
+	for _, tc := range []struct {
+		name       string
+		dims, perm []int
+	}{
+		{"nhwc-nchw", []int{128, 7, 7, 64}, []int{0, 3, 1, 2}},
+		{"nchw-nhwc", []int{128, 64, 7, 7}, []int{0, 2, 3, 1}},
+	} {
+		src := make([]float32, 128*49*64)
+		for i := range src {
+			src[i] = float32(i)
+		}
+		dst := make([]float32, len(src))
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(4 * len(src)))
+			for range b.N {
+				transposeCopy(dst, src, tc.dims, tc.perm)
+			}
+		})
+	}
+}

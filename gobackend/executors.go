@@ -37,6 +37,8 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 		backends.OpTypeSlice:      execFastSlice,
 		backends.OpTypeTranspose:  execFastTranspose,
 		backends.OpTypeGather:     execFastGather,
+		// DenseNet's feature concatenations (and the composed Pad), output row by output row (concat.go).
+		backends.OpTypeConcatenate: execFastConcatenate,
 		// Runs only the nodes goBuilder.ReduceWindow gave a *poolSpec (pool.go), whatever the backend.
 		backends.OpTypeReduceWindow: execReduceWindow,
 	}

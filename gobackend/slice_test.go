@@ -43,6 +43,26 @@ func TestFastSliceMatchesSimplego(t *testing.T) {
 	}
 }
 
+// Larger windows (DenseNet's channel slices of its feature concatenations, a strided spatial window, one
+// value per run) give simplego's result.
+func TestFastSliceLarge(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(43))
+	for _, tc := range []struct{ dims, starts, limits, strides []int }{
+		{[]int{8, 16, 16, 96}, []int{0, 0, 0, 32}, []int{8, 16, 16, 96}, []int{1, 1, 1, 1}},
+		{[]int{4, 33, 35, 16}, []int{1, 1, 2, 0}, []int{4, 33, 35, 16}, []int{1, 2, 2, 1}},
+		{[]int{300, 301}, []int{3, 1}, []int{299, 300}, []int{1, 2}},
+	} {
+		name := fmt.Sprintf("dims%v/starts%v/limits%v/strides%v", tc.dims, tc.starts, tc.limits, tc.strides)
+		build := inDType(dtypes.Float32, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+			return b.Slice(x, tc.starts, tc.limits, tc.strides)
+		})
+		x := distinctTT(rng, tc.dims...)
+		got, want := runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0]
+		assertClose(t, name, got, want, 0)
+	}
+}
+
 // The tiled Transpose gives exactly simplego's result for random permutations of ranks 0-5, with
 // contiguous and strided last axes, tails smaller than a tile and sizes above one, in three dtypes.
 func TestFastTransposeMatchesSimplego(t *testing.T) {
@@ -66,6 +86,41 @@ func TestFastTransposeMatchesSimplego(t *testing.T) {
 		x := distinctTT(rng, dims...)
 		got, want := runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0]
 		assertClose(t, name, got, want, 0)
+	}
+}
+
+// The flatten's transposes of a small net's features (NHWC to NCHW and back, large enough to be shared
+// out between the cores) and permutations whose axes merge give simplego's result; the merged form of a
+// permutation is what the tiles walk.
+func TestFastTransposeMergedAndSplit(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(41))
+	for _, tc := range []struct{ dims, perm []int }{
+		{[]int{32, 7, 7, 64}, []int{0, 3, 1, 2}},
+		{[]int{32, 64, 7, 7}, []int{0, 2, 3, 1}},
+		{[]int{3, 1, 40, 5, 600}, []int{4, 0, 1, 2, 3}},
+		{[]int{2, 3, 4, 5, 6, 7, 8}, []int{5, 6, 0, 1, 4, 2, 3}},
+		{[]int{70000}, []int{0}},
+	} {
+		name := fmt.Sprintf("dims%v/perm%v", tc.dims, tc.perm)
+		build := inDType(dtypes.Float32, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+			return b.Transpose(x, tc.perm...)
+		})
+		x := distinctTT(rng, tc.dims...)
+		got, want := runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0]
+		assertClose(t, name, got, want, 0)
+	}
+	for _, tc := range []struct{ dims, perm, wantDims, wantPerm []int }{
+		{[]int{128, 7, 7, 64}, []int{0, 3, 1, 2}, []int{128, 49, 64}, []int{0, 2, 1}},
+		{[]int{128, 64, 7, 7}, []int{0, 2, 3, 1}, []int{128, 64, 49}, []int{0, 2, 1}},
+		{[]int{3, 1, 40, 5, 600}, []int{4, 0, 1, 2, 3}, []int{600, 600}, []int{1, 0}},
+		{[]int{2, 3, 4}, []int{0, 1, 2}, []int{24}, []int{0}},
+		{[]int{1, 1}, []int{1, 0}, []int{}, []int{}},
+	} {
+		d, p := mergeTransposeAxes(tc.dims, tc.perm)
+		if fmt.Sprint(d, p) != fmt.Sprint(tc.wantDims, tc.wantPerm) {
+			t.Errorf("mergeTransposeAxes(%v, %v) = %v, %v; want %v, %v", tc.dims, tc.perm, d, p, tc.wantDims, tc.wantPerm)
+		}
 	}
 }
 

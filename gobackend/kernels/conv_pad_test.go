@@ -26,7 +26,7 @@ func TestPadInputOverwritesStaleBuffer(t *testing.T) {
 		Paddings: [][2]int{{1, 2}, {2, 1}},
 	}
 	wantDims := []int{2, 3, 4 + 3, 5 + 3}
-	stale := make([]float32, Prod(wantDims)+7)
+	stale := make([]float32, 1<<paddedClass(Prod(wantDims))) // What the pool hands out for this size.
 	for i := range stale {
 		stale[i] = float32(math.NaN())
 	}
@@ -75,7 +75,7 @@ func TestPadInputChannelsLast(t *testing.T) {
 	}
 	spec := ConvGemmSpec{Axes: channelsLast(2), Strides: []int{1, 1}, KernelDilations: []int{1, 1},
 		InputDilations: []int{1, 1}, Paddings: [][2]int{{2, 1}, {1, 2}}}
-	stale := make([]float32, 2*7*8*3)
+	stale := make([]float32, 1<<paddedClass(2*7*8*3))
 	for i := range stale {
 		stale[i] = float32(math.NaN())
 	}
@@ -102,6 +102,36 @@ func TestPadInputChannelsLast(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// getPadded returns n values from a buffer of its size class (the next power of two), and a buffer put
+// back serves every request of its class: the sizes padInput asks for in turn don't drop each other's.
+func TestPaddedPoolClasses(t *testing.T) {
+	if b := getPadded(0); len(b) != 0 { // A convolution over an empty batch or no channels.
+		t.Fatalf("getPadded(0): len %d", len(b))
+	}
+	for _, n := range []int{1, 2, 3, 255, 256, 257, 100352, 524288} {
+		c := paddedClass(n)
+		if 1<<c < n || (c > 0 && 1<<(c-1) >= n) {
+			t.Fatalf("paddedClass(%d) = %d: 2^%d is not the next power of two", n, c, c)
+		}
+		b := getPadded(n)
+		if len(b) != n || cap(b) < n {
+			t.Fatalf("getPadded(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		putPadded(b)
+	}
+	// A buffer of any capacity goes to the class it can serve in full.
+	odd := make([]float32, 300)
+	putPadded(odd)
+	for range 3 {
+		if b := getPadded(200); cap(b) < 200 {
+			t.Fatalf("getPadded(200) returned a buffer of capacity %d", cap(b))
+		}
+		if b := getPadded(256); cap(b) < 256 {
+			t.Fatalf("getPadded(256) returned a buffer of capacity %d", cap(b))
 		}
 	}
 }

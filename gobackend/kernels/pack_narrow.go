@@ -89,3 +89,23 @@ func copyRows[T Float](dst, src []T, base int, offs []int, w int) {
 		copy(dst[i*w:i*w+w], src[base+o:base+o+w])
 	}
 }
+
+// Transpose8Rows writes 8 rows of src as 8 adjacent columns of dst: dst[k·w + i] = src[offs[i] + k] for
+// k < n and i < 8, through the AVX2 8×8 transposes where the CPU has them (the multiple of 8 of n).
+func Transpose8Rows(dst []float32, w int, src []float32, offs *[8]int, n int) {
+	done := 0
+	if n8 := n &^ 7; hasRowsAVX2 && n8 > 0 {
+		for _, o := range offs {
+			_ = src[o : o+n8] // The kernel's reads.
+		}
+		_ = dst[(n8-1)*w+7]
+		transpose8(&src[0], &offs[0], n8, &dst[0], w)
+		done = n8
+	}
+	for k := done; k < n; k++ {
+		row := dst[k*w : k*w+8]
+		for i := range row {
+			row[i] = src[offs[i]+k]
+		}
+	}
+}
