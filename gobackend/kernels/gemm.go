@@ -117,11 +117,31 @@ var (
 )
 
 // gemmNarrowKernel, when set, computes float32 products of at most gemmNarrowMaxN columns (a classifier's
-// 10 classes, a convolution's 16 channels): a default kernel twice as wide (AVX-512's 32 columns) would
-// spend half its multiplications or more on the zero columns of the edge tile.
+// 10 classes, a convolution's 16 channels) and the small products narrowFits picks: a default kernel
+// twice as wide (AVX-512's 32 columns) would spend half its multiplications or more on the zero columns
+// of the edge tile.
 var gemmNarrowKernel *gemmKernel
 
 const gemmNarrowMaxN = 16
+
+// narrowFits reports whether an m×n product takes the narrow kernel instead of the default one (mr×nr
+// tiles): at most gemmNarrowMaxN columns, or a small product (attention's 17×17 or 17×64 per head)
+// that the narrow tiles cover with fewer padded rows and columns: a 17×17 product is 576 values of 6×16
+// tiles against 896 of 14×32 ones. Larger products keep the default kernel, whose edge tiles are a
+// small part of them.
+func narrowFits(m, n, mr, nr int) bool {
+	if n <= gemmNarrowMaxN {
+		return true
+	}
+	if max(m, n) >= gemmNarrowSmall {
+		return false
+	}
+	pad := func(x, w int) int { return (x + w - 1) / w * w }
+	return pad(m, gemmNarrowKernel.mr)*pad(n, gemmNarrowKernel.nr) < pad(m, mr)*pad(n, nr)
+}
+
+// gemmNarrowSmall bounds the rows and columns of the small products narrowFits considers.
+const gemmNarrowSmall = 128
 
 // defaultKernelOf is the default kernel for element type T.
 func defaultKernelOf[T Float]() *gemmKernelOf[T] {
@@ -323,7 +343,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 	kern := p.kernel
 	if kern == nil {
 		kern = defaultKernelOf[T]()
-		if p.n <= gemmNarrowMaxN && !IsFloat64[T]() && gemmNarrowKernel != nil {
+		if !IsFloat64[T]() && gemmNarrowKernel != nil && narrowFits(p.m, p.n, kern.mr, kern.nr) {
 			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
 		}
 	}
@@ -614,13 +634,9 @@ func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 	kl := len(ks)
 	// Where the runs of consecutive offsets in ks end (a kernel's input channels at each of its
 	// positions, when a K block spans several): each run goes through the transposes on its own.
+	// Found on the first panel that needs them (a panel of adjacent rows is copied without).
 	var endsBuf [16]int
-	ends := endsBuf[:0]
-	for k := 1; k <= kl; k++ {
-		if k == kl || ks[k] != ks[k-1]+1 {
-			ends = append(ends, k)
-		}
-	}
+	var ends []int
 	for q := 0; q*w < len(rows); q++ {
 		panel := dst[q*kl*w:][:kl*w]
 		valid := min(w, len(rows)-q*w)
@@ -629,16 +645,26 @@ func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 			copyRows(panel, data, base+rows[q*w], ks, w)
 			continue
 		}
+		if ends == nil {
+			ends = endsBuf[:0]
+			for k := 1; k <= kl; k++ {
+				if k == kl || ks[k] != ks[k-1]+1 {
+					ends = append(ends, k)
+					if len(ends)*8 > kl {
+						break // Too many runs for the transposes: the loop below goes value by value.
+					}
+				}
+			}
+		}
 		if len(ends)*8 > kl {
 			// Runs too short for the transposes (consecutive contracting indices far apart): value by value.
-			for r := range w {
-				for i, ko := range ks {
-					v := T(0)
-					if r < valid {
-						v = data[base+rows[q*w+r]+ko]
-					}
-					panel[i*w+r] = v
+			offs := rows[q*w : q*w+valid]
+			for i, ko := range ks {
+				step := panel[i*w : i*w+w]
+				for r, o := range offs {
+					step[r] = data[base+o+ko]
 				}
+				clear(step[valid:])
 			}
 			continue
 		}
@@ -674,13 +700,13 @@ func packRun[T Float](panel, data []T, base int, rows []int, n, w int) {
 			packColumns8(panel[r0:], data, &offs, n, w)
 		}
 	}
-	for r := r0; r < w; r++ {
-		if r >= valid {
-			for i := r; i < len(panel); i += w {
-				panel[i] = 0
-			}
-			continue
+	if valid < w {
+		// The rows past the operand's end are zeros: each step's tail of the panel, contiguous.
+		for k := range n {
+			clear(panel[k*w+valid : k*w+w])
 		}
+	}
+	for r := r0; r < valid; r++ {
 		src := data[base+rows[r]:][:n]
 		for i, v := range src {
 			panel[i*w+r] = v
