@@ -41,6 +41,9 @@ type gemmKernelOf[T Float] struct {
 	// direct, where the kernel has it, computes the same tile with A read in place instead of packed:
 	// A's row r at step p is data[rowsA[r]+koff[p]] (the caller checks those reads are inside data).
 	direct func(k int, data []T, rowsA, koff []int, b, c []T, rows []int)
+	// directB, where the kernel has it, is direct with B read in place too: B's nr values at step p are
+	// b[koffB[p]:] (the caller checks those reads are inside b).
+	directB func(k int, data []T, rowsA, koff []int, b []T, koffB []int, c []T, rows []int)
 }
 
 // gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
@@ -242,10 +245,17 @@ type gemmScratch[T Float] struct {
 	// What the direct panels are read from (gemmDirectA.directTables), while anyDirect.
 	directData             []T
 	directRows, directKOff []int
+	// While bDirect, B's full column panels are read in place (readBInPlace): column j at step p is
+	// bData[bCross[j]+bKOff[p]]; packed A panels are then read through packRows and packKOff.
+	bDirect            bool
+	bData              []T
+	bCross, bKOff      []int
+	packRows, packKOff []int
 }
 
 func newGemmScratch[T Float]() any {
-	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC)}
+	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC),
+		packRows: make([]int, gemmMaxMR), packKOff: make([]int, gemmKC)}
 }
 
 // packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
@@ -510,7 +520,9 @@ func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 		kl := pcEnd - pc
 		for jc := n0; jc < n1; jc += nc {
 			nl := min(nc, n1-jc)
-			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
+			if s.bDirect = p.readBInPlace(s, packB, kern, b, jc, nl, pc, pcEnd); !s.bDirect {
+				p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
+			}
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)
 				p.packA(s, kern, b, ic, ml, pc, pcEnd, (nl+nr-1)/nr)
@@ -518,7 +530,43 @@ func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 			}
 		}
 	}
+	s.bDirect = false
 }
+
+// readBInPlace reports whether kern reads the full column panels of B's block [jc, jc+nl) over
+// [pc, pcEnd) in place (a row-major B, whose panels' columns are adjacent in memory: the rows of a
+// Linear layer's weight, or of the gradient in its kernel gradient), and if so packs only the partial
+// last panel and sets up s for block. Packing such a B copied every value of it once more for products
+// of few rows (a transformer's 136 tokens), where each value serves only a few row panels.
+func (p *GemmProblemOf[T]) readBInPlace(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, jc, nl, pc, pcEnd int) bool {
+	r, ok := p.rhs.(*gemmOperandOf[T])
+	nr, mr, kl := kern.nr, kern.mr, pcEnd-pc
+	if kern.directB == nil || !ok || nl < nr || p.m > gemmDirectBRows {
+		return false
+	}
+	full := nl / nr
+	for q := range full {
+		if !isIota(r.crossOff[jc+q*nr : jc+q*nr+nr]) {
+			return false
+		}
+	}
+	if full*nr < nl {
+		r.pack(packB[full*kl*nr:], b, jc+full*nr, jc+nl, pc, pcEnd, nr)
+	}
+	s.bData, s.bCross, s.bKOff = r.data[r.batchOff[b]:], r.crossOff, r.kOff[pc:pcEnd]
+	for i := range mr {
+		s.packRows[i] = i
+	}
+	for k := range kl {
+		s.packKOff[k] = k * mr
+	}
+	return true
+}
+
+// gemmDirectBRows is the most rows of a product whose B readBInPlace reads in place: a B panel read by
+// many row panels is packed once (its rows, a multiple of 4 KB apart in a Linear layer's weight, share
+// few sets of the L1 cache; a packed panel is contiguous).
+const gemmDirectBRows = 256
 
 // shared computes batch b's product with the workers sharing each packed B block: for every K block
 // and column block, B is packed once (its panels split among the workers), then the workers take
@@ -555,6 +603,7 @@ func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 			}
 			ParallelChunks(bounds, min(threads, items), func(lo, hi int) {
 				s := getScratch[T]()
+				s.bDirect = false
 				for it := lo; it < hi; it++ {
 					ic := rowBounds[it/colChunks]
 					cc := it % colChunks
@@ -596,10 +645,37 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 		bp := packB[q*kl*nr:][:kl*nr]
 		cols := min(nr, nl-jr)
 		cq := c[jc+jr:]
+		var bq []T // B's panel read in place: full panels while s.bDirect.
+		if s.bDirect && cols == nr {
+			bq = s.bData[s.bCross[jc+jr]:]
+		}
 		for ir := 0; ir < ml; ir += mr {
 			direct := s.anyDirect && s.direct[ir/mr]
 			ap := s.packA[(ir/mr)*kl*mr:][:kl*mr]
 			rows := min(mr, ml-ir)
+			if bq != nil {
+				ad, ar, ak := ap, s.packRows[:mr], s.packKOff[:kl]
+				if direct {
+					ad, ar, ak = data, rowBase[ic+ir:ic+ir+mr], koff
+				}
+				if rows == mr {
+					kern.directB(kl, ad, ar, ak, bq, s.bKOff, cq, rowOff[ic+ir:ic+ir+mr])
+					continue
+				}
+				tile, tileRows := s.tile[:mr*nr], s.tileRows[:mr]
+				clear(tile)
+				for r := range tileRows {
+					tileRows[r] = r * nr
+				}
+				kern.directB(kl, ad, ar, ak, bq, s.bKOff, tile, tileRows)
+				for r := range rows {
+					crow := cq[rowOff[ic+ir+r]:][:cols]
+					for j, v := range tile[r*nr : r*nr+cols] {
+						crow[j] += v
+					}
+				}
+				continue
+			}
 			if rows == mr && cols == nr {
 				if direct {
 					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr])

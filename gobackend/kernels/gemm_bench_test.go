@@ -44,6 +44,8 @@ func BenchmarkPackedGemm(b *testing.B) {
 		{"dn-1x1-dx-2048x128x512", []int{2048, 128}, []int{512, 128}, []int{1}, []int{1}},
 		{"dn-1x1-512x1024x128", []int{512, 1024}, []int{1024, 128}, []int{1}, []int{0}},
 		{"r50l4-kgrad-4608x32x512", []int{32, 4608}, []int{32, 512}, []int{0}, []int{0}},
+		{"swin-kgrad-3072x32x768", []int{32, 3072}, []int{32, 768}, []int{0}, []int{0}},
+		{"swin-kgrad-768x32x3072", []int{32, 768}, []int{32, 3072}, []int{0}, []int{0}},
 		{"vit-fc1-136x192x768-bt", []int{136, 192}, []int{768, 192}, []int{1}, []int{1}},
 		{"vit-fc1-136x192x768", []int{136, 192}, []int{192, 768}, []int{1}, []int{0}},
 		{"vit-fc2-136x768x192", []int{136, 768}, []int{768, 192}, []int{1}, []int{0}},

@@ -199,7 +199,8 @@ func TestMeasurePeak(t *testing.T) {
 	}
 }
 
-// A kernel's direct form (A panels read in place) gives the packed form's bits on every product layout.
+// A kernel's direct forms (A panels read in place, and B's too where it has that form) give the packed
+// form's bits on every product layout.
 func TestGemmDirectMatchesPacked(t *testing.T) {
 	rng := rand.New(rand.NewSource(23))
 	for _, kern := range gemmAsmKernels() {
@@ -207,7 +208,7 @@ func TestGemmDirectMatchesPacked(t *testing.T) {
 			continue
 		}
 		packed := *kern
-		packed.direct = nil
+		packed.direct, packed.directB = nil, nil
 		for _, dc := range dotCases() {
 			lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
 			for _, split := range []gemmSplit{splitNone, splitBatch, splitShared, splitK, splitRows, splitCols} {
