@@ -678,12 +678,49 @@ func newReduceRows(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 	return r, true, err
 }
 
+// maxEachRow sets out[i] = max(out[i], row i of x's values, one at a time in order), for rows of n
+// values, four rows at a time so their chains of dependent maxima overlap.
+func maxEachRow[T kernels.Float](out, x []T, n int) {
+	rows := len(out)
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = x[rows*n-1]
+	i := 0
+	for ; i+4 <= rows; i += 4 {
+		x0 := x[i*n : i*n+n]
+		x1, x2, x3 := x[(i+1)*n:][:len(x0)], x[(i+2)*n:][:len(x0)], x[(i+3)*n:][:len(x0)]
+		a0, a1, a2, a3 := out[i], out[i+1], out[i+2], out[i+3]
+		for j, v := range x0 {
+			a0 = max(a0, v)
+			a1 = max(a1, x1[j])
+			a2 = max(a2, x2[j])
+			a3 = max(a3, x3[j])
+		}
+		out[i], out[i+1], out[i+2], out[i+3] = a0, a1, a2, a3
+	}
+	for ; i < rows; i++ {
+		acc := out[i]
+		for _, v := range x[i*n : i*n+n] {
+			acc = max(acc, v)
+		}
+		out[i] = acc
+	}
+}
+
 // reduceMaxRows computes the ReduceMax laid out by loop (operand 0 the output, 1 the input), from
 // lowest: out = max(out, v) for each term in order, as simplego does.
 func reduceMaxRows[T kernels.Float](loop *stridedLoop, out, in []T, lowest T) {
 	so := loop.rowStride(0)
 	for i := range out {
 		out[i] = lowest
+	}
+	if len(loop.dims) == 2 && so == 0 && loop.strides[0][0] == 1 && loop.strides[1][1] == 1 && loop.strides[1][0] == loop.dims[1] {
+		// Contiguous rows each to the next output (softmax's row maxima): four rows at a time, each
+		// still taken in order.
+		n := loop.dims[1]
+		loop.runChunks(0, func(lo, hi int) { maxEachRow(out[lo:hi], in[lo*n:hi*n], n) })
+		return
 	}
 	row := func(off []int, n int) {
 		x := in[off[1] : off[1]+n]
