@@ -32,6 +32,7 @@ func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
 	m[backends.OpTypeBroadcastInDim] = execFastBroadcastInDim
 	m[backends.OpTypeWhere] = execFastWhere
 	m[backends.OpTypeReduceSum] = execFastReduceSum
+	m[backends.OpTypeReduceMax] = execFastReduceMax
 	m[backends.OpTypeGreaterThan] = execFastGreaterThan
 	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic, vecLogistic)
 	// GELU's (ConvNeXt, ViT) and softmax's transcendentals, simplego's formula T(math.F(float64(x))).
@@ -588,21 +589,68 @@ func whereRows[T any](cond []bool, t, f, out []T) {
 // (row-major over the reduced axes, starting from 0), and the work is split over kept axes only, so every
 // output is summed by one goroutine and the result is bit-identical.
 func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
-	orig := sgExecutors[backends.OpTypeReduceSum]
-	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 || nodeOpType(node) != backends.OpTypeReduceSum {
-		return orig(backend, node, inputs, inputsOwned)
+	r, ok, err := newReduceRows(backend, node, inputs, backends.OpTypeReduceSum)
+	if !ok {
+		return sgExecutors[backends.OpTypeReduceSum](backend, node, inputs, inputsOwned)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch in := r.in.(type) {
+	case []float64:
+		reduceSumRows(&r.loop, r.out.([]float64), in)
+	case []float32:
+		reduceSumRows(&r.loop, r.out.([]float32), in)
+	}
+	return r.output, nil
+}
+
+// execFastReduceMax takes the maxima of float32 or float64 rows (softmax's row maxima) as simplego
+// does, value by value from -Inf (the dtype's lowest value) with Go's max, each output's terms in simplego's
+// order, instead of its iterator step per value; the work is split over kept axes only.
+func execFastReduceMax(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	r, ok, err := newReduceRows(backend, node, inputs, backends.OpTypeReduceMax)
+	if !ok {
+		return sgExecutors[backends.OpTypeReduceMax](backend, node, inputs, inputsOwned)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch in := r.in.(type) {
+	case []float64:
+		reduceMaxRows(&r.loop, r.out.([]float64), in, math.Inf(-1))
+	case []float32:
+		reduceMaxRows(&r.loop, r.out.([]float32), in, float32(math.Inf(-1)))
+	}
+	return r.output, nil
+}
+
+// reduceRows is a float32 or float64 reduction laid out as rows: loop's operand 0 the output, 1 the
+// input, each input row either reduced to one output (rowStride(0) 0) or matched value by value with
+// an output row (1).
+type reduceRows struct {
+	loop    stridedLoop
+	in, out any
+	output  *simplego.Buffer
+}
+
+// newReduceRows lays out the reduction node (of type op) over inputs; ok is false where it leaves the
+// node to simplego (another dtype, a layout it does not take).
+func newReduceRows(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, op backends.OpType) (r reduceRows, ok bool, err error) {
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 || nodeOpType(node) != op {
+		return r, false, nil
 	}
 	outShape := nodeShape(node)
 	axes, ok := nodeDataOf(node).([]int)
 	inShape, err := backend.BufferShape(inputs[0])
 	dt := inShape.DType
 	if !ok || len(axes) == 0 || err != nil || (dt != dtypes.Float32 && dt != dtypes.Float64) || outShape.DType != dt || inShape.Size() == 0 {
-		return orig(backend, node, inputs, inputsOwned)
+		return r, false, nil
 	}
 	reduced := make([]bool, inShape.Rank())
 	for _, a := range axes {
 		if a < 0 || a >= inShape.Rank() {
-			return orig(backend, node, inputs, inputsOwned)
+			return r, false, nil
 		}
 		reduced[a] = true
 	}
@@ -615,28 +663,91 @@ func execFastReduceSum(backend *simplego.Backend, node *simplego.Node, inputs []
 		}
 	}
 	if stride != outShape.Size() {
-		return orig(backend, node, inputs, inputsOwned)
+		return r, false, nil
 	}
-	loop := newStridedLoop(inShape.Dimensions, outStrides, kernels.RowMajorStrides(inShape.Dimensions))
+	r.loop = newStridedLoop(inShape.Dimensions, outStrides, kernels.RowMajorStrides(inShape.Dimensions))
+	so := r.loop.rowStride(0)
+	if r.loop.rowStride(1) != 1 && kernels.Prod(r.loop.dims) != 1 || so > 1 {
+		return r, false, nil
+	}
+	if r.in, err = backend.BufferData(inputs[0]); err != nil {
+		return r, false, nil
+	}
+	r.output = backend.NewBuffer(outShape)
+	r.out, err = backend.BufferData(r.output)
+	return r, true, err
+}
+
+// maxEachRow sets out[i] = max(out[i], row i of x's values, one at a time in order), for rows of n
+// values, four rows at a time so their chains of dependent maxima overlap.
+func maxEachRow[T kernels.Float](out, x []T, n int) {
+	rows := len(out)
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = x[rows*n-1]
+	i := 0
+	for ; i+4 <= rows; i += 4 {
+		x0 := x[i*n : i*n+n]
+		x1, x2, x3 := x[(i+1)*n:][:len(x0)], x[(i+2)*n:][:len(x0)], x[(i+3)*n:][:len(x0)]
+		a0, a1, a2, a3 := out[i], out[i+1], out[i+2], out[i+3]
+		for j, v := range x0 {
+			a0 = max(a0, v)
+			a1 = max(a1, x1[j])
+			a2 = max(a2, x2[j])
+			a3 = max(a3, x3[j])
+		}
+		out[i], out[i+1], out[i+2], out[i+3] = a0, a1, a2, a3
+	}
+	for ; i < rows; i++ {
+		acc := out[i]
+		for _, v := range x[i*n : i*n+n] {
+			acc = max(acc, v)
+		}
+		out[i] = acc
+	}
+}
+
+// reduceMaxRows computes the ReduceMax laid out by loop (operand 0 the output, 1 the input), from
+// lowest: out = max(out, v) for each term in order, as simplego does.
+func reduceMaxRows[T kernels.Float](loop *stridedLoop, out, in []T, lowest T) {
 	so := loop.rowStride(0)
-	if loop.rowStride(1) != 1 && kernels.Prod(loop.dims) != 1 || so > 1 {
-		return orig(backend, node, inputs, inputsOwned)
+	for i := range out {
+		out[i] = lowest
 	}
-	inAny, err := backend.BufferData(inputs[0])
-	if err != nil {
-		return orig(backend, node, inputs, inputsOwned)
+	if len(loop.dims) == 2 && so == 0 && loop.strides[0][0] == 1 && loop.strides[1][1] == 1 && loop.strides[1][0] == loop.dims[1] {
+		// Contiguous rows each to the next output (softmax's row maxima): four rows at a time, each
+		// still taken in order.
+		n := loop.dims[1]
+		loop.runChunks(0, func(lo, hi int) { maxEachRow(out[lo:hi], in[lo*n:hi*n], n) })
+		return
 	}
-	output := backend.NewBuffer(outShape)
-	outAny, err := backend.BufferData(output)
-	if err != nil {
-		return nil, err
+	row := func(off []int, n int) {
+		x := in[off[1] : off[1]+n]
+		if so == 0 {
+			acc := out[off[0]]
+			for _, v := range x {
+				acc = max(acc, v)
+			}
+			out[off[0]] = acc
+			return
+		}
+		o := out[off[0] : off[0]+n]
+		for j, v := range x {
+			o[j] = max(o[j], v)
+		}
 	}
-	if dt == dtypes.Float64 {
-		reduceSumRows(&loop, outAny.([]float64), inAny.([]float64))
+	split := -1
+	for a, d := range loop.dims {
+		if loop.strides[0][a] != 0 && (split < 0 || d > loop.dims[split]) {
+			split = a
+		}
+	}
+	if split < 0 {
+		loop.run(0, 0, loop.dims[0], row)
 	} else {
-		reduceSumRows(&loop, outAny.([]float32), inAny.([]float32))
+		loop.runParallel(split, row)
 	}
-	return output, nil
 }
 
 // reduceSumRows computes the ReduceSum laid out by loop (operand 0 the output, 1 the input).

@@ -280,6 +280,39 @@ func TestFastReduceSumMatchesSimplego(t *testing.T) {
 	}
 }
 
+// ReduceMax over random axis subsets gives exactly simplego's float32 and float64 maxima, zeros of both
+// signs, infinities and NaNs included (a row of -Inf among them).
+func TestFastReduceMaxMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(59))
+	for trial := range 82 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial%2]
+		dims := randOutDims(rng, trial/2%40)
+		var axes []int
+		for a := range dims {
+			if rng.Intn(2) == 0 {
+				axes = append(axes, a)
+			}
+		}
+		if trial%10 == 0 {
+			dims, axes = []int{9, 49}, []int{1} // Softmax's row maxima: whole groups of rows and the rest.
+		}
+		x := specialTT(rng, dims...)
+		if trial >= 80 {
+			dims, axes = []int{7, 49}, []int{1}
+			x = randTT(rng, dims...)
+			for i := range x.data {
+				x.data[i] = math.Inf(-1)
+			}
+		}
+		build := inDType(dtype, func(b backends.Builder, x backends.Op) (backends.Op, error) {
+			return b.ReduceMax(x, axes...)
+		})
+		name := fmt.Sprintf("%d/%s/%v/axes%v", trial, dtype, dims, axes)
+		assertSameBits(t, name, runOps(t, fast, build, x)[0], runOps(t, slow, build, x)[0])
+	}
+}
+
 // Logistic (and Exp, Erf, Tanh, Log) in float32 and float64 gives exactly simplego's values (large
 // tensors split over the cores, special values included), whether or not it writes over its input.
 func TestFastLogisticMatchesSimplego(t *testing.T) {

@@ -823,6 +823,11 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 				kernels.SumRows(ev.out[off[0]:off[0]+n], v, gg, n)
 				continue
 			}
+			if so == 0 && ev.rowsStride[0] == 1 {
+				// Each row to the next output: the rows' sums overlap, each still added in order.
+				kernels.AddRowSums(ev.out[off[0]+r0:off[0]+r0+gg], v, n)
+				continue
+			}
 			for r := range gg {
 				o := off[0] + (r0+r)*ev.rowsStride[0]
 				x := v[r*n : (r+1)*n]

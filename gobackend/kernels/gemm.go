@@ -42,6 +42,9 @@ type gemmKernelOf[T Float] struct {
 	// direct, where the kernel has it, computes the same tile with A read in place instead of packed:
 	// A's row r at step p is data[rowsA[r]+koff[p]] (the caller checks those reads are inside data).
 	direct func(k int, data []T, rowsA, koff []int, b, c []T, rows []int)
+	// directB, where the kernel has it, is direct with B read in place too: B's nr values at step p are
+	// b[koffB[p]:] (the caller checks those reads are inside b).
+	directB func(k int, data []T, rowsA, koff []int, b []T, koffB []int, c []T, rows []int)
 }
 
 // gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
@@ -118,8 +121,9 @@ var (
 )
 
 // gemmNarrowKernel, when set, computes float32 products of at most gemmNarrowMaxN columns (a classifier's
-// 10 classes, a convolution's 16 channels): a default kernel twice as wide (AVX-512's 32 columns) would
-// spend half its multiplications or more on the zero columns of the edge tile.
+// 10 classes, a convolution's 16 channels) and the small products narrowFits picks: a default kernel
+// twice as wide (AVX-512's 32 columns) would spend half its multiplications or more on the zero columns
+// of the edge tile.
 var gemmNarrowKernel *gemmKernel
 
 const gemmNarrowMaxN = 16
@@ -139,6 +143,25 @@ var gemmHalfKernel *gemmKernel
 // wideColumns reports whether n columns go to gemmWideKernel: whenever 64-column panels pad n no
 // further than 32-column ones (n = 96 would multiply 128 columns instead of 96).
 func wideColumns(n int) bool { return n > gemmNarrowMaxN && (n+63)/64*64 == (n+31)/32*32 }
+
+// narrowFits reports whether an m×n product takes the narrow kernel instead of the default one (mr×nr
+// tiles): at most gemmNarrowMaxN columns, or a small product (attention's 17×17 or 17×64 per head)
+// that the narrow tiles cover with fewer padded rows and columns: a 17×17 product is 576 values of 6×16
+// tiles against 896 of 14×32 ones. Larger products keep the default kernel, whose edge tiles are a
+// small part of them.
+func narrowFits(m, n, mr, nr int) bool {
+	if n <= gemmNarrowMaxN {
+		return true
+	}
+	if max(m, n) >= gemmNarrowSmall {
+		return false
+	}
+	pad := func(x, w int) int { return (x + w - 1) / w * w }
+	return pad(m, gemmNarrowKernel.mr)*pad(n, gemmNarrowKernel.nr) < pad(m, mr)*pad(n, nr)
+}
+
+// gemmNarrowSmall bounds the rows and columns of the small products narrowFits considers.
+const gemmNarrowSmall = 128
 
 // defaultKernelOf is the default kernel for element type T.
 func defaultKernelOf[T Float]() *gemmKernelOf[T] {
@@ -239,10 +262,17 @@ type gemmScratch[T Float] struct {
 	// What the direct panels are read from (gemmDirectA.directTables), while anyDirect.
 	directData             []T
 	directRows, directKOff []int
+	// While bDirect, B's full column panels are read in place (readBInPlace): column j at step p is
+	// bData[bCross[j]+bKOff[p]]; packed A panels are then read through packRows and packKOff.
+	bDirect            bool
+	bData              []T
+	bCross, bKOff      []int
+	packRows, packKOff []int
 }
 
 func newGemmScratch[T Float]() any {
-	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC)}
+	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC),
+		packRows: make([]int, gemmMaxMR), packKOff: make([]int, gemmKC)}
 }
 
 // packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
@@ -352,7 +382,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 	kern := p.kernel
 	if kern == nil {
 		kern = defaultKernelOf[T]()
-		if p.n <= gemmNarrowMaxN && !IsFloat64[T]() && gemmNarrowKernel != nil {
+		if !IsFloat64[T]() && gemmNarrowKernel != nil && narrowFits(p.m, p.n, kern.mr, kern.nr) {
 			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
 		} else if gemmHalfKernel != nil && !IsFloat64[T]() && p.n <= gemmHalfKernel.nr {
 			kern = any(gemmHalfKernel).(*gemmKernelOf[T])
@@ -524,7 +554,9 @@ func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 		kl := pcEnd - pc
 		for jc := n0; jc < n1; jc += nc {
 			nl := min(nc, n1-jc)
-			p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
+			if s.bDirect = p.readBInPlace(s, packB, kern, b, jc, nl, pc, pcEnd); !s.bDirect {
+				p.rhs.pack(packB, b, jc, jc+nl, pc, pcEnd, nr)
+			}
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)
 				p.packA(s, kern, b, ic, ml, pc, pcEnd, (nl+nr-1)/nr)
@@ -532,7 +564,43 @@ func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 			}
 		}
 	}
+	s.bDirect = false
 }
+
+// readBInPlace reports whether kern reads the full column panels of B's block [jc, jc+nl) over
+// [pc, pcEnd) in place (a row-major B, whose panels' columns are adjacent in memory: the rows of a
+// Linear layer's weight, or of the gradient in its kernel gradient), and if so packs only the partial
+// last panel and sets up s for block. Packing such a B copied every value of it once more for products
+// of few rows (a transformer's 136 tokens), where each value serves only a few row panels.
+func (p *GemmProblemOf[T]) readBInPlace(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, jc, nl, pc, pcEnd int) bool {
+	r, ok := p.rhs.(*gemmOperandOf[T])
+	nr, mr, kl := kern.nr, kern.mr, pcEnd-pc
+	if kern.directB == nil || !ok || nl < nr || p.m > gemmDirectBRows {
+		return false
+	}
+	full := nl / nr
+	for q := range full {
+		if !isIota(r.crossOff[jc+q*nr : jc+q*nr+nr]) {
+			return false
+		}
+	}
+	if full*nr < nl {
+		r.pack(packB[full*kl*nr:], b, jc+full*nr, jc+nl, pc, pcEnd, nr)
+	}
+	s.bData, s.bCross, s.bKOff = r.data[r.batchOff[b]:], r.crossOff, r.kOff[pc:pcEnd]
+	for i := range mr {
+		s.packRows[i] = i
+	}
+	for k := range kl {
+		s.packKOff[k] = k * mr
+	}
+	return true
+}
+
+// gemmDirectBRows is the most rows of a product whose B readBInPlace reads in place: a B panel read by
+// many row panels is packed once (its rows, a multiple of 4 KB apart in a Linear layer's weight, share
+// few sets of the L1 cache; a packed panel is contiguous).
+const gemmDirectBRows = 256
 
 // shared computes batch b's product with the workers sharing each packed B block: for every K block
 // and column block, B is packed once (its panels split among the workers), then the workers take
@@ -569,6 +637,7 @@ func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 			}
 			ParallelChunks(bounds, min(threads, items), func(lo, hi int) {
 				s := getScratch[T]()
+				s.bDirect = false
 				for it := lo; it < hi; it++ {
 					ic := rowBounds[it/colChunks]
 					cc := it % colChunks
@@ -610,10 +679,37 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 		bp := packB[q*kl*nr:][:kl*nr]
 		cols := min(nr, nl-jr)
 		cq := c[jc+jr:]
+		var bq []T // B's panel read in place: full panels while s.bDirect.
+		if s.bDirect && cols == nr {
+			bq = s.bData[s.bCross[jc+jr]:]
+		}
 		for ir := 0; ir < ml; ir += mr {
 			direct := s.anyDirect && s.direct[ir/mr]
 			ap := s.packA[(ir/mr)*kl*mr:][:kl*mr]
 			rows := min(mr, ml-ir)
+			if bq != nil {
+				ad, ar, ak := ap, s.packRows[:mr], s.packKOff[:kl]
+				if direct {
+					ad, ar, ak = data, rowBase[ic+ir:ic+ir+mr], koff
+				}
+				if rows == mr {
+					kern.directB(kl, ad, ar, ak, bq, s.bKOff, cq, rowOff[ic+ir:ic+ir+mr])
+					continue
+				}
+				tile, tileRows := s.tile[:mr*nr], s.tileRows[:mr]
+				clear(tile)
+				for r := range tileRows {
+					tileRows[r] = r * nr
+				}
+				kern.directB(kl, ad, ar, ak, bq, s.bKOff, tile, tileRows)
+				for r := range rows {
+					crow := cq[rowOff[ic+ir+r]:][:cols]
+					for j, v := range tile[r*nr : r*nr+cols] {
+						crow[j] += v
+					}
+				}
+				continue
+			}
 			if rows == mr && cols == nr {
 				if direct {
 					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr])
@@ -648,13 +744,9 @@ func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 	kl := len(ks)
 	// Where the runs of consecutive offsets in ks end (a kernel's input channels at each of its
 	// positions, when a K block spans several): each run goes through the transposes on its own.
+	// Found on the first panel that needs them (a panel of adjacent rows is copied without).
 	var endsBuf [16]int
-	ends := endsBuf[:0]
-	for k := 1; k <= kl; k++ {
-		if k == kl || ks[k] != ks[k-1]+1 {
-			ends = append(ends, k)
-		}
-	}
+	var ends []int
 	for q := 0; q*w < len(rows); q++ {
 		panel := dst[q*kl*w:][:kl*w]
 		valid := min(w, len(rows)-q*w)
@@ -663,16 +755,26 @@ func packPanels[T Float](dst, data []T, base int, rows, ks []int, w int) {
 			copyRows(panel, data, base+rows[q*w], ks, w)
 			continue
 		}
+		if ends == nil {
+			ends = endsBuf[:0]
+			for k := 1; k <= kl; k++ {
+				if k == kl || ks[k] != ks[k-1]+1 {
+					ends = append(ends, k)
+					if len(ends)*8 > kl {
+						break // Too many runs for the transposes: the loop below goes value by value.
+					}
+				}
+			}
+		}
 		if len(ends)*8 > kl {
 			// Runs too short for the transposes (consecutive contracting indices far apart): value by value.
-			for r := range w {
-				for i, ko := range ks {
-					v := T(0)
-					if r < valid {
-						v = data[base+rows[q*w+r]+ko]
-					}
-					panel[i*w+r] = v
+			offs := rows[q*w : q*w+valid]
+			for i, ko := range ks {
+				step := panel[i*w : i*w+w]
+				for r, o := range offs {
+					step[r] = data[base+o+ko]
 				}
+				clear(step[valid:])
 			}
 			continue
 		}
@@ -708,13 +810,13 @@ func packRun[T Float](panel, data []T, base int, rows []int, n, w int) {
 			packColumns8(panel[r0:], data, &offs, n, w)
 		}
 	}
-	for r := r0; r < w; r++ {
-		if r >= valid {
-			for i := r; i < len(panel); i += w {
-				panel[i] = 0
-			}
-			continue
+	if valid < w {
+		// The rows past the operand's end are zeros: each step's tail of the panel, contiguous.
+		for k := range n {
+			clear(panel[k*w+valid : k*w+w])
 		}
+	}
+	for r := r0; r < valid; r++ {
 		src := data[base+rows[r]:][:n]
 		for i, v := range src {
 			panel[i*w+r] = v

@@ -52,6 +52,12 @@ func gemmKernelAVX512Half(k int, a, b, c *float32, rows *int)
 //go:noescape
 func gemmKernelAVX512HalfDirect(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
 
+// gemmKernelAVX512DirectB is gemmKernelAVX512Direct reading B in place too: step p's 32 values are
+// b[koffB[p]:] (a row-major B's columns, adjacent in memory).
+//
+//go:noescape
+func gemmKernelAVX512DirectB(k int, data *float32, rowsA, koff *int, b *float32, koffB *int, c *float32, rows *int)
+
 // gemmKernelAVX2F64 and gemmKernelAVX512F64 are the float64 kernels (gemm_f64_amd64.s): the same
 // registers hold 6×8 and 14×16 tiles of doubles.
 //
@@ -81,6 +87,12 @@ var gemmKernelAVX512F = &gemmKernel{name: "AVX-512", mr: 14, nr: 32, fn: func(k 
 		_ = c[r : r+32]
 	}
 	gemmKernelAVX512Direct(k, &data[0], &rowsA[0], &koff[0], &b[0], &c[0], &rows[0])
+}, directB: func(k int, data []float32, rowsA, koff []int, b []float32, koffB []int, c []float32, rows []int) {
+	_, _, _, _, _ = rowsA[13], koff[k-1], koffB[k-1], b[31], rows[13]
+	for _, r := range rows[:14] {
+		_ = c[r : r+32]
+	}
+	gemmKernelAVX512DirectB(k, &data[0], &rowsA[0], &koff[0], &b[0], &koffB[0], &c[0], &rows[0])
 }}
 
 var gemmKernelAVX512Wide7x64 = &gemmKernel{name: "AVX-512 7×64", mr: 7, nr: 64, fn: func(k int, a, b, c []float32, rows []int) {

@@ -46,6 +46,17 @@ func BenchmarkPackedGemm(b *testing.B) {
 		{"dn-1x1-dx-2048x128x512", []int{2048, 128}, []int{512, 128}, []int{1}, []int{1}},
 		{"dn-1x1-512x1024x128", []int{512, 1024}, []int{1024, 128}, []int{1}, []int{0}},
 		{"r50l4-kgrad-4608x32x512", []int{32, 4608}, []int{32, 512}, []int{0}, []int{0}},
+		{"swin-kgrad-3072x32x768", []int{32, 3072}, []int{32, 768}, []int{0}, []int{0}},
+		{"swin-kgrad-768x32x3072", []int{32, 768}, []int{32, 3072}, []int{0}, []int{0}},
+		{"swin-fc-392x768x2304", []int{392, 768}, []int{768, 2304}, []int{1}, []int{0}},
+		{"swin-kgrad-768x392x2304", []int{392, 768}, []int{392, 2304}, []int{0}, []int{0}},
+		{"swin-fc-392x384x1152", []int{392, 384}, []int{384, 1152}, []int{1}, []int{0}},
+		{"vit-fc1-136x192x768-bt", []int{136, 192}, []int{768, 192}, []int{1}, []int{1}},
+		{"vit-fc1-136x192x768", []int{136, 192}, []int{192, 768}, []int{1}, []int{0}},
+		{"vit-fc2-136x768x192", []int{136, 768}, []int{768, 192}, []int{1}, []int{0}},
+		{"vit-fc2-136x768x192-bt", []int{136, 768}, []int{192, 768}, []int{1}, []int{1}},
+		{"vit-kgrad-768x136x192", []int{136, 768}, []int{136, 192}, []int{0}, []int{0}},
+		{"vit-kgrad-192x136x768", []int{136, 192}, []int{136, 768}, []int{0}, []int{0}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			m, k := tc.lhsDims[1-tc.lc[0]], tc.lhsDims[tc.lc[0]]
@@ -132,5 +143,50 @@ func BenchmarkCifar8Convs(b *testing.B) {
 				b.ReportMetric(flops*float64(b.N)/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
 			})
 		}
+	}
+}
+
+// Batched small products of attention (ViT-Tiny at batch 8, 64 px: 24 heads of 17 tokens × 64; Swin-T's
+// 49-token windows), float32, one thread: the per-item costs around the micro-kernel dominate.
+// Rerun: go test ./gobackend/kernels/ -run XXX -bench BatchedSmallGemm -benchtime 200x -cpu 1
+func BenchmarkBatchedSmallGemm(b *testing.B) {
+	for _, tc := range []struct {
+		name             string
+		lhsDims, rhsDims []int
+		lc, rc, lb, rb   []int
+	}{
+		{"vit-qk-24x17x64x17", []int{8, 3, 17, 64}, []int{8, 3, 17, 64}, []int{3}, []int{3}, []int{0, 1}, []int{0, 1}},
+		{"vit-av-24x17x17x64", []int{8, 3, 17, 17}, []int{8, 3, 17, 64}, []int{3}, []int{2}, []int{0, 1}, []int{0, 1}},
+		{"vit-dv-24x64x17x17", []int{8, 3, 17, 64}, []int{8, 3, 17, 17}, []int{2}, []int{2}, []int{0, 1}, []int{0, 1}},
+		{"swin-qk-96x49x32x49", []int{96, 49, 32}, []int{96, 49, 32}, []int{2}, []int{2}, []int{0}, []int{0}},
+		{"swin-av-96x49x49x32", []int{96, 49, 49}, []int{96, 49, 32}, []int{2}, []int{1}, []int{0}, []int{0}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			rng := rand.New(rand.NewSource(1))
+			lhs, rhs := make([]float32, Prod(tc.lhsDims)), make([]float32, Prod(tc.rhsDims))
+			for i := range lhs {
+				lhs[i] = rng.Float32()
+			}
+			for i := range rhs {
+				rhs[i] = rng.Float32()
+			}
+			l := newGemmOperand(lhs, tc.lhsDims, tc.lc, tc.lb)
+			r := newGemmOperand(rhs, tc.rhsDims, tc.rc, tc.rb)
+			batch, m, n, k := len(l.batchOff), len(l.crossOff), len(r.crossOff), len(l.kOff)
+			p, ok := NewDotProblem(lhs, rhs, tc.lhsDims, tc.rhsDims, tc.lc, tc.lb, tc.rc, tc.rb, batch, m, n, k)
+			if !ok {
+				b.Fatal("NewDotProblem refused the product")
+			}
+			out := make([]float32, batch*m*n)
+			p.Run(out)
+			c0 := procCPU()
+			b.ResetTimer()
+			for range b.N {
+				p.Run(out)
+			}
+			flop := 2 * float64(batch*m*n*k) * float64(b.N)
+			b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(flop/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
+		})
 	}
 }

@@ -199,7 +199,8 @@ func TestMeasurePeak(t *testing.T) {
 	}
 }
 
-// A kernel's direct form (A panels read in place) gives the packed form's bits on every product layout.
+// A kernel's direct forms (A panels read in place, and B's too where it has that form) give the packed
+// form's bits on every product layout.
 func TestGemmDirectMatchesPacked(t *testing.T) {
 	rng := rand.New(rand.NewSource(23))
 	for _, kern := range gemmAsmKernels() {
@@ -207,7 +208,7 @@ func TestGemmDirectMatchesPacked(t *testing.T) {
 			continue
 		}
 		packed := *kern
-		packed.direct = nil
+		packed.direct, packed.directB = nil, nil
 		for _, dc := range dotCases() {
 			lhs, rhs := randTT(rng, dc.lhsDims...), randTT(rng, dc.rhsDims...)
 			for _, split := range []gemmSplit{splitNone, splitBatch, splitShared, splitK, splitRows, splitCols} {
@@ -230,15 +231,19 @@ func TestGemmDirectMatchesPacked(t *testing.T) {
 	}
 }
 
-// Products of at most gemmNarrowMaxN columns take the narrow kernel where there is one; it adds the
-// same terms in the same order as the default kernel, so the bits are the default kernel's.
+// Products of at most gemmNarrowMaxN columns, and small ones the narrow tiles cover with less padding
+// (attention's 17×17 and 17×64 per head), take the narrow kernel where there is one; it adds the same
+// terms in the same order as the default kernel, so the bits are the default kernel's.
 func TestGemmNarrowKernelMatchesDefault(t *testing.T) {
 	if gemmNarrowKernel == nil {
 		t.Skip("no narrow kernel on this CPU")
 	}
 	rng := rand.New(rand.NewSource(29))
-	for _, n := range []int{1, 10, 16} {
-		for _, m := range []int{5, 37} {
+	if !narrowFits(17, 17, gemmDefaultKernel.mr, gemmDefaultKernel.nr) || narrowFits(136, 768, gemmDefaultKernel.mr, gemmDefaultKernel.nr) {
+		t.Fatalf("narrowFits: want the narrow kernel for 17×17 and the default one for 136×768")
+	}
+	for _, n := range []int{1, 10, 16, 17, 64} {
+		for _, m := range []int{5, 17, 37} {
 			k := 600 // Several K blocks.
 			lhs, rhs := randTT(rng, m, k), randTT(rng, k, n)
 			for _, split := range []gemmSplit{splitNone, splitShared, splitK, splitRows} {

@@ -145,6 +145,48 @@ func SumRows[T Float](o, x []T, rows, stride int) {
 	}
 }
 
+// AddRowSums adds to each out[i] the n values of row i of x, one at a time in order from out[i]: a
+// sequential sum per row, so the bits of a plain loop over each row. Four rows go at a time (then two),
+// so their chains of dependent additions overlap instead of each waiting on the last addition.
+func AddRowSums[T Float](out, x []T, n int) {
+	rows := len(out)
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = x[rows*n-1]
+	i := 0
+	for ; i+4 <= rows; i += 4 {
+		x0 := x[i*n : i*n+n]
+		x1, x2, x3 := x[(i+1)*n:][:len(x0)], x[(i+2)*n:][:len(x0)], x[(i+3)*n:][:len(x0)]
+		a0, a1, a2, a3 := out[i], out[i+1], out[i+2], out[i+3]
+		for j, v := range x0 {
+			a0 += v
+			a1 += x1[j]
+			a2 += x2[j]
+			a3 += x3[j]
+		}
+		out[i], out[i+1], out[i+2], out[i+3] = a0, a1, a2, a3
+	}
+	if i+2 <= rows {
+		x0 := x[i*n : i*n+n]
+		x1 := x[(i+1)*n:][:len(x0)]
+		a0, a1 := out[i], out[i+1]
+		for j, v := range x0 {
+			a0 += v
+			a1 += x1[j]
+		}
+		out[i], out[i+1] = a0, a1
+		i += 2
+	}
+	if i < rows {
+		acc := out[i]
+		for _, v := range x[i*n : i*n+n] {
+			acc += v
+		}
+		out[i] = acc
+	}
+}
+
 // BinaryRowBlock computes the rows of out (n values each) as x's row op r (swapped: r op x's row),
 // with the same IEEE operations as BinaryRow.
 func BinaryRowBlock[T Float](op BinOp, out, x, r []T, n int, swapped bool) {

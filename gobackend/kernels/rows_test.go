@@ -117,6 +117,34 @@ func TestPackColumns8(t *testing.T) {
 	}
 }
 
+// AddRowSums gives each row's sequential sum from its output's value, bit for bit, for every count of
+// rows (the groups of four and two, and the last one).
+func TestAddRowSums(t *testing.T) {
+	rng := rand.New(rand.NewSource(83))
+	for rows := range 10 {
+		for _, n := range []int{1, 3, 17, 192} {
+			x := make([]float32, rows*n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.Intn(8)-4)))
+			}
+			out, want := make([]float32, rows), make([]float32, rows)
+			for i := range out {
+				out[i] = float32(rng.NormFloat64())
+				want[i] = out[i]
+				for _, v := range x[i*n : (i+1)*n] {
+					want[i] += v
+				}
+			}
+			AddRowSums(out, x, n)
+			for i := range out {
+				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("rows %d n %d: row %d sum %v, want %v", rows, n, i, out[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // SumRows adds the rows in order, exactly as sequential additions do, special values included.
 func TestSumRows(t *testing.T) {
 	rng := rand.New(rand.NewSource(79))
