@@ -194,9 +194,8 @@ func ShiftedWindowAttention(ctx *context.Context, x *Node, opts Options, heads, 
 	trunc, zeros := InitTruncNormal(0.02), InitConst(0)
 	qkv := Linear(ctx.In("qkv"), t, LinearConfig{Units: 3 * c, Init: trunc, BiasInit: zeros}, opts)
 	qkv = TransposeAllAxes(Reshape(qkv, b*windows, n, 3, heads, hd), 2, 0, 3, 1, 4) // [3, bw, heads, n, hd]
-	q := MulScalar(Squeeze(Slice(qkv, AxisElem(0)), 0), 1/math.Sqrt(float64(hd)))
-	k := Squeeze(Slice(qkv, AxisElem(1)), 0)
-	v := Squeeze(Slice(qkv, AxisElem(2)), 0)
+	q, k, v := splitQKV(qkv)
+	q = MulScalar(q, 1/math.Sqrt(float64(hd)))
 	opts.Stats.Add(2 * int64(windows) * int64(n) * int64(n) * int64(c)) // q·kᵀ and attention·v, per example
 
 	scores := DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [bw, heads, n, n]
