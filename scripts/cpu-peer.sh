@@ -18,7 +18,8 @@
 #                                                  every registered net, ours and PyTorch alternating,
 #                                                  one ratio table (TRAINER=path: our binary, else built;
 #                                                  threads: both on that many, default every core;
-#                                                  NETS=a,b: only those nets)
+#                                                  NETS=a,b: only those nets; a round times at least
+#                                                  250 ms of steps, more steps for short ones)
 #   scripts/cpu-peer.sh recipe [rounds] [configs]  time to accuracy: `trainer run` of configs/mnist_fast.yaml
 #                                                  and configs/mnist_cnn.yaml (or the comma-separated
 #                                                  names given) beside the same recipes in PyTorch

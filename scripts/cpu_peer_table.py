@@ -5,8 +5,11 @@ by net and round by round, then one table of ratios (docs/benchmarks.md).
 
     cpu_peer_table.py TRAINER [--rounds R] [--steps K] [--nets a,b,...] [--threads N] [--json FILE]
 
-TRAINER is the trainer binary. Each cell is the min and the median over the rounds of each run's median
-step time; the ratio is ours / PyTorch of those medians, and the range beside it the per-round ratios.
+TRAINER is the trainer binary. A round times at least --min-round-ms of steps on our side: a net whose
+K steps take less (MLP's 4-ms step: 5 steps are 20 ms, which the timer's and the machine's jitter move by
+a quarter) runs as many more steps as make that time, in every round and for both sides; the first
+round's run of K steps sets the count and is not counted. Each cell is the min and the median over the
+rounds of each run's median step time; the ratio is ours / PyTorch of those medians, and the range beside it the per-round ratios.
 Ours is also given as GFLOP/s and as a percentage of the machine's peak (the pure-Go backend's own
 float32 GEMM at 1024³, `trainer bench --peak`). The load average is printed before and after: on a
 shared machine the figures are worth what it says. --threads N runs both on N threads (GOMAXPROCS for
@@ -16,6 +19,7 @@ wait for each other."""
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -84,6 +88,8 @@ def main():
     ap.add_argument("trainer")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--min-round-ms", type=float, default=250,
+                    help="time at least this much of steps a round (more steps for short steps; 0: always --steps)")
     ap.add_argument("--nets", default="", help="comma-separated subset (default: every registered net)")
     ap.add_argument("--threads", type=int, default=0, help="threads for both (default: every core)")
     ap.add_argument("--json", default="", help="also write every run's report to this file")
@@ -109,13 +115,20 @@ def main():
     print(f"# {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores ({cpu_model()}), "
           f"load average before {load_before}", flush=True)
     results = []
+    longer = []  # (net, steps) for the nets timed over more than --steps steps
     for net, batch, size in rows:
         ours, peer = [], []
+        ours_cmd = lambda k: [args.trainer, "bench", "--net", net, "--batch", str(batch), "--size", str(size),
+                              "--steps", str(k), "--json"]
+        steps = args.steps
+        probe = run_json(ours_cmd(steps), env)
+        if probe["median_ms"] * steps < args.min_round_ms:
+            steps = min(1000, math.ceil(args.min_round_ms / max(probe["median_ms"], 0.01)))
+            longer.append((net, steps))
         for r in range(args.rounds):
-            o = run_json([args.trainer, "bench", "--net", net, "--batch", str(batch), "--size", str(size),
-                          "--steps", str(args.steps), "--json"], env)
+            o = run_json(ours_cmd(steps), env)
             p = run_json(["/usr/bin/python3", os.path.join(HERE, "torch_step.py"), net, str(batch), str(size),
-                          str(args.steps), "--json"] + peer_threads, env)
+                          str(steps), "--json"] + peer_threads, env)
             ours.append(o)
             peer.append(p)
             print(f"  {net} round {r + 1}: ours {o['median_ms']:.1f} ms, pytorch {p['median_ms']:.1f} ms "
@@ -131,7 +144,8 @@ def main():
           f"{' (OPENBLAS_CORETYPE=' + coretype + ')' if coretype else ''}, oneDNN for convolutions: "
           f"{'yes' if torch_onednn() else 'no'}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}; ours: `trainer bench --net`, "
           f"{results[0][3][0]['threads'] if results else '?'} threads; peak {peak['peak_gflop_per_s']:.1f} GFLOP/s "
-          f"({peak['peak_kernel']} GEMM, {peak['peak_n']}³); {args.rounds} rounds of {args.steps} steps, "
+          f"({peak['peak_kernel']} GEMM, {peak['peak_n']}³); {args.rounds} rounds of {args.steps} steps"
+          f"{' (at least ' + format(args.min_round_ms, 'g') + ' ms a round: ' + ', '.join(f'{n} {k}' for n, k in longer) + ' steps)' if longer else ''}, "
           f"load average after {load_after}")
     print()
     print("| net (batch, size) | ours ms/step, min / median | PyTorch ms/step, min / median | ours / PyTorch (median) | per round | ours GFLOP/s (% of peak) |")
@@ -142,7 +156,8 @@ def main():
         ratios = sorted(a / b for a, b in zip(om, pm))
         med_o, med_p = statistics.median(om), statistics.median(pm)
         gflops = ours[0]["gflop_per_step"] / (med_o / 1000)
-        print(f"| {net} ({batch}, {size}) | {min(om):.0f} / {med_o:.0f} | {min(pm):.0f} / {med_p:.0f} | "
+        ms = lambda x: f"{x:.1f}" if med_o < 10 or med_p < 10 else f"{x:.0f}"  # a 4-ms step's tenths matter
+        print(f"| {net} ({batch}, {size}) | {ms(min(om))} / {ms(med_o)} | {ms(min(pm))} / {ms(med_p)} | "
               f"**{med_o / med_p:.2f}×** | {ratios[0]:.2f}–{ratios[-1]:.2f} | "
               f"{gflops:.1f} ({100 * gflops / peak['peak_gflop_per_s']:.0f}%) |")
     if args.json:
