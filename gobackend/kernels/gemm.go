@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync"
@@ -955,8 +956,43 @@ func RowMajorStrides(dims []int) []int {
 }
 
 // newGemmOperand builds the offset tables of a DotGeneral operand with the given dims; cross axes are
-// the ones neither batch nor contracting, in axis order (DotGeneral's output order).
+// the ones neither batch nor contracting, in axis order (DotGeneral's output order). The tables depend
+// on the dims and axes alone and are only read, so they are kept per layout (operandTables).
 func newGemmOperand[T Float](data []T, dims, contracting, batch []int) *gemmOperandOf[T] {
+	t := operandTablesOf(dims, contracting, batch)
+	return &gemmOperandOf[T]{data: data, batchOff: t.batchOff, crossOff: t.crossOff, kOff: t.kOff}
+}
+
+// operandTables are a DotGeneral operand's offset tables: building them took about 6% of a linear
+// net's 0.2-ms step (a 784-entry table per product, allocated and filled on every call).
+type operandTables struct {
+	batchOff, crossOff, kOff []int
+}
+
+// operandTableCache holds the tables of up to maxOperandTables layouts (a net has a few dozen; the
+// bound keeps a process that sees endless shapes from growing), keyed by the layout's varint bytes.
+var operandTableCache = struct {
+	sync.RWMutex
+	m map[string]operandTables
+}{m: map[string]operandTables{}}
+
+const maxOperandTables = 4096
+
+func operandTablesOf(dims, contracting, batch []int) operandTables {
+	var buf [128]byte
+	key := buf[:0]
+	for _, list := range [][]int{dims, contracting, batch} {
+		key = binary.AppendUvarint(key, uint64(len(list)))
+		for _, v := range list {
+			key = binary.AppendUvarint(key, uint64(v))
+		}
+	}
+	operandTableCache.RLock()
+	t, ok := operandTableCache.m[string(key)] // no allocation for the lookup
+	operandTableCache.RUnlock()
+	if ok {
+		return t
+	}
 	kind := make([]int, len(dims))
 	for _, a := range contracting {
 		kind[a] = 1
@@ -971,12 +1007,14 @@ func newGemmOperand[T Float](data []T, dims, contracting, batch []int) *gemmOper
 		}
 	}
 	strides := RowMajorStrides(dims)
-	return &gemmOperandOf[T]{
-		data:     data,
-		batchOff: axisOffsets(dims, strides, batch),
-		crossOff: axisOffsets(dims, strides, cross),
-		kOff:     axisOffsets(dims, strides, contracting),
+	t = operandTables{batchOff: axisOffsets(dims, strides, batch), crossOff: axisOffsets(dims, strides, cross),
+		kOff: axisOffsets(dims, strides, contracting)}
+	operandTableCache.Lock()
+	if len(operandTableCache.m) < maxOperandTables {
+		operandTableCache.m[string(key)] = t
 	}
+	operandTableCache.Unlock()
+	return t
 }
 
 // AsFloat32 reinterprets a float32 slice of the generic code (callers check IsFloat64 first).

@@ -299,3 +299,28 @@ func TestSetConflicts(t *testing.T) {
 		}
 	}
 }
+
+// A DotGeneral operand's offset tables are built once per layout and shared: equal to a fresh build,
+// the same arrays on a second call, and distinct for a layout that differs only in its axes.
+func TestOperandTablesCached(t *testing.T) {
+	dims := []int{3, 5, 7, 4}
+	contracting, batch := []int{2}, []int{0}
+	a := operandTablesOf(dims, contracting, batch)
+	strides := RowMajorStrides(dims)
+	if !slices.Equal(a.batchOff, axisOffsets(dims, strides, batch)) || !slices.Equal(a.crossOff, axisOffsets(dims, strides, []int{1, 3})) ||
+		!slices.Equal(a.kOff, axisOffsets(dims, strides, contracting)) {
+		t.Fatalf("tables %+v differ from a fresh build", a)
+	}
+	if b := operandTablesOf(dims, contracting, batch); &b.kOff[0] != &a.kOff[0] || &b.crossOff[0] != &a.crossOff[0] {
+		t.Error("a second call built the tables again")
+	}
+	c := operandTablesOf(dims, []int{3}, batch)
+	if slices.Equal(c.kOff, a.kOff) || !slices.Equal(c.kOff, axisOffsets(dims, strides, []int{3})) {
+		t.Errorf("contracting axis 3: kOff %v", c.kOff)
+	}
+	// The lengths are part of the key: [2] contracting and no batch is not [] contracting and [2] batch.
+	d, e := operandTablesOf([]int{6, 6}, []int{1}, nil), operandTablesOf([]int{6, 6}, nil, []int{1})
+	if len(d.kOff) != 6 || len(d.batchOff) != 1 || len(e.kOff) != 1 || len(e.batchOff) != 6 {
+		t.Errorf("layouts confused: %+v %+v", d, e)
+	}
+}
