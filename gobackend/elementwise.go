@@ -147,6 +147,12 @@ func unaryVec[T kernels.Float](out, in []T, vec vecUnary) int {
 // elementwiseGrain is the fewest elements worth handing to another core.
 const elementwiseGrain = 1 << 14
 
+// elementwiseSplitMin is the fewest elements a loop must have to be shared out between the cores at
+// all: a smaller one (DenseNet's weight updates of 36,864 values, 30-40 µs) is done before a new
+// goroutine reaches the other core (60-800 µs), so its caller ends up waiting for a helper with nothing
+// left to do.
+const elementwiseSplitMin = 1 << 17
+
 // stridedLoop walks an iteration space whose axes have been merged where every operand's layout
 // allows: operand o's element at index (i_0, ..., i_last) is at Σ i_a·strides[o][a]. The last axis is
 // the row a kernel runs over.
@@ -253,7 +259,7 @@ func (l *stridedLoop) runChunks(axis int, chunk func(lo, hi int)) {
 	grainUnits := max((elementwiseGrain+perUnit-1)/perUnit, 1)
 	threads := runtime.GOMAXPROCS(0)
 	chunks := min(n/grainUnits, 4*threads)
-	if threads == 1 || chunks <= 1 {
+	if threads == 1 || chunks <= 1 || total < elementwiseSplitMin {
 		chunk(0, n)
 		return
 	}
@@ -834,22 +840,19 @@ func greaterRows[T kernels.Float](loop *stridedLoop, out []bool, lhs, rhs []T, r
 
 // sumRowBlocks reduces a loop whose last two axes are (reduced, kept) with contiguous rows: for each
 // index of the outer axes, the R rows of n values are summed into n outputs with kernels.SumRows (in row
-// order, as simplego), the columns split over the cores in groups of 64 or more.
+// order, as simplego), on one core: sharing the columns out between two cores, each reading part of
+// every row, was slower than one core reading whole rows (as for the fused column sums).
 func sumRowBlocks[T kernels.Float](loop *stridedLoop, out, in []T) {
 	last := len(loop.dims) - 1
 	R, n := loop.dims[last-1], loop.dims[last]
 	outer := stridedLoop{dims: append([]int{1}, loop.dims[:last-1]...), strides: [][]int{
 		append([]int{0}, loop.strides[0][:last-1]...), append([]int{0}, loop.strides[1][:last-1]...)}}
-	parts := min(runtime.GOMAXPROCS(0), max(n/64, 1))
-	bounds := kernels.SplitRange(n, parts, 8)
-	kernels.ParallelChunks(bounds, parts, func(c0, c1 int) {
-		outer.run(0, 0, 1, func(off []int, rows int) {
-			// The outer loop's row is its last axis; walk it here too.
-			for i := range rows {
-				o := off[0] + i*outer.rowStride(0)
-				x := off[1] + i*outer.rowStride(1)
-				kernels.SumRows(out[o+c0:o+c1], in[x+c0:], R, n)
-			}
-		})
+	outer.run(0, 0, 1, func(off []int, rows int) {
+		// The outer loop's row is its last axis; walk it here too.
+		for i := range rows {
+			o := off[0] + i*outer.rowStride(0)
+			x := off[1] + i*outer.rowStride(1)
+			kernels.SumRows(out[o:o+n], in[x:], R, n)
+		}
 	})
 }

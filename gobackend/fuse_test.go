@@ -3,6 +3,7 @@ package gobackend
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
@@ -119,5 +120,46 @@ func TestFusionRecomputesCentredInput(t *testing.T) {
 	}
 	if n := fast.countReachable(backends.OpTypeSub) - subBefore; n != 0 {
 		t.Errorf("%d subtractions run on their own, want 0", n)
+	}
+}
+
+// Fused per-column sums over many rows of 512 or more values (the guard's Σg² of a 3×3 kernel
+// gradient, per-channel sums of wide maps) and of short channel rows, and a per-channel chain over
+// them, give exactly simplego's values at any GOMAXPROCS.
+func TestFusedColumnSumsMatchSimplego(t *testing.T) {
+	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
+	rng := rand.New(rand.NewSource(69))
+	for _, dims := range [][]int{{3, 3, 40, 512}, {2, 50, 1000}, {64, 8, 8, 64}, {3, 30, 48}} {
+		fn := func(in []*Node) []*Node {
+			x, y := ConvertDType(in[0], dtypes.Float32), ConvertDType(in[1], dtypes.Float32)
+			axes := make([]int, len(dims)-1)
+			for i := range axes {
+				axes[i] = i
+			}
+			sq := ReduceSum(Mul(x, x), axes...)
+			dot := ReduceSum(Mul(Sub(x, y), y), axes...)
+			asCh := make([]int, len(dims))
+			for i := range asCh {
+				asCh[i] = 1
+			}
+			asCh[len(dims)-1] = dims[len(dims)-1]
+			norm := Add(Mul(Sub(x, Reshape(sq, asCh...)), Reshape(dot, asCh...)), y)
+			return []*Node{ConvertDType(sq, dtypes.Float64), ConvertDType(dot, dtypes.Float64), ConvertDType(norm, dtypes.Float64)}
+		}
+		x, y := specialFreeTT(rng, dims...), randTT(rng, dims...)
+		for _, procs := range []int{1, 2, 3} {
+			prev := runtime.GOMAXPROCS(procs)
+			before := fast.countReachable(fusedOpType)
+			got := runGraph(t, fast, fn, x, y)
+			fused := fast.countReachable(fusedOpType) - before
+			runtime.GOMAXPROCS(prev)
+			if fused != 3 {
+				t.Errorf("dims %v: %d fused nodes run, want 3", dims, fused)
+			}
+			want := runGraph(t, slow, fn, x, y)
+			for i := range want {
+				assertSameBits(t, fmt.Sprintf("dims %v GOMAXPROCS %d output %d", dims, procs, i), got[i], want[i])
+			}
+		}
 	}
 }
