@@ -58,32 +58,36 @@ func BenchmarkPackedGemm(b *testing.B) {
 		{"vit-kgrad-768x136x192", []int{136, 768}, []int{136, 192}, []int{0}, []int{0}},
 		{"vit-kgrad-192x136x768", []int{136, 192}, []int{136, 768}, []int{0}, []int{0}},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			m, k := tc.lhsDims[1-tc.lc[0]], tc.lhsDims[tc.lc[0]]
-			n := tc.rhsDims[1-tc.rc[0]]
-			rng := rand.New(rand.NewSource(1))
-			lhs, rhs := make([]float32, Prod(tc.lhsDims)), make([]float32, Prod(tc.rhsDims))
-			for i := range lhs {
-				lhs[i] = rng.Float32()
-			}
-			for i := range rhs {
-				rhs[i] = rng.Float32()
-			}
-			p, ok := NewDotProblem(lhs, rhs, tc.lhsDims, tc.rhsDims, tc.lc, nil, tc.rc, nil, 1, m, n, k)
-			if !ok {
-				b.Fatal("NewDotProblem refused the product")
-			}
-			out := make([]float32, m*n)
-			p.Run(out)
-			c0 := procCPU()
-			b.ResetTimer()
-			for range b.N {
-				p.Run(out)
-			}
-			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
-		})
+		b.Run(tc.name, func(b *testing.B) { benchDotProduct(b, tc.lhsDims, tc.rhsDims, tc.lc, tc.rc) })
 	}
+}
+
+// benchDotProduct times one float32 product of two 2-D operands contracting axes lc and rc (random
+// values), reporting GFLOP/s and GFLOP/cpu-s.
+func benchDotProduct(b *testing.B, lhsDims, rhsDims, lc, rc []int) {
+	m, k := lhsDims[1-lc[0]], lhsDims[lc[0]]
+	n := rhsDims[1-rc[0]]
+	rng := rand.New(rand.NewSource(1))
+	lhs, rhs := make([]float32, Prod(lhsDims)), make([]float32, Prod(rhsDims))
+	for i := range lhs {
+		lhs[i] = rng.Float32()
+	}
+	for i := range rhs {
+		rhs[i] = rng.Float32()
+	}
+	p, ok := NewDotProblem(lhs, rhs, lhsDims, rhsDims, lc, nil, rc, nil, 1, m, n, k)
+	if !ok {
+		b.Fatal("NewDotProblem refused the product")
+	}
+	out := make([]float32, m*n)
+	p.Run(out)
+	c0 := procCPU()
+	b.ResetTimer()
+	for range b.N {
+		p.Run(out)
+	}
+	b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(2*float64(m*n*k)*float64(b.N)/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
 }
 
 // CIFAR-8's convolutions at batch 32 and 32 px (graphs/cifar.go: 3×3, padding 1, widths 64 to 512 over

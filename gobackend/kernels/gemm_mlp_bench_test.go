@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"math/rand"
-	"testing"
-)
+import "testing"
 
 // The MLP net's products at batch 128 (784 -> 512 -> 256 -> 10) as its training step emits them:
 // forwards, kernel gradients (batch contracted) and input gradients (B transposed). GFLOP/cpu-s as in
@@ -24,29 +21,6 @@ func BenchmarkMLPGemm(b *testing.B) {
 		{"fwd-128x256x10", []int{128, 256}, []int{256, 10}, []int{1}, []int{0}},
 		{"dx-128x10x256-bt", []int{128, 10}, []int{256, 10}, []int{1}, []int{1}},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			m, k := tc.lhsDims[1-tc.lc[0]], tc.lhsDims[tc.lc[0]]
-			n := tc.rhsDims[1-tc.rc[0]]
-			rng := rand.New(rand.NewSource(1))
-			lhs, rhs := make([]float32, Prod(tc.lhsDims)), make([]float32, Prod(tc.rhsDims))
-			for i := range lhs {
-				lhs[i] = rng.Float32()
-			}
-			for i := range rhs {
-				rhs[i] = rng.Float32()
-			}
-			p, ok := NewDotProblem(lhs, rhs, tc.lhsDims, tc.rhsDims, tc.lc, nil, tc.rc, nil, 1, m, n, k)
-			if !ok {
-				b.Fatal("NewDotProblem refused the product")
-			}
-			out := make([]float32, m*n)
-			p.Run(out)
-			c0 := procCPU()
-			b.ResetTimer()
-			for range b.N {
-				p.Run(out)
-			}
-			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/(procCPU()-c0)/1e9, "GFLOP/cpu-s")
-		})
+		b.Run(tc.name, func(b *testing.B) { benchDotProduct(b, tc.lhsDims, tc.rhsDims, tc.lc, tc.rc) })
 	}
 }
