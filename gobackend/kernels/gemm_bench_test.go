@@ -97,12 +97,7 @@ func benchDotProduct(b *testing.B, lhsDims, rhsDims, lc, rc []int) {
 // the micro-kernel's direct form reading the padded input in place. GFLOP/cpu-s as in PackedGemm.
 // Rerun: go test ./gobackend/kernels/ -run XXX -bench Cifar8Convs -benchtime 5x -cpu 1
 func BenchmarkCifar8Convs(b *testing.B) {
-	nhwc := channelsLast(2)
-	dgrad := nhwc
-	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
-	kgrad := ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
-		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
-		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	nhwc, dgrad, kgrad := stepConvAxes()
 	const batch = 32
 	for _, layer := range []struct{ size, cin, cout int }{
 		{32, 3, 64}, {32, 64, 64}, {16, 64, 128}, {16, 128, 128}, {8, 128, 256}, {8, 256, 256}, {4, 256, 512}, {4, 512, 512},

@@ -13,12 +13,7 @@ import (
 // kernel dilation standing for the stride), the input gradient's (kernel in/out channels swapped), and
 // windows that cross every kind of padding.
 func fusedConvCases() []convCase {
-	nhwc := channelsLast(2)
-	kgrad := ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
-		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
-		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
-	dgrad := nhwc
-	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
+	nhwc, dgrad, kgrad := stepConvAxes()
 	return append(convCases(),
 		convCase{name: "kgrad-3x3-pad1", inDims: []int{3, 5, 5, 20}, kDims: []int{3, 5, 5, 7}, axes: kgrad, paddings: [][2]int{{1, 1}, {1, 1}}},
 		convCase{name: "kgrad-stride2-as-dilation", inDims: []int{2, 7, 7, 16}, kDims: []int{2, 4, 4, 5}, axes: kgrad, kernelDilations: []int{2, 2}, paddings: [][2]int{{1, 0}, {1, 0}}},
@@ -188,12 +183,7 @@ func TestWideKernelSameBits(t *testing.T) {
 	}
 	def := defaultKernelOf[float32]()
 	rng := rand.New(rand.NewSource(66))
-	nhwc := channelsLast(2)
-	dgrad := nhwc
-	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
-	kgrad := ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
-		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
-		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	nhwc, dgrad, kgrad := stepConvAxes()
 	pad1 := [][2]int{{1, 1}, {1, 1}}
 	check := func(name string, probs []*gemmProblem, size int) {
 		for _, kern := range kernels {

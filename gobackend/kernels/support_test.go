@@ -93,6 +93,19 @@ func refConv(x, k tt, cc convCase) tt {
 // channelsLast returns the NHWC / HWIO axes configuration for S spatial axes.
 func channelsLast(S int) ConvAxes { return ConvAxes(reftest.ChannelsLast(S)) }
 
+// stepConvAxes are the axes of a 2-D channels-last training step's three convolutions: the forward,
+// the input gradient (the kernel's in/out channel axes swapped) and the kernel gradient (the input's
+// channels as the batch, the output gradient as the kernel).
+func stepConvAxes() (fwd, dgrad, kgrad ConvAxes) {
+	fwd = channelsLast(2)
+	dgrad = fwd
+	dgrad.KernelInputChannels, dgrad.KernelOutputChannels = 3, 2
+	kgrad = ConvAxes{InputBatch: 3, InputChannels: 0, InputSpatial: []int{1, 2},
+		KernelInputChannels: 0, KernelOutputChannels: 3, KernelSpatial: []int{1, 2},
+		OutputBatch: 2, OutputChannels: 3, OutputSpatial: []int{0, 1}}
+	return fwd, dgrad, kgrad
+}
+
 func convCases() []convCase {
 	nhwc := channelsLast(2)
 	nchw := ConvAxes{ // Input NCHW, kernel OIHW, output in yet another order: [H, C, W, N].
