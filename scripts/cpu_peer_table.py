@@ -8,7 +8,7 @@ by net and round by round, then one table of ratios (docs/benchmarks.md).
 TRAINER is the trainer binary. A round times at least --min-round-ms of steps on our side: a net whose
 K steps take less (MLP's 4-ms step: 5 steps are 20 ms, which the timer's and the machine's jitter move by
 a quarter) runs as many more steps as make that time, in every round and for both sides; the first
-round's run of K steps sets the count and is not counted. Each cell is the min and the median over the
+round's run of K steps sets the count (and is that round's run when K steps were enough). Each cell is the min and the median over the
 rounds of each run's median step time; the ratio is ours / PyTorch of those medians, and the range beside it the per-round ratios.
 Ours is also given as GFLOP/s and as a percentage of the machine's peak (the pure-Go backend's own
 float32 GEMM at 1024³, `trainer bench --peak`). The load average is printed before and after: on a
@@ -126,7 +126,8 @@ def main():
             steps = min(1000, math.ceil(args.min_round_ms / max(probe["median_ms"], 0.01)))
             longer.append((net, steps))
         for r in range(args.rounds):
-            o = run_json(ours_cmd(steps), env)
+            # The probe is round 1's own run when it already timed enough steps.
+            o = probe if r == 0 and steps == args.steps else run_json(ours_cmd(steps), env)
             p = run_json(["/usr/bin/python3", os.path.join(HERE, "torch_step.py"), net, str(batch), str(size),
                           str(steps), "--json"] + peer_threads, env)
             ours.append(o)
