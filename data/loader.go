@@ -90,9 +90,9 @@ type Loader struct {
 	ds      *Dataset // set when the source is an in-memory Dataset
 	opts    LoaderOptions
 	steps   int
-	h, w, c int            // shape of one output example
-	table   []float32      // NormalizeTable: byte value v of channel ch -> table[v*c+ch]
-	lut     [][256]float32 // the same per channel, lut[ch][v], indexed without bounds checks
+	h, w, c int        // shape of one output example
+	table   []float32  // NormalizeTable: byte value v of channel ch -> table[v*c+ch]
+	norm    normalizer // the same per channel, and its mean and std
 
 	mu         sync.Mutex // guards the cached order of the last epoch asked for
 	orderEpoch int
@@ -194,10 +194,7 @@ func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 	if l.table, err = NormalizeTable(opts.Mean, opts.Std, l.c); err != nil {
 		return nil, fmt.Errorf("data: NewLoader: %w", err)
 	}
-	l.lut = make([][256]float32, l.c)
-	for i, v := range l.table {
-		l.lut[i%l.c][i/l.c] = v
-	}
+	l.norm = newNormalizer(opts.Mean, opts.Std, l.table, l.c)
 	return l, nil
 }
 
@@ -503,7 +500,7 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 		copy(dst8, p.pix) // the source's or the scratch's bytes: not to be kept past this call
 		return ex.Label, nil
 	}
-	normalizeInto(dst, p.pix, l.lut)
+	normalizeInto(dst, p.pix, l.norm)
 	if t != nil && t.Train && t.Erasing.Prob > 0 {
 		t.Erasing.apply(dst, l.h, l.w, l.c, &sc.rng)
 	}

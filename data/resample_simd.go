@@ -124,14 +124,38 @@ func (r *resampler) verticalSIMD(mid pixels, stride int, out pixels, ks int) boo
 	return true
 }
 
-// normalizeInto writes lut[ch][v] for each byte v of pix (channel ch = index mod len(lut)) into
-// dst, the loader's normalisation: with AVX2 resamplesimd.Normalize (gathers, streaming stores);
-// else the RGB loop is written for Go's compiler: the three tables in registers, four pixels a step
-// through fixed-size subslices (no bounds check inside).
-func normalizeInto(dst []float32, pix []uint8, lut [][256]float32) {
-	if resampleAVX2 && resamplesimd.Normalize(dst, pix, lut) {
+// normalizer is the loader's normalisation, (v/255 - mean[ch]) / std[ch] in float32: as the
+// table lut[ch][v] (NormalizeTable's floats) for the Go loop, and as the per-channel constants for
+// the AVX2 kernel, which computes the same floats.
+type normalizer struct {
+	lut       [][256]float32
+	mean, std []float32
+}
+
+// newNormalizer is NormalizeTable's normalisation for c channels, table is NormalizeTable's result.
+func newNormalizer(mean, std, table []float32, c int) normalizer {
+	n := normalizer{lut: make([][256]float32, c), mean: make([]float32, c), std: make([]float32, c)}
+	for i, v := range table {
+		n.lut[i%c][i/c] = v
+	}
+	if len(mean) == 0 && len(std) == 0 {
+		mean, std = []float32{0}, []float32{1}
+	}
+	for ch := range c {
+		n.mean[ch], n.std[ch] = mean[min(ch, len(mean)-1)], std[min(ch, len(std)-1)]
+	}
+	return n
+}
+
+// normalizeInto writes the normalised value of each byte v of pix (channel ch = index mod
+// channels) into dst: with AVX2 resamplesimd.Normalize (the arithmetic 8 values a step, streaming
+// stores); else the table lookup, the RGB loop written for Go's compiler: the three tables in
+// registers, four pixels a step through fixed-size subslices (no bounds check inside).
+func normalizeInto(dst []float32, pix []uint8, n normalizer) {
+	if resampleAVX2 && resamplesimd.Normalize(dst, pix, n.mean, n.std) {
 		return
 	}
+	lut := n.lut
 	dst = dst[:len(pix)]
 	switch len(lut) {
 	case 1:

@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -184,33 +185,43 @@ func TestResampleAVX2EveryTapCount(t *testing.T) {
 	}
 }
 
-// TestNormalizeInto: the loader's normalisation is lut[index mod channels][byte], for 1, 3 and 4
-// channels and lengths around its 4-pixel steps, with and without the AVX2 kernel.
+// TestNormalizeInto: the loader's normalisation gives NormalizeTable's floats bit for bit, for 1, 3
+// and 4 channels, per-channel and shared constants, none, and lengths around its 4-pixel steps,
+// with and without the AVX2 kernel.
 func TestNormalizeInto(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, c := range []int{1, 3, 4} {
-		lut := make([][256]float32, c)
-		for ch := range lut {
-			for v := range lut[ch] {
-				lut[ch][v] = rng.Float32()
-			}
+		perChannel := make([]float32, 2*c)
+		for i := range perChannel {
+			perChannel[i] = rng.Float32() + 0.01
 		}
-		for _, pixels := range []int{0, 1, 3, 4, 5, 7, 224 * 224} {
-			pix := make([]uint8, pixels*c)
-			for i := range pix {
-				pix[i] = uint8(rng.IntN(256))
+		for _, ms := range [][2][]float32{{nil, nil}, {{0.485}, {0.229}}, {perChannel[:c], perChannel[c:]}} {
+			table, err := NormalizeTable(ms[0], ms[1], c)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, avx := range []bool{false, true} {
-				dst := make([]float32, len(pix)+1)
-				dst[len(pix)] = -1
-				withAVX2(avx && resampleAVX2, func() { normalizeInto(dst[:len(pix)], pix, lut) })
-				for i, v := range pix {
-					if dst[i] != lut[i%c][v] {
-						t.Fatalf("%d channels, %d pixels, AVX2 %v: dst[%d] = %g, want lut[%d][%d] = %g", c, pixels, avx, i, dst[i], i%c, v, lut[i%c][v])
+			norm := newNormalizer(ms[0], ms[1], table, c)
+			for _, pixels := range []int{0, 1, 3, 4, 5, 7, 256, 224 * 224} {
+				pix := make([]uint8, pixels*c)
+				for i := range pix {
+					pix[i] = uint8(i / c) // every byte value of every channel at 256 pixels
+					if pixels > 256 {
+						pix[i] = uint8(rng.IntN(256))
 					}
 				}
-				if dst[len(pix)] != -1 {
-					t.Fatalf("%d channels, %d pixels, AVX2 %v: wrote past the end", c, pixels, avx)
+				for _, avx := range []bool{false, true} {
+					dst := make([]float32, len(pix)+1)
+					dst[len(pix)] = -1
+					withAVX2(avx && resampleAVX2, func() { normalizeInto(dst[:len(pix)], pix, norm) })
+					for i, v := range pix {
+						if want := table[int(v)*c+i%c]; math.Float32bits(dst[i]) != math.Float32bits(want) {
+							t.Fatalf("%d channels, mean %v std %v, %d pixels, AVX2 %v: dst[%d] = %g, want table[%d*%d+%d] = %g",
+								c, ms[0], ms[1], pixels, avx, i, dst[i], v, c, i%c, want)
+						}
+					}
+					if dst[len(pix)] != -1 {
+						t.Fatalf("%d channels, %d pixels, AVX2 %v: wrote past the end", c, pixels, avx)
+					}
 				}
 			}
 		}

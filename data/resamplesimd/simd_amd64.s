@@ -359,39 +359,49 @@ vdone:
 	VZEROUPPER
 	RET
 
-// func normalizeAVX2(dst *float32, pix *byte, n int, lut *float32, offs *int32)
-// dst[i] = lut[offs[i mod 24] + pix[i]] for i < n, n a multiple of 24, dst 32-byte aligned:
-// gathers, and streaming stores (the batch is far larger than the caches).
-TEXT ·normalizeAVX2(SB), NOSPLIT, $0-40
-	MOVQ    dst+0(FP), DI
-	MOVQ    pix+8(FP), SI
-	MOVQ    n+16(FP), CX
-	MOVQ    lut+24(FP), DX
-	MOVQ    offs+32(FP), BX
-	VMOVDQU (BX), Y10
-	VMOVDQU 32(BX), Y11
-	VMOVDQU 64(BX), Y12
+// func normalizeAVX2(dst *float32, pix *byte, n int, ms *float32)
+// dst[i] = (float32(pix[i])/255 - m[i mod 24])/s[i mod 24] for i < n, n a multiple of 24, dst
+// 32-byte aligned; ms holds the 24 m then the 24 s. IEEE division and subtraction round exactly,
+// as Go's float32 ones do: the same floats. Streaming stores (the batch is far larger than the caches).
+TEXT ·normalizeAVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         pix+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         ms+24(FP), DX
+	VMOVUPS      (DX), Y10
+	VMOVUPS      32(DX), Y11
+	VMOVUPS      64(DX), Y12
+	VMOVUPS      96(DX), Y13
+	VMOVUPS      128(DX), Y14
+	VMOVUPS      160(DX), Y15
+	VBROADCASTSS f255<>(SB), Y9
 
 nloop:
-	VPMOVZXBD  (SI), Y0
-	VPMOVZXBD  8(SI), Y1
-	VPMOVZXBD  16(SI), Y2
-	VPADDD     Y10, Y0, Y0
-	VPADDD     Y11, Y1, Y1
-	VPADDD     Y12, Y2, Y2
-	VPCMPEQD   Y7, Y7, Y7
-	VPGATHERDD Y7, (DX)(Y0*4), Y3
-	VPCMPEQD   Y8, Y8, Y8
-	VPGATHERDD Y8, (DX)(Y1*4), Y4
-	VPCMPEQD   Y9, Y9, Y9
-	VPGATHERDD Y9, (DX)(Y2*4), Y5
-	VMOVNTDQ   Y3, (DI)
-	VMOVNTDQ   Y4, 32(DI)
-	VMOVNTDQ   Y5, 64(DI)
-	ADDQ       $24, SI
-	ADDQ       $96, DI
-	SUBQ       $24, CX
-	JNZ        nloop
+	VPMOVZXBD (SI), Y0
+	VPMOVZXBD 8(SI), Y1
+	VPMOVZXBD 16(SI), Y2
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y9, Y0, Y0
+	VDIVPS    Y9, Y1, Y1
+	VDIVPS    Y9, Y2, Y2
+	VSUBPS    Y10, Y0, Y0
+	VSUBPS    Y11, Y1, Y1
+	VSUBPS    Y12, Y2, Y2
+	VDIVPS    Y13, Y0, Y0
+	VDIVPS    Y14, Y1, Y1
+	VDIVPS    Y15, Y2, Y2
+	VMOVNTPS  Y0, (DI)
+	VMOVNTPS  Y1, 32(DI)
+	VMOVNTPS  Y2, 64(DI)
+	ADDQ      $24, SI
+	ADDQ      $96, DI
+	SUBQ      $24, CX
+	JNZ       nloop
 	SFENCE
 	VZEROUPPER
 	RET
+
+DATA f255<>+0(SB)/4, $255.0
+GLOBL f255<>(SB), RODATA|NOPTR, $4
