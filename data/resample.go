@@ -67,23 +67,29 @@ const resampleBias = int32(1) << (resamplePrecision - 1)
 // until the next call). The horizontal pass writes its columns mirrored, so the flip costs nothing.
 // With AVX2 (resampleAVX2) the passes run resamplesimd's kernels, same bytes.
 func (r *resampler) resize(src pixels, w, h int, filter Interp, flip bool) pixels {
+	return r.resizeView(src, src.w*src.c, w, h, filter, flip)
+}
+
+// resizeView is resize of an image whose rows are inRow >= src.w·src.c bytes apart in src.pix (a
+// box in a larger image: decodeRegionView), read where it lies instead of copied out first.
+func (r *resampler) resizeView(src pixels, inRow, w, h int, filter Interp, flip bool) pixels {
 	c := src.c
 	if w == src.w {
 		var out pixels
 		if h == src.h {
-			r.dst = append(r.dst[:0], src.pix...)
-			out = pixels{w: w, h: h, c: c, pix: r.dst}
+			r.dst = growBytes(r.dst, w*h*c)
+			out = cropPixels(pixels{w: inRow / c, h: h, c: c, pix: src.pix}, 0, 0, w, h, r.dst)
 		} else {
 			r.dst = growBytes(r.dst, w*h*c)
 			out = pixels{w: w, h: h, c: c, pix: r.dst}
-			r.vertical(src, w*c, out, filter)
+			r.vertical(src, inRow, out, filter)
 		}
 		if flip {
 			HFlip(out)
 		}
 		return out
 	}
-	if mid, stride, ok := r.horizontalSIMD(src, w, filter, flip); ok {
+	if mid, stride, ok := r.horizontalSIMD(src, inRow, w, filter, flip); ok {
 		r.dst = growBytes(r.dst, w*h*c)
 		out := pixels{w: w, h: h, c: c, pix: r.dst}
 		if h == src.h { // no vertical pass: the padded rows packed
@@ -101,7 +107,7 @@ func (r *resampler) resize(src pixels, w, h int, filter Interp, flip bool) pixel
 	}
 	*buf = growBytes(*buf, w*src.h*c)
 	mid := pixels{w: w, h: src.h, c: c, pix: *buf}
-	r.horizontal(src, mid, filter, flip)
+	r.horizontal(src, inRow, mid, filter, flip)
 	if h == src.h {
 		return mid
 	}
@@ -111,16 +117,16 @@ func (r *resampler) resize(src pixels, w, h int, filter Interp, flip bool) pixel
 	return out
 }
 
-// horizontal resamples each row of src to mid's width, mirrored when flip. RGB goes column by column
-// over blocks of rows, so that a column's tap count and weights stay fixed (and in registers) in the
-// inner loop.
-func (r *resampler) horizontal(src, mid pixels, filter Interp, flip bool) {
+// horizontal resamples each row of src (inRow bytes apart) to mid's width, mirrored when flip. RGB
+// goes column by column over blocks of rows, so that a column's tap count and weights stay fixed
+// (and in registers) in the inner loop.
+func (r *resampler) horizontal(src pixels, inRow int, mid pixels, filter Interp, flip bool) {
 	ks := r.coeffs(src.w, mid.w, filter)
 	c, w := src.c, mid.w
 	starts, counts, weights := r.starts[:w], r.counts[:w], r.weights
 	if c == 3 {
 		const block = 16
-		inRow, outRow := src.w*3, w*3
+		outRow := w * 3
 		for y0 := 0; y0 < src.h; y0 += block {
 			y1 := min(y0+block, src.h)
 			for x, s := range starts {
@@ -206,7 +212,7 @@ func (r *resampler) horizontal(src, mid pixels, filter Interp, flip bool) {
 		return
 	}
 	for y := range src.h {
-		in := src.pix[y*src.w*c : (y+1)*src.w*c]
+		in := src.pix[y*inRow : y*inRow+src.w*c]
 		out := mid.pix[y*w*c : (y+1)*w*c]
 		for x, s := range starts {
 			n := int(counts[x])

@@ -24,13 +24,16 @@ type resampleCase struct {
 	flip         bool
 	tightSrc     bool // src.pix ends at the image's last byte: the last rows go through r.pad
 	kind, source string
+	view         pixels // the same box where it lies in the whole image, rows viewRow bytes apart
+	viewRow      int
 }
 
 // TestResampleAVX2MatchesGo: the AVX2 kernels give the portable passes' bytes (themselves tested
 // against resize, which is Pillow's arithmetic) on random crops of random images: both filters,
 // flipped or not, RGB and grey, shrinking up to ~9× (the bicubic tables' limit, then the Go
 // fallback) and enlarging, widths that are not multiples of 8, saturated content that makes
-// bicubic overshoot (clipping), sources with and without slack after their last row.
+// bicubic overshoot (clipping), sources with and without slack after their last row; and the same
+// boxes read in place in the whole image (resizeView), their slices ending at the box's last byte.
 func TestResampleAVX2MatchesGo(t *testing.T) {
 	if !resampleAVX2 {
 		t.Skip("no AVX2 on this machine: the Go passes are the only ones")
@@ -77,7 +80,10 @@ func TestResampleAVX2MatchesGo(t *testing.T) {
 		case 2:
 			h = bh // horizontal pass only
 		}
-		cases = append(cases, resampleCase{src: src, w: w, h: h, filter: Interp(it % 2), flip: it%3 == 1, tightSrc: tight, kind: kind})
+		start := (y*sw + x) * c
+		view := pixels{w: bw, h: bh, c: c, pix: img.pix[start : start+(bh-1)*sw*c+bw*c]}
+		cases = append(cases, resampleCase{src: src, w: w, h: h, filter: Interp(it % 2), flip: it%3 == 1, tightSrc: tight, kind: kind,
+			view: view, viewRow: sw * c})
 	}
 	var fast, slow resampler
 	simd := 0
@@ -89,6 +95,12 @@ func TestResampleAVX2MatchesGo(t *testing.T) {
 			tc.kind, tc.tightSrc, tc.w, tc.h, tc.filter, tc.flip)
 		if got.w != tc.w || got.h != tc.h || got.c != tc.src.c || !bytes.Equal(got.pix, want.pix) {
 			t.Fatalf("%s: AVX2 differs from the Go passes", name)
+		}
+		for _, avx := range []bool{true, false} {
+			withAVX2(avx, func() { got = fast.resizeView(tc.view, tc.viewRow, tc.w, tc.h, tc.filter, tc.flip) })
+			if got.w != tc.w || got.h != tc.h || got.c != tc.src.c || !bytes.Equal(got.pix, want.pix) {
+				t.Fatalf("%s, AVX2 %v: the box read in place (rows %d bytes apart) differs from the box copied out", name, avx, tc.viewRow)
+			}
 		}
 		if tc.src.c == 3 && tc.w != tc.src.w {
 			simd++

@@ -76,6 +76,14 @@ GLOBL rbias<>(SB), RODATA|NOPTR, $4
 	VPADDD Y9, R, R; \
 	VPSRAD $22, R, R
 
+// Brings the input of the group at BX two rows ahead (R9 = 2·srcStride) into the cache: the rows
+// of a box read where it lies in a larger decoded image are not there yet.
+#define HPREFETCH \
+	MOVLQSX    (BX), AX; \
+	ADDQ       SI, AX; \
+	PREFETCHT0 (AX)(R9*1); \
+	PREFETCHT0 64(AX)(R9*1)
+
 // Y0..Y3 hold pixels (0,4), (1,5), (2,6), (3,7) of a group: 24 bytes of RGB (and 4 of junk) at R12.
 #define HSTORE \
 	VPACKSSDW    Y1, Y0, Y8; \
@@ -95,6 +103,8 @@ TEXT ·horizontalAVX2(SB), NOSPLIT, $0-72
 	VMOVDQU hmaskB<>(SB), Y14
 	VMOVDQU hcompact<>(SB), Y11
 	VPBROADCASTD rbias<>(SB), Y12
+	MOVQ srcStride+24(FP), R9
+	SHLQ $1, R9
 
 hrow:
 	MOVQ offs+40(FP), BX
@@ -112,6 +122,7 @@ hrow:
 	JMP  hgroup
 
 hp2:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	HEND(Y0)
 	H4FIRST(Y1, 8, 128)
@@ -129,6 +140,7 @@ hp2:
 	JMP  hnext
 
 hp3:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	H2MORE(Y0, 12, 128)
 	HEND(Y0)
@@ -150,6 +162,7 @@ hp3:
 	JMP  hnext
 
 hp4:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	H4MORE(Y0, 12, 128)
 	HEND(Y0)
@@ -171,6 +184,7 @@ hp4:
 	JMP  hnext
 
 hp5:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	H4MORE(Y0, 12, 128)
 	H2MORE(Y0, 24, 256)
@@ -197,6 +211,7 @@ hp5:
 
 hgroup:
 	// Any number of pairs: a loop per register.
+	HPREFETCH
 	MOVQ $4, R13
 
 hreg:
