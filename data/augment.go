@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // Transform turns one decoded image into a Size×Size×Channels uint8 example: for training a
@@ -91,8 +92,9 @@ type augScratch struct {
 	ra        raScratch
 	rs        resampler // the RandomResizedCrop's
 	turbo     *turboDecoder
-	noTurbo   bool // no decompressor could be made: do not retry per image
-	yieldEach bool // yield after each image decoded with turbo: no P is spare (Loader.fill)
+	noTurbo   bool      // no decompressor could be made: do not retry per image
+	yieldEach bool      // yield between images decoded with turbo, yieldEvery apart (Loader.fill)
+	lastYield time.Time // when this worker last yielded
 }
 
 // apply transforms src (which may alias scratch buffers other than out) and returns Size×Size pixels

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // LoaderOptions configures a Loader.
@@ -408,6 +409,10 @@ func (l *Loader) setup(b *Batch, epoch, step int) {
 	clear(b.Labels[size:])
 }
 
+// yieldEvery is how often a worker that decodes with libjpeg-turbo yields (Loader.fill): well inside
+// sysmon's 10 ms slice, with room for an image that takes longer than most.
+const yieldEvery = 4 * time.Millisecond
+
 // fill decodes rows [lo, hi) of b, which setup prepared, skipping bad records under SkipBadRecords.
 func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
 	base, _ := l.span(b.Step)
@@ -438,8 +443,12 @@ func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
 			// A worker that decodes with libjpeg-turbo spends most of its time in foreign calls, where
 			// Go cannot preempt it: after 10 ms on one scheduling slice sysmon takes its P away
 			// instead (and then polls every 20 µs for a millisecond or more). Yielding between images
-			// (under 2 ms each) starts a new slice first.
-			runtime.Gosched()
+			// (under 2 ms each) starts a new slice first; not after every image, as each yield wakes
+			// a thread (a futex call each side) for the idle P that a spare P leaves.
+			if now := time.Now(); now.Sub(sc.lastYield) >= yieldEvery {
+				sc.lastYield = now
+				runtime.Gosched()
+			}
 		}
 	}
 	return nil
