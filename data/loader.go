@@ -476,6 +476,11 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 	}
 	var p pixels
 	t := l.opts.Transform
+	if dst == nil {
+		// uint8 rows: a RandomResizedCrop's resampler writes straight into the batch.
+		sc.rs.into = dst8
+		defer func() { sc.rs.into = nil }()
+	}
 	if ex.Encoded != nil && t != nil {
 		// Decoding and transforming together lets the JPEG decoder decode only a crop's box.
 		sc.read = ex.Encoded
@@ -506,7 +511,9 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 		return 0, fmt.Errorf("data: %s: %dx%d image, the loader's size is %dx%d", l.src.Describe(idx), p.w, p.h, l.w, l.h)
 	}
 	if dst == nil {
-		copy(dst8, p.pix) // the source's or the scratch's bytes: not to be kept past this call
+		if len(p.pix) == 0 || len(dst8) == 0 || &p.pix[0] != &dst8[0] {
+			copy(dst8, p.pix) // the source's or the scratch's bytes: not to be kept past this call
+		}
 		return ex.Label, nil
 	}
 	normalizeInto(dst, p.pix, l.norm)

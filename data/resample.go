@@ -11,6 +11,7 @@ import (
 // in the horizontal pass and two to four rows at once in the vertical one. Its bytes equal resize's.
 type resampler struct {
 	tmp, dst       []uint8
+	into           []uint8 // when set and large enough, where the output goes instead of dst
 	starts, counts []int32
 	weights        []int32
 	acc            []int32
@@ -74,14 +75,18 @@ func (r *resampler) resize(src pixels, w, h int, filter Interp, flip bool) pixel
 // box in a larger image: decodeRegionView), read where it lies instead of copied out first.
 func (r *resampler) resizeView(src pixels, inRow, w, h int, filter Interp, flip bool) pixels {
 	c := src.c
+	dst := &r.dst
+	if len(r.into) >= w*h*c {
+		dst = &r.into
+	}
 	if w == src.w {
 		var out pixels
 		if h == src.h {
-			r.dst = growBytes(r.dst, w*h*c)
-			out = cropPixels(pixels{w: inRow / c, h: h, c: c, pix: src.pix}, 0, 0, w, h, r.dst)
+			*dst = growBytes(*dst, w*h*c)
+			out = cropPixels(pixels{w: inRow / c, h: h, c: c, pix: src.pix}, 0, 0, w, h, *dst)
 		} else {
-			r.dst = growBytes(r.dst, w*h*c)
-			out = pixels{w: w, h: h, c: c, pix: r.dst}
+			*dst = growBytes(*dst, w*h*c)
+			out = pixels{w: w, h: h, c: c, pix: *dst}
 			r.vertical(src, inRow, out, filter)
 		}
 		if flip {
@@ -90,8 +95,8 @@ func (r *resampler) resizeView(src pixels, inRow, w, h int, filter Interp, flip 
 		return out
 	}
 	if mid, stride, ok := r.horizontalSIMD(src, inRow, w, filter, flip); ok {
-		r.dst = growBytes(r.dst, w*h*c)
-		out := pixels{w: w, h: h, c: c, pix: r.dst}
+		*dst = growBytes(*dst, w*h*c)
+		out := pixels{w: w, h: h, c: c, pix: *dst}
 		if h == src.h { // no vertical pass: the padded rows packed
 			for y := range h {
 				copy(out.pix[y*w*c:(y+1)*w*c], mid.pix[y*stride:])
@@ -103,7 +108,7 @@ func (r *resampler) resizeView(src pixels, inRow, w, h int, filter Interp, flip 
 	}
 	buf := &r.tmp
 	if h == src.h {
-		buf = &r.dst
+		buf = dst
 	}
 	*buf = growBytes(*buf, w*src.h*c)
 	mid := pixels{w: w, h: src.h, c: c, pix: *buf}
@@ -111,8 +116,8 @@ func (r *resampler) resizeView(src pixels, inRow, w, h int, filter Interp, flip 
 	if h == src.h {
 		return mid
 	}
-	r.dst = growBytes(r.dst, w*h*c)
-	out := pixels{w: w, h: h, c: c, pix: r.dst}
+	*dst = growBytes(*dst, w*h*c)
+	out := pixels{w: w, h: h, c: c, pix: *dst}
 	r.vertical(mid, w*c, out, filter)
 	return out
 }
