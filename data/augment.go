@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // Transform turns one decoded image into a Size×Size×Channels uint8 example: for training a
@@ -91,8 +92,9 @@ type augScratch struct {
 	ra        raScratch
 	rs        resampler // the RandomResizedCrop's
 	turbo     *turboDecoder
-	noTurbo   bool // no decompressor could be made: do not retry per image
-	yieldEach bool // yield after each image decoded with turbo: no P is spare (Loader.fill)
+	noTurbo   bool      // no decompressor could be made: do not retry per image
+	yieldEach bool      // yield between images decoded with turbo, yieldEvery apart (Loader.fill)
+	lastYield time.Time // when this worker last yielded
 }
 
 // apply transforms src (which may alias scratch buffers other than out) and returns Size×Size pixels
@@ -121,7 +123,7 @@ func (t Transform) cropFlip(src pixels, rng *rand.PCG, sc *augScratch) (pixels, 
 		x, y, w, h := RandomResizedCropParams(src.w, src.h, t.Scale, t.Ratio, rng)
 		crop := cropPixels(src, x, y, w, h, sc.crop)
 		sc.crop = crop.pix
-		return t.resizeFlip(crop, rng, sc), nil
+		return t.resizeFlip(crop, crop.w*crop.c, rng, sc), nil
 	}
 	out, err := resizeCenterCrop(src, t.Size, t.CropPct, t.MaxPixels, t.Interp, sc)
 	if err != nil {
@@ -136,11 +138,12 @@ func (t Transform) cropFlip(src pixels, rng *rand.PCG, sc *augScratch) (pixels, 
 // rrc reports whether t is a training RandomResizedCrop.
 func (t Transform) rrc() bool { return t.Train && t.Scale != [2]float64{} }
 
-// resizeFlip ends the RandomResizedCrop: crop resized to Size×Size, then the random flip (drawn
-// first, done by the resampler: no random draw happens in between, so the sequence is unchanged).
-func (t Transform) resizeFlip(crop pixels, rng *rand.PCG, sc *augScratch) pixels {
+// resizeFlip ends the RandomResizedCrop: crop (rows inRow bytes apart) resized to Size×Size, then
+// the random flip (drawn first, done by the resampler: no random draw happens in between, so the
+// sequence is unchanged).
+func (t Transform) resizeFlip(crop pixels, inRow int, rng *rand.PCG, sc *augScratch) pixels {
 	flip := t.HFlip > 0 && uniform(rng) < t.HFlip
-	return sc.rs.resize(crop, t.Size, t.Size, t.Interp, flip)
+	return sc.rs.resizeView(crop, inRow, t.Size, t.Size, t.Interp, flip)
 }
 
 // decodeApply is decodePixels then apply, with the same random draws. A training RandomResizedCrop
@@ -155,7 +158,7 @@ func (t Transform) decodeApply(b []byte, channels int, maxPixels int64, rng *ran
 		if t.FastDecode {
 			flags = fastDecodeFlags
 		}
-		crop, ok, err := d.decodeRegion(b, channels, sc.dec, maxPixels, flags, func(w, h int) (x, y, bw, bh, denom int) {
+		crop, stride, view, ok, err := d.decodeRegionView(b, channels, sc.dec, maxPixels, flags, func(w, h int) (x, y, bw, bh, denom int) {
 			x, y, bw, bh = RandomResizedCropParams(w, h, t.Scale, t.Ratio, rng)
 			return x, y, bw, bh, dctDenom(bw, bh, t.Size)
 		})
@@ -163,8 +166,10 @@ func (t Transform) decodeApply(b []byte, channels int, maxPixels int64, rng *ran
 			if err != nil {
 				return pixels{}, fmt.Errorf("decoding: %w", badRecord(err))
 			}
-			sc.dec = crop.pix
-			out := t.resizeFlip(crop, rng, sc)
+			if !view {
+				sc.dec = crop.pix // a view is in the decoder's own buffer, not to be handed back as sc.dec
+			}
+			out := t.resizeFlip(crop, stride, rng, sc)
 			t.policy(out, rng, sc)
 			return out, nil
 		}

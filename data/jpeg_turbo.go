@@ -300,8 +300,20 @@ func decodeJPEGRegion(b []byte, channels int, buf []uint8, maxPixels int64, regi
 // interpolation of the whole image (libjpeg replicates chroma at a region's edges), and the box is
 // cut from the region.
 func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixels int64, flags int, region func(w, h int) (x, y, bw, bh, denom int)) (p pixels, ok bool, err error) {
+	p, stride, view, ok, err := d.decodeRegionView(b, channels, buf, maxPixels, flags, region)
+	if err != nil || !ok || !view {
+		return p, ok, err
+	}
+	return cropPixels(pixels{w: stride / p.c, h: p.h, c: p.c, pix: p.pix}, 0, 0, p.w, p.h, buf), true, nil
+}
+
+// decodeRegionView is decodeRegion without the copy of a box cut from a larger decode: view is then
+// true and p's rows are stride bytes apart in the decoder's own buffer (valid until d decodes
+// again, and not to be handed back as buf); else p.pix is in buf, rows stride = p.w·p.c apart. The
+// resampler reads a view where it lies (resizeView).
+func (d *turboDecoder) decodeRegionView(b []byte, channels int, buf []uint8, maxPixels int64, flags int, region func(w, h int) (x, y, bw, bh, denom int)) (p pixels, stride int, view, ok bool, err error) {
 	if d == nil || len(b) < 3 || b[0] != 0xff || b[1] != 0xd8 || (channels != 1 && channels != 3) {
-		return pixels{}, false, nil
+		return pixels{}, 0, false, false, nil
 	}
 	// TurboJPEG keeps its message in thread-local storage: stay on this thread until it is read.
 	runtime.LockOSThread()
@@ -327,7 +339,7 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 			case r == 0:
 				msg = "JPEG datastream contains no image"
 			}
-			return pixels{}, true, d.fail(errors.New("libjpeg: " + msg))
+			return pixels{}, 0, false, true, d.fail(errors.New("libjpeg: " + msg))
 		}
 		if d.lib.v3 == nil {
 			// A warning in the header left it read: the decode below meets the warning again, on a
@@ -338,17 +350,17 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 	runtime.KeepAlive(b)
 	iw, ih, cs := int(d.width), int(d.height), d.colorspace
 	if (cs != tjcsGray && cs != tjcsYCbCr && cs != tjcsRGB) || iw < 1 || ih < 1 {
-		return pixels{}, false, nil
+		return pixels{}, 0, false, false, nil
 	}
 	if err := checkPixels(iw, ih, maxPixels); err != nil {
-		return pixels{}, true, err
+		return pixels{}, 0, false, true, err
 	}
 	x, y, bw, bh, denom := 0, 0, iw, ih, 1
 	if region != nil {
 		x, y, bw, bh, denom = region(iw, ih)
 	}
 	if denom != 1 && denom != 2 && denom != 4 && denom != 8 {
-		return pixels{}, true, errors.New("libjpeg: DCT scaling must be 1/1, 1/2, 1/4 or 1/8")
+		return pixels{}, 0, false, true, errors.New("libjpeg: DCT scaling must be 1/1, 1/2, 1/4 or 1/8")
 	}
 	// tjDecompress2 picks the largest scaling factor (k/8) whose result fits the size asked for: with
 	// both sides at least 8, that is 1/denom for ⌈size/denom⌉. Smaller images decode at full size.
@@ -402,12 +414,20 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 		runtime.KeepAlive(b)
 		runtime.KeepAlive(dst)
 		if err != nil {
-			return pixels{}, true, d.fail(err)
+			return pixels{}, 0, false, true, d.fail(err)
 		}
 	}
 	if whole && oc == channels {
 		p.pix = buf[:sw*sh*oc]
-		return p, true, nil
+		return p, p.w * channels, false, true, nil
+	}
+	if cap(d.full) > maxKeptDecode {
+		d.full = nil // a rare huge image: not kept by every worker for the rest of the run
+	}
+	if oc == channels {
+		start := ((y0-rg.y)*rg.w + x0 - rg.x) * oc
+		p.pix = dst[start : start+(p.h-1)*rg.w*oc+p.w*oc]
+		return p, rg.w * oc, true, true, nil
 	}
 	buf = growBytes(buf, p.w*p.h*channels)
 	p.pix = buf[:p.w*p.h*channels]
@@ -415,20 +435,13 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 		start := ((y0-rg.y+r)*rg.w + x0 - rg.x) * oc
 		row := dst[start : start+p.w*oc]
 		out := p.pix[r*p.w*channels : (r+1)*p.w*channels]
-		if oc == channels {
-			copy(out, row)
-			continue
-		}
 		// RGB -> grey with ITU-R 601 luma (as image/jpeg + toPixelsInto, and PIL's convert("L")).
 		for i := range out {
 			s := row[3*i : 3*i+3]
 			out[i] = uint8((19595*uint32(s[0]) + 38470*uint32(s[1]) + 7471*uint32(s[2]) + 1<<15) >> 16)
 		}
 	}
-	if cap(d.full) > maxKeptDecode {
-		d.full = nil // a rare huge image: not kept by every worker for the rest of the run
-	}
-	return p, true, nil
+	return p, p.w * channels, false, true, nil
 }
 
 // tjRegion is a part of the scaled image: TurboJPEG 3's tjregion.

@@ -41,6 +41,10 @@ func (d *turboDecoder) decodeRegion(b []byte, channels int, buf []uint8, maxPixe
 	return pixels{}, false, nil
 }
 
+func (d *turboDecoder) decodeRegionView(b []byte, channels int, buf []uint8, maxPixels int64, flags int, region func(w, h int) (x, y, bw, bh, denom int)) (p pixels, stride int, view, ok bool, err error) {
+	return pixels{}, 0, false, false, nil
+}
+
 func openTurbo(names []string) (*struct{}, error) {
 	return nil, fmt.Errorf("%s: this build does not load libjpeg-turbo", strings.Join(names, ", "))
 }

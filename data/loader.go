@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // LoaderOptions configures a Loader.
@@ -90,9 +91,9 @@ type Loader struct {
 	ds      *Dataset // set when the source is an in-memory Dataset
 	opts    LoaderOptions
 	steps   int
-	h, w, c int            // shape of one output example
-	table   []float32      // NormalizeTable: byte value v of channel ch -> table[v*c+ch]
-	lut     [][256]float32 // the same per channel, lut[ch][v], indexed without bounds checks
+	h, w, c int        // shape of one output example
+	table   []float32  // NormalizeTable: byte value v of channel ch -> table[v*c+ch]
+	norm    normalizer // the same per channel, and its mean and std
 
 	mu         sync.Mutex // guards the cached order of the last epoch asked for
 	orderEpoch int
@@ -194,10 +195,7 @@ func NewSourceLoader(src Source, opts LoaderOptions) (*Loader, error) {
 	if l.table, err = NormalizeTable(opts.Mean, opts.Std, l.c); err != nil {
 		return nil, fmt.Errorf("data: NewLoader: %w", err)
 	}
-	l.lut = make([][256]float32, l.c)
-	for i, v := range l.table {
-		l.lut[i%l.c][i/l.c] = v
-	}
+	l.norm = newNormalizer(opts.Mean, opts.Std, l.table, l.c)
 	return l, nil
 }
 
@@ -411,6 +409,10 @@ func (l *Loader) setup(b *Batch, epoch, step int) {
 	clear(b.Labels[size:])
 }
 
+// yieldEvery is how often a worker that decodes with libjpeg-turbo yields (Loader.fill): well inside
+// sysmon's 10 ms slice, with room for an image that takes longer than most.
+const yieldEvery = 4 * time.Millisecond
+
 // fill decodes rows [lo, hi) of b, which setup prepared, skipping bad records under SkipBadRecords.
 func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
 	base, _ := l.span(b.Step)
@@ -441,8 +443,12 @@ func (l *Loader) fill(b *Batch, order []int, lo, hi int, sc *augScratch) error {
 			// A worker that decodes with libjpeg-turbo spends most of its time in foreign calls, where
 			// Go cannot preempt it: after 10 ms on one scheduling slice sysmon takes its P away
 			// instead (and then polls every 20 µs for a millisecond or more). Yielding between images
-			// (under 2 ms each) starts a new slice first.
-			runtime.Gosched()
+			// (under 2 ms each) starts a new slice first; not after every image, as each yield wakes
+			// a thread (a futex call each side) for the idle P that a spare P leaves.
+			if now := time.Now(); now.Sub(sc.lastYield) >= yieldEvery {
+				sc.lastYield = now
+				runtime.Gosched()
+			}
 		}
 	}
 	return nil
@@ -470,6 +476,11 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 	}
 	var p pixels
 	t := l.opts.Transform
+	if dst == nil {
+		// uint8 rows: a RandomResizedCrop's resampler writes straight into the batch.
+		sc.rs.into = dst8
+		defer func() { sc.rs.into = nil }()
+	}
 	if ex.Encoded != nil && t != nil {
 		// Decoding and transforming together lets the JPEG decoder decode only a crop's box.
 		sc.read = ex.Encoded
@@ -500,10 +511,12 @@ func (l *Loader) decodeTo(sc *augScratch, epoch, pos, idx int, dst []float32, ds
 		return 0, fmt.Errorf("data: %s: %dx%d image, the loader's size is %dx%d", l.src.Describe(idx), p.w, p.h, l.w, l.h)
 	}
 	if dst == nil {
-		copy(dst8, p.pix) // the source's or the scratch's bytes: not to be kept past this call
+		if len(p.pix) == 0 || len(dst8) == 0 || &p.pix[0] != &dst8[0] {
+			copy(dst8, p.pix) // the source's or the scratch's bytes: not to be kept past this call
+		}
 		return ex.Label, nil
 	}
-	normalizeInto(dst, p.pix, l.lut)
+	normalizeInto(dst, p.pix, l.norm)
 	if t != nil && t.Train && t.Erasing.Prob > 0 {
 		t.Erasing.apply(dst, l.h, l.w, l.c, &sc.rng)
 	}

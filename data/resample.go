@@ -11,6 +11,7 @@ import (
 // in the horizontal pass and two to four rows at once in the vertical one. Its bytes equal resize's.
 type resampler struct {
 	tmp, dst       []uint8
+	into           []uint8 // when set and large enough, where the output goes instead of dst
 	starts, counts []int32
 	weights        []int32
 	acc            []int32
@@ -67,25 +68,35 @@ const resampleBias = int32(1) << (resamplePrecision - 1)
 // until the next call). The horizontal pass writes its columns mirrored, so the flip costs nothing.
 // With AVX2 (resampleAVX2) the passes run resamplesimd's kernels, same bytes.
 func (r *resampler) resize(src pixels, w, h int, filter Interp, flip bool) pixels {
+	return r.resizeView(src, src.w*src.c, w, h, filter, flip)
+}
+
+// resizeView is resize of an image whose rows are inRow >= src.w·src.c bytes apart in src.pix (a
+// box in a larger image: decodeRegionView), read where it lies instead of copied out first.
+func (r *resampler) resizeView(src pixels, inRow, w, h int, filter Interp, flip bool) pixels {
 	c := src.c
+	dst := &r.dst
+	if len(r.into) >= w*h*c {
+		dst = &r.into
+	}
 	if w == src.w {
 		var out pixels
 		if h == src.h {
-			r.dst = append(r.dst[:0], src.pix...)
-			out = pixels{w: w, h: h, c: c, pix: r.dst}
+			*dst = growBytes(*dst, w*h*c)
+			out = cropPixels(pixels{w: inRow / c, h: h, c: c, pix: src.pix}, 0, 0, w, h, *dst)
 		} else {
-			r.dst = growBytes(r.dst, w*h*c)
-			out = pixels{w: w, h: h, c: c, pix: r.dst}
-			r.vertical(src, w*c, out, filter)
+			*dst = growBytes(*dst, w*h*c)
+			out = pixels{w: w, h: h, c: c, pix: *dst}
+			r.vertical(src, inRow, out, filter)
 		}
 		if flip {
 			HFlip(out)
 		}
 		return out
 	}
-	if mid, stride, ok := r.horizontalSIMD(src, w, filter, flip); ok {
-		r.dst = growBytes(r.dst, w*h*c)
-		out := pixels{w: w, h: h, c: c, pix: r.dst}
+	if mid, stride, ok := r.horizontalSIMD(src, inRow, w, filter, flip); ok {
+		*dst = growBytes(*dst, w*h*c)
+		out := pixels{w: w, h: h, c: c, pix: *dst}
 		if h == src.h { // no vertical pass: the padded rows packed
 			for y := range h {
 				copy(out.pix[y*w*c:(y+1)*w*c], mid.pix[y*stride:])
@@ -97,30 +108,30 @@ func (r *resampler) resize(src pixels, w, h int, filter Interp, flip bool) pixel
 	}
 	buf := &r.tmp
 	if h == src.h {
-		buf = &r.dst
+		buf = dst
 	}
 	*buf = growBytes(*buf, w*src.h*c)
 	mid := pixels{w: w, h: src.h, c: c, pix: *buf}
-	r.horizontal(src, mid, filter, flip)
+	r.horizontal(src, inRow, mid, filter, flip)
 	if h == src.h {
 		return mid
 	}
-	r.dst = growBytes(r.dst, w*h*c)
-	out := pixels{w: w, h: h, c: c, pix: r.dst}
+	*dst = growBytes(*dst, w*h*c)
+	out := pixels{w: w, h: h, c: c, pix: *dst}
 	r.vertical(mid, w*c, out, filter)
 	return out
 }
 
-// horizontal resamples each row of src to mid's width, mirrored when flip. RGB goes column by column
-// over blocks of rows, so that a column's tap count and weights stay fixed (and in registers) in the
-// inner loop.
-func (r *resampler) horizontal(src, mid pixels, filter Interp, flip bool) {
+// horizontal resamples each row of src (inRow bytes apart) to mid's width, mirrored when flip. RGB
+// goes column by column over blocks of rows, so that a column's tap count and weights stay fixed
+// (and in registers) in the inner loop.
+func (r *resampler) horizontal(src pixels, inRow int, mid pixels, filter Interp, flip bool) {
 	ks := r.coeffs(src.w, mid.w, filter)
 	c, w := src.c, mid.w
 	starts, counts, weights := r.starts[:w], r.counts[:w], r.weights
 	if c == 3 {
 		const block = 16
-		inRow, outRow := src.w*3, w*3
+		outRow := w * 3
 		for y0 := 0; y0 < src.h; y0 += block {
 			y1 := min(y0+block, src.h)
 			for x, s := range starts {
@@ -206,7 +217,7 @@ func (r *resampler) horizontal(src, mid pixels, filter Interp, flip bool) {
 		return
 	}
 	for y := range src.h {
-		in := src.pix[y*src.w*c : (y+1)*src.w*c]
+		in := src.pix[y*inRow : y*inRow+src.w*c]
 		out := mid.pix[y*w*c : (y+1)*w*c]
 		for x, s := range starts {
 			n := int(counts[x])

@@ -14,12 +14,14 @@ var resampleAVX2 = resamplesimd.Available()
 // bicubic, 16× bilinear) the tables grow past the caches and the Go pass runs instead.
 const hMaxPairs = 16
 
-// horizontalSIMD is horizontal for RGB with the AVX2 kernel, into r.tmp with rows stride bytes
-// apart (stride >= 3·w, padded for the kernel's 8-pixel stores). ok is false, and nothing done,
+// horizontalSIMD is horizontal for RGB rows inRow bytes apart with the AVX2 kernel, into r.tmp
+// with rows stride bytes apart (stride >= 3·w, padded for the kernel's 8-pixel stores). The
+// kernel's reads past a row's own bytes (the next row's, or a wider image's) meet zero weights.
+// ok is false, and nothing done,
 // when the kernel does not apply (no AVX2, not RGB, too many taps). The table puts output j's
 // coefficients at position j, those of w-1-j when flip, so the kernel writes the mirror image;
 // the pixels past w in the last group get zero weights (their bytes land in the padding).
-func (r *resampler) horizontalSIMD(src pixels, w int, filter Interp, flip bool) (mid pixels, stride int, ok bool) {
+func (r *resampler) horizontalSIMD(src pixels, inRow, w int, filter Interp, flip bool) (mid pixels, stride int, ok bool) {
 	if !resampleAVX2 || src.c != 3 {
 		return pixels{}, 0, false
 	}
@@ -72,7 +74,6 @@ func (r *resampler) horizontalSIMD(src pixels, w int, filter Interp, flip bool) 
 	need := 3*maxStart + 12*((pairs+1)/2-1) + 16
 	r.tmp = growBytes(r.tmp, src.h*stride)
 	mid = pixels{w: w, h: src.h, c: 3, pix: r.tmp}
-	inRow := 3 * src.w
 	safe := 0 // rows whose reads stay inside src.pix
 	if len(src.pix) >= need {
 		safe = min((len(src.pix)-need)/inRow+1, src.h)
@@ -81,9 +82,9 @@ func (r *resampler) horizontalSIMD(src pixels, w int, filter Interp, flip bool) 
 		resamplesimd.Horizontal(mid.pix, stride, src.pix, inRow, safe, r.hoffs, r.hw, groups, pairs)
 	}
 	if safe < src.h {
-		r.pad = growBytes(r.pad, max(need, inRow))
+		r.pad = growBytes(r.pad, max(need, 3*src.w))
 		for y := safe; y < src.h; y++ {
-			clear(r.pad[copy(r.pad, src.pix[y*inRow:(y+1)*inRow]):])
+			clear(r.pad[copy(r.pad, src.pix[y*inRow:y*inRow+3*src.w]):])
 			resamplesimd.Horizontal(mid.pix[y*stride:], stride, r.pad, inRow, 1, r.hoffs, r.hw, groups, pairs)
 		}
 	}
@@ -124,14 +125,38 @@ func (r *resampler) verticalSIMD(mid pixels, stride int, out pixels, ks int) boo
 	return true
 }
 
-// normalizeInto writes lut[ch][v] for each byte v of pix (channel ch = index mod len(lut)) into
-// dst, the loader's normalisation: with AVX2 resamplesimd.Normalize (gathers, streaming stores);
-// else the RGB loop is written for Go's compiler: the three tables in registers, four pixels a step
-// through fixed-size subslices (no bounds check inside).
-func normalizeInto(dst []float32, pix []uint8, lut [][256]float32) {
-	if resampleAVX2 && resamplesimd.Normalize(dst, pix, lut) {
+// normalizer is the loader's normalisation, (v/255 - mean[ch]) / std[ch] in float32: as the
+// table lut[ch][v] (NormalizeTable's floats) for the Go loop, and as the per-channel constants for
+// the AVX2 kernel, which computes the same floats.
+type normalizer struct {
+	lut       [][256]float32
+	mean, std []float32
+}
+
+// newNormalizer is NormalizeTable's normalisation for c channels, table is NormalizeTable's result.
+func newNormalizer(mean, std, table []float32, c int) normalizer {
+	n := normalizer{lut: make([][256]float32, c), mean: make([]float32, c), std: make([]float32, c)}
+	for i, v := range table {
+		n.lut[i%c][i/c] = v
+	}
+	if len(mean) == 0 && len(std) == 0 {
+		mean, std = []float32{0}, []float32{1}
+	}
+	for ch := range c {
+		n.mean[ch], n.std[ch] = mean[min(ch, len(mean)-1)], std[min(ch, len(std)-1)]
+	}
+	return n
+}
+
+// normalizeInto writes the normalised value of each byte v of pix (channel ch = index mod
+// channels) into dst: with AVX2 resamplesimd.Normalize (the arithmetic 8 values a step, streaming
+// stores); else the table lookup, the RGB loop written for Go's compiler: the three tables in
+// registers, four pixels a step through fixed-size subslices (no bounds check inside).
+func normalizeInto(dst []float32, pix []uint8, n normalizer) {
+	if resampleAVX2 && resamplesimd.Normalize(dst, pix, n.mean, n.std) {
 		return
 	}
+	lut := n.lut
 	dst = dst[:len(pix)]
 	switch len(lut) {
 	case 1:

@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -23,13 +24,16 @@ type resampleCase struct {
 	flip         bool
 	tightSrc     bool // src.pix ends at the image's last byte: the last rows go through r.pad
 	kind, source string
+	view         pixels // the same box where it lies in the whole image, rows viewRow bytes apart
+	viewRow      int
 }
 
 // TestResampleAVX2MatchesGo: the AVX2 kernels give the portable passes' bytes (themselves tested
 // against resize, which is Pillow's arithmetic) on random crops of random images: both filters,
 // flipped or not, RGB and grey, shrinking up to ~9× (the bicubic tables' limit, then the Go
 // fallback) and enlarging, widths that are not multiples of 8, saturated content that makes
-// bicubic overshoot (clipping), sources with and without slack after their last row.
+// bicubic overshoot (clipping), sources with and without slack after their last row; and the same
+// boxes read in place in the whole image (resizeView), their slices ending at the box's last byte.
 func TestResampleAVX2MatchesGo(t *testing.T) {
 	if !resampleAVX2 {
 		t.Skip("no AVX2 on this machine: the Go passes are the only ones")
@@ -76,7 +80,10 @@ func TestResampleAVX2MatchesGo(t *testing.T) {
 		case 2:
 			h = bh // horizontal pass only
 		}
-		cases = append(cases, resampleCase{src: src, w: w, h: h, filter: Interp(it % 2), flip: it%3 == 1, tightSrc: tight, kind: kind})
+		start := (y*sw + x) * c
+		view := pixels{w: bw, h: bh, c: c, pix: img.pix[start : start+(bh-1)*sw*c+bw*c]}
+		cases = append(cases, resampleCase{src: src, w: w, h: h, filter: Interp(it % 2), flip: it%3 == 1, tightSrc: tight, kind: kind,
+			view: view, viewRow: sw * c})
 	}
 	var fast, slow resampler
 	simd := 0
@@ -88,6 +95,12 @@ func TestResampleAVX2MatchesGo(t *testing.T) {
 			tc.kind, tc.tightSrc, tc.w, tc.h, tc.filter, tc.flip)
 		if got.w != tc.w || got.h != tc.h || got.c != tc.src.c || !bytes.Equal(got.pix, want.pix) {
 			t.Fatalf("%s: AVX2 differs from the Go passes", name)
+		}
+		for _, avx := range []bool{true, false} {
+			withAVX2(avx, func() { got = fast.resizeView(tc.view, tc.viewRow, tc.w, tc.h, tc.filter, tc.flip) })
+			if got.w != tc.w || got.h != tc.h || got.c != tc.src.c || !bytes.Equal(got.pix, want.pix) {
+				t.Fatalf("%s, AVX2 %v: the box read in place (rows %d bytes apart) differs from the box copied out", name, avx, tc.viewRow)
+			}
 		}
 		if tc.src.c == 3 && tc.w != tc.src.w {
 			simd++
@@ -184,33 +197,43 @@ func TestResampleAVX2EveryTapCount(t *testing.T) {
 	}
 }
 
-// TestNormalizeInto: the loader's normalisation is lut[index mod channels][byte], for 1, 3 and 4
-// channels and lengths around its 4-pixel steps, with and without the AVX2 kernel.
+// TestNormalizeInto: the loader's normalisation gives NormalizeTable's floats bit for bit, for 1, 3
+// and 4 channels, per-channel and shared constants, none, and lengths around its 4-pixel steps,
+// with and without the AVX2 kernel.
 func TestNormalizeInto(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, c := range []int{1, 3, 4} {
-		lut := make([][256]float32, c)
-		for ch := range lut {
-			for v := range lut[ch] {
-				lut[ch][v] = rng.Float32()
-			}
+		perChannel := make([]float32, 2*c)
+		for i := range perChannel {
+			perChannel[i] = rng.Float32() + 0.01
 		}
-		for _, pixels := range []int{0, 1, 3, 4, 5, 7, 224 * 224} {
-			pix := make([]uint8, pixels*c)
-			for i := range pix {
-				pix[i] = uint8(rng.IntN(256))
+		for _, ms := range [][2][]float32{{nil, nil}, {{0.485}, {0.229}}, {perChannel[:c], perChannel[c:]}} {
+			table, err := NormalizeTable(ms[0], ms[1], c)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, avx := range []bool{false, true} {
-				dst := make([]float32, len(pix)+1)
-				dst[len(pix)] = -1
-				withAVX2(avx && resampleAVX2, func() { normalizeInto(dst[:len(pix)], pix, lut) })
-				for i, v := range pix {
-					if dst[i] != lut[i%c][v] {
-						t.Fatalf("%d channels, %d pixels, AVX2 %v: dst[%d] = %g, want lut[%d][%d] = %g", c, pixels, avx, i, dst[i], i%c, v, lut[i%c][v])
+			norm := newNormalizer(ms[0], ms[1], table, c)
+			for _, pixels := range []int{0, 1, 3, 4, 5, 7, 256, 224 * 224} {
+				pix := make([]uint8, pixels*c)
+				for i := range pix {
+					pix[i] = uint8(i / c) // every byte value of every channel at 256 pixels
+					if pixels > 256 {
+						pix[i] = uint8(rng.IntN(256))
 					}
 				}
-				if dst[len(pix)] != -1 {
-					t.Fatalf("%d channels, %d pixels, AVX2 %v: wrote past the end", c, pixels, avx)
+				for _, avx := range []bool{false, true} {
+					dst := make([]float32, len(pix)+1)
+					dst[len(pix)] = -1
+					withAVX2(avx && resampleAVX2, func() { normalizeInto(dst[:len(pix)], pix, norm) })
+					for i, v := range pix {
+						if want := table[int(v)*c+i%c]; math.Float32bits(dst[i]) != math.Float32bits(want) {
+							t.Fatalf("%d channels, mean %v std %v, %d pixels, AVX2 %v: dst[%d] = %g, want table[%d*%d+%d] = %g",
+								c, ms[0], ms[1], pixels, avx, i, dst[i], v, c, i%c, want)
+						}
+					}
+					if dst[len(pix)] != -1 {
+						t.Fatalf("%d channels, %d pixels, AVX2 %v: wrote past the end", c, pixels, avx)
+					}
 				}
 			}
 		}

@@ -127,22 +127,33 @@ func (f *ImageFolder) ClassNames() []string  { return f.Classes }
 func (f *ImageFolder) Label(i int) int32     { return f.Labels[i] }
 func (f *ImageFolder) Describe(i int) string { return filepath.Join(f.Root, f.Files[i]) }
 
-// Example reads the file of example i into buf (grown as needed).
+// Example reads the file of example i into buf (grown as needed): only a regular file, checked by
+// its path before it is opened (a named pipe cannot block it, a device is not opened) and again
+// once open, as bounded.Open does. readImageFile does it without allocating where it can (Linux).
 func (f *ImageFolder) Example(i int, buf []byte) (Example, error) {
-	path := f.Describe(i)
-	file, _, err := bounded.Open(path)
+	b, err := readImageFile(f.Root, f.Files[i], buf)
 	if err != nil {
 		return Example{}, fmt.Errorf("data: %w", err)
+	}
+	return Example{Label: f.Labels[i], Encoded: b}, nil
+}
+
+// readImageFileOS is readImageFile with package os: the file at filepath.Join(root, name) into buf.
+func readImageFileOS(root, name string, buf []byte) ([]byte, error) {
+	path := filepath.Join(root, name)
+	file, _, err := bounded.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer file.Close()
 	st, err := file.Stat()
 	if err != nil {
-		return Example{}, fmt.Errorf("data: %w", err)
+		return nil, err
 	}
 	n := int(st.Size())
 	buf = slices.Grow(buf[:0], n)[:n]
 	if _, err := file.ReadAt(buf, 0); err != nil {
-		return Example{}, fmt.Errorf("data: reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return Example{Label: f.Labels[i], Encoded: buf}, nil
+	return buf, nil
 }

@@ -79,15 +79,18 @@ func Vertical(dst, src []byte, pairs []Pair) {
 // Available reports whether the kernels run on this machine (amd64 with AVX2).
 func Available() bool { return available }
 
-// Normalize writes lut[i mod c][pix[i]] into dst[i] (c = len(lut), 1 or 3), the loader's
-// normalisation of a resampled example into its batch: 8 table entries a VPGATHERDD, and streaming
-// stores (VMOVNTDQ) that skip reading the batch's cache lines before writing them (a batch is far
-// larger than the caches: with ordinary stores this step is bound by memory, at twice the time).
-// The first few values, up to dst's 32-byte alignment, and the last < 24 are done in Go. It
-// returns false, doing nothing, for other channel counts or without AVX2.
-func Normalize(dst []float32, pix []byte, lut [][256]float32) bool {
-	c := len(lut)
-	if !available || (c != 1 && c != 3) || len(dst) < len(pix) {
+// Normalize writes (float32(pix[i])/255 - mean[ch])/std[ch] into dst[i], channel ch = i mod c
+// (c = len(mean) = len(std), 1 or 3), each operation rounded to float32 in that order: the
+// loader's normalisation of a resampled example into its batch, the floats of package data's
+// NormalizeTable bit for bit (IEEE division and subtraction are exactly rounded, vectors or not).
+// The kernel converts and divides 8 values a step (a table lookup would need VPGATHERDD, which
+// takes twice as long) and stores with VMOVNTPS, skipping the read of the batch's cache lines
+// before writing them (a batch is far larger than the caches). The first few values, up to dst's
+// 32-byte alignment, and the last < 24 are done in Go. It returns false, doing nothing, for other
+// channel counts or without AVX2.
+func Normalize(dst []float32, pix []byte, mean, std []float32) bool {
+	c := len(mean)
+	if !available || (c != 1 && c != 3) || len(std) != c || len(dst) < len(pix) {
 		return false
 	}
 	dst = dst[:len(pix)]
@@ -95,26 +98,19 @@ func Normalize(dst []float32, pix []byte, lut [][256]float32) bool {
 	head := int((32 - uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%32) % 32 / 4)
 	head = min(head, len(pix))
 	for i := range head {
-		dst[i] = lut[i%c][pix[i]]
+		dst[i] = (float32(pix[i])/255 - mean[i%c]) / std[i%c]
 	}
 	body := (len(pix) - head) / 24 * 24
 	if body > 0 {
-		flat := unsafe.Slice(&lut[0][0], 256*c) // [][256]float32 is contiguous
-		offs := &normOffsets[c-1][head%c]
-		normalizeAVX2(&dst[head], &pix[head], body, &flat[0], offs)
+		// Each register's 8 values start at channel (head + 8k) mod c: the 24 means, then the 24 stds.
+		var ms [48]float32
+		for i := range 24 {
+			ms[i], ms[24+i] = mean[(head+i)%c], std[(head+i)%c]
+		}
+		normalizeAVX2(&dst[head], &pix[head], body, &ms[0])
 	}
 	for i := head + body; i < len(pix); i++ {
-		dst[i] = lut[i%c][pix[i]]
+		dst[i] = (float32(pix[i])/255 - mean[i%c]) / std[i%c]
 	}
 	return true
 }
-
-// normOffsets[c-1][p:p+24] are the table offsets (channel·256) of 24 values starting at channel p.
-var normOffsets = func() (o [3][26]int32) {
-	for c := 1; c <= 3; c++ {
-		for i := range o[c-1] {
-			o[c-1][i] = int32(i%c) * 256
-		}
-	}
-	return o
-}()

@@ -12,4 +12,4 @@ func horizontalAVX2(dst *byte, dstStride int, src *byte, srcStride int, rows int
 func verticalAVX2(dst *byte, n int, src *byte, pairs *Pair, npairs int)
 
 //go:noescape
-func normalizeAVX2(dst *float32, pix *byte, n int, lut *float32, offs *int32)
+func normalizeAVX2(dst *float32, pix *byte, n int, ms *float32)

@@ -76,6 +76,14 @@ GLOBL rbias<>(SB), RODATA|NOPTR, $4
 	VPADDD Y9, R, R; \
 	VPSRAD $22, R, R
 
+// Brings the input of the group at BX two rows ahead (R9 = 2·srcStride) into the cache: the rows
+// of a box read where it lies in a larger decoded image are not there yet.
+#define HPREFETCH \
+	MOVLQSX    (BX), AX; \
+	ADDQ       SI, AX; \
+	PREFETCHT0 (AX)(R9*1); \
+	PREFETCHT0 64(AX)(R9*1)
+
 // Y0..Y3 hold pixels (0,4), (1,5), (2,6), (3,7) of a group: 24 bytes of RGB (and 4 of junk) at R12.
 #define HSTORE \
 	VPACKSSDW    Y1, Y0, Y8; \
@@ -95,6 +103,8 @@ TEXT ·horizontalAVX2(SB), NOSPLIT, $0-72
 	VMOVDQU hmaskB<>(SB), Y14
 	VMOVDQU hcompact<>(SB), Y11
 	VPBROADCASTD rbias<>(SB), Y12
+	MOVQ srcStride+24(FP), R9
+	SHLQ $1, R9
 
 hrow:
 	MOVQ offs+40(FP), BX
@@ -112,6 +122,7 @@ hrow:
 	JMP  hgroup
 
 hp2:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	HEND(Y0)
 	H4FIRST(Y1, 8, 128)
@@ -129,6 +140,7 @@ hp2:
 	JMP  hnext
 
 hp3:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	H2MORE(Y0, 12, 128)
 	HEND(Y0)
@@ -150,6 +162,7 @@ hp3:
 	JMP  hnext
 
 hp4:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	H4MORE(Y0, 12, 128)
 	HEND(Y0)
@@ -171,6 +184,7 @@ hp4:
 	JMP  hnext
 
 hp5:
+	HPREFETCH
 	H4FIRST(Y0, 0, 0)
 	H4MORE(Y0, 12, 128)
 	H2MORE(Y0, 24, 256)
@@ -197,6 +211,7 @@ hp5:
 
 hgroup:
 	// Any number of pairs: a loop per register.
+	HPREFETCH
 	MOVQ $4, R13
 
 hreg:
@@ -359,39 +374,49 @@ vdone:
 	VZEROUPPER
 	RET
 
-// func normalizeAVX2(dst *float32, pix *byte, n int, lut *float32, offs *int32)
-// dst[i] = lut[offs[i mod 24] + pix[i]] for i < n, n a multiple of 24, dst 32-byte aligned:
-// gathers, and streaming stores (the batch is far larger than the caches).
-TEXT ·normalizeAVX2(SB), NOSPLIT, $0-40
-	MOVQ    dst+0(FP), DI
-	MOVQ    pix+8(FP), SI
-	MOVQ    n+16(FP), CX
-	MOVQ    lut+24(FP), DX
-	MOVQ    offs+32(FP), BX
-	VMOVDQU (BX), Y10
-	VMOVDQU 32(BX), Y11
-	VMOVDQU 64(BX), Y12
+// func normalizeAVX2(dst *float32, pix *byte, n int, ms *float32)
+// dst[i] = (float32(pix[i])/255 - m[i mod 24])/s[i mod 24] for i < n, n a multiple of 24, dst
+// 32-byte aligned; ms holds the 24 m then the 24 s. IEEE division and subtraction round exactly,
+// as Go's float32 ones do: the same floats. Streaming stores (the batch is far larger than the caches).
+TEXT ·normalizeAVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         pix+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         ms+24(FP), DX
+	VMOVUPS      (DX), Y10
+	VMOVUPS      32(DX), Y11
+	VMOVUPS      64(DX), Y12
+	VMOVUPS      96(DX), Y13
+	VMOVUPS      128(DX), Y14
+	VMOVUPS      160(DX), Y15
+	VBROADCASTSS f255<>(SB), Y9
 
 nloop:
-	VPMOVZXBD  (SI), Y0
-	VPMOVZXBD  8(SI), Y1
-	VPMOVZXBD  16(SI), Y2
-	VPADDD     Y10, Y0, Y0
-	VPADDD     Y11, Y1, Y1
-	VPADDD     Y12, Y2, Y2
-	VPCMPEQD   Y7, Y7, Y7
-	VPGATHERDD Y7, (DX)(Y0*4), Y3
-	VPCMPEQD   Y8, Y8, Y8
-	VPGATHERDD Y8, (DX)(Y1*4), Y4
-	VPCMPEQD   Y9, Y9, Y9
-	VPGATHERDD Y9, (DX)(Y2*4), Y5
-	VMOVNTDQ   Y3, (DI)
-	VMOVNTDQ   Y4, 32(DI)
-	VMOVNTDQ   Y5, 64(DI)
-	ADDQ       $24, SI
-	ADDQ       $96, DI
-	SUBQ       $24, CX
-	JNZ        nloop
+	VPMOVZXBD (SI), Y0
+	VPMOVZXBD 8(SI), Y1
+	VPMOVZXBD 16(SI), Y2
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y9, Y0, Y0
+	VDIVPS    Y9, Y1, Y1
+	VDIVPS    Y9, Y2, Y2
+	VSUBPS    Y10, Y0, Y0
+	VSUBPS    Y11, Y1, Y1
+	VSUBPS    Y12, Y2, Y2
+	VDIVPS    Y13, Y0, Y0
+	VDIVPS    Y14, Y1, Y1
+	VDIVPS    Y15, Y2, Y2
+	VMOVNTPS  Y0, (DI)
+	VMOVNTPS  Y1, 32(DI)
+	VMOVNTPS  Y2, 64(DI)
+	ADDQ      $24, SI
+	ADDQ      $96, DI
+	SUBQ      $24, CX
+	JNZ       nloop
 	SFENCE
 	VZEROUPPER
 	RET
+
+DATA f255<>+0(SB)/4, $255.0
+GLOBL f255<>(SB), RODATA|NOPTR, $4

@@ -13,6 +13,6 @@ func verticalAVX2(dst *byte, n int, src *byte, pairs *Pair, npairs int) {
 	panic("resamplesimd: no AVX2 kernels on this architecture")
 }
 
-func normalizeAVX2(dst *float32, pix *byte, n int, lut *float32, offs *int32) {
+func normalizeAVX2(dst *float32, pix *byte, n int, ms *float32) {
 	panic("resamplesimd: no AVX2 kernels on this architecture")
 }

@@ -1,6 +1,7 @@
 package resamplesimd
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -201,49 +202,66 @@ func TestBoundsChecked(t *testing.T) {
 	}
 }
 
-// TestNormalize: the table lookup for 1 and 3 channels at every 4-byte alignment of dst (the Go
-// head up to 32 bytes, the kernel, the Go tail), lengths around the kernel's 24-value steps, nothing
-// written past the end; other channel counts are refused.
+// TestNormalize: (v/255 - mean)/std in float32 for 1 and 3 channels, at every 4-byte alignment of
+// dst (the Go head up to 32 bytes, the kernel, the Go tail) and lengths around the kernel's 24-value
+// steps, against Go's scalar float32 arithmetic: ImageNet's constants, none (0 and 1), random ones,
+// and stds so small or so large that results overflow or go subnormal. Nothing is written past the
+// end; other channel counts and mismatched lengths are refused.
 func TestNormalize(t *testing.T) {
 	if !available {
 		t.Skip("no AVX2 here")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, c := range []int{1, 3} {
-		lut := make([][256]float32, c)
-		for ch := range lut {
-			for v := range lut[ch] {
-				lut[ch][v] = rng.Float32()*4 - 2
-			}
-		}
-		for _, n := range []int{0, 1, 5, 23, 24, 25, 47, 48, 49, 96 + 7, 224 * 224 * c} {
-			for shift := range 8 {
-				pix := make([]byte, n)
-				for i := range pix {
-					pix[i] = byte(rng.IntN(256))
-				}
-				buf := make([]float32, n+16)
-				for i := range buf {
-					buf[i] = -7
-				}
-				dst := buf[shift : shift+n]
-				if !Normalize(dst, pix, lut) {
-					t.Fatalf("%d channels: refused", c)
-				}
-				for i, v := range pix {
-					if dst[i] != lut[i%c][v] {
-						t.Fatalf("%d channels, %d values at float offset %d: dst[%d] = %g, want %g", c, n, shift, i, dst[i], lut[i%c][v])
+	params := [][2][]float32{
+		{{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}},
+		{{0, 0, 0}, {1, 1, 1}},
+		{{0.5, -3, 1e-3}, {1e-38, 3e38, 1e-30}},
+	}
+	for range 5 {
+		params = append(params, [2][]float32{
+			{rng.Float32()*4 - 2, rng.Float32(), rng.Float32()},
+			{rng.Float32() + 1e-3, rng.Float32()*10 + 1e-3, rng.Float32() + 1e-3},
+		})
+	}
+	for pi, ms := range params {
+		for _, c := range []int{1, 3} {
+			mean, std := ms[0][:c], ms[1][:c]
+			for _, n := range []int{0, 1, 5, 23, 24, 25, 47, 48, 49, 96 + 7, 3 * 256, 224 * 224 * c} {
+				for shift := range 8 {
+					pix := make([]byte, n)
+					for i := range pix {
+						pix[i] = byte(i / 3) // every value of every channel when n >= 768
+						if n > 3*256 {
+							pix[i] = byte(rng.IntN(256))
+						}
 					}
-				}
-				for i := range buf {
-					if (i < shift || i >= shift+n) && buf[i] != -7 {
-						t.Fatalf("%d channels, %d values at offset %d: buf[%d] written", c, n, shift, i)
+					buf := make([]float32, n+16)
+					for i := range buf {
+						buf[i] = -7
+					}
+					dst := buf[shift : shift+n]
+					if !Normalize(dst, pix, mean, std) {
+						t.Fatalf("%d channels: refused", c)
+					}
+					for i, v := range pix {
+						want := (float32(v)/255 - mean[i%c]) / std[i%c]
+						if math.Float32bits(dst[i]) != math.Float32bits(want) {
+							t.Fatalf("parameters %d, %d channels, %d values at float offset %d: dst[%d] = %g, want %g", pi, c, n, shift, i, dst[i], want)
+						}
+					}
+					for i := range buf {
+						if (i < shift || i >= shift+n) && buf[i] != -7 {
+							t.Fatalf("%d channels, %d values at offset %d: buf[%d] written", c, n, shift, i)
+						}
 					}
 				}
 			}
 		}
 	}
-	if Normalize(make([]float32, 48), make([]byte, 48), make([][256]float32, 4)) {
+	if Normalize(make([]float32, 48), make([]byte, 48), make([]float32, 4), make([]float32, 4)) {
 		t.Error("4 channels accepted")
+	}
+	if Normalize(make([]float32, 48), make([]byte, 48), make([]float32, 3), make([]float32, 1)) {
+		t.Error("3 means with 1 std accepted")
 	}
 }

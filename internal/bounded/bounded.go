@@ -52,11 +52,15 @@ func Open(path string) (*os.File, int64, error) {
 }
 
 // regular refuses what is not a regular file, saying what it is.
-func regular(path string, st fs.FileInfo) error {
-	if st.Mode().IsRegular() {
+func regular(path string, st fs.FileInfo) error { return Regular(path, st.Mode()) }
+
+// Regular is Open's check of the file at path, of mode m, for a caller that stats it by other
+// means: nil for a regular file, else the error that refuses it (wrapping ErrNotRegular).
+func Regular(path string, m fs.FileMode) error {
+	if m.IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("%s is %s: %w, expected a file", path, Kind(st.Mode()), ErrNotRegular)
+	return fmt.Errorf("%s is %s: %w, expected a file", path, Kind(m), ErrNotRegular)
 }
 
 // Kind names what a file of mode m is, for an error that refuses it: "a symbolic link", "a directory",
