@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -74,69 +75,22 @@ func syscallEINTR(trap, a1, a2, a3, a4 uintptr) (r1, r2 uintptr, errno unix.Errn
 	}
 }
 
-// joinPath appends filepath.Join(root, name) and a NUL to buf, allocating nothing when buf has room.
+// joinPath appends filepath.Join(root, name) and a NUL to buf. Names from a folder's listing are
+// already clean, and filepath.Clean returns a clean root without allocating, so the usual case joins
+// the two in buf; anything else takes filepath.Join's allocation.
 func joinPath(buf []byte, root, name string) []byte {
-	buf = append(buf, root...)
-	if root != "" && name != "" {
-		buf = append(buf, '/')
-	}
-	buf = append(buf, name...)
-	if len(buf) > 0 {
-		buf = cleanPath(buf)
+	cleanRoot := filepath.Clean(root)
+	switch {
+	case root == "" || name == "" || filepath.Clean(name) != name || filepath.IsAbs(name) || name == "." || name == ".." || strings.HasPrefix(name, "../"):
+		buf = append(buf, filepath.Join(root, name)...)
+	case cleanRoot == "/":
+		buf = append(append(buf, '/'), name...)
+	case cleanRoot == ".":
+		buf = append(buf, name...)
+	default:
+		buf = append(append(append(buf, cleanRoot...), '/'), name...)
 	}
 	return append(buf, 0)
-}
-
-// cleanPath rewrites the non-empty path p in place as filepath.Clean does on Unix (one slash
-// between names, no "." names, a ".." removing the name before it, none at the start of a rooted
-// path, "." for nothing left) and returns it: the output never runs ahead of what is still to be
-// read, so no second buffer is needed.
-func cleanPath(p []byte) []byte {
-	n := len(p)
-	rooted := p[0] == '/'
-	w, r, floor := 0, 0, 0 // write and read positions; ".." does not remove what is before floor
-	if rooted {
-		w, r, floor = 1, 1, 1
-	}
-	for r < n {
-		switch {
-		case p[r] == '/':
-			r++
-		case p[r] == '.' && (r+1 == n || p[r+1] == '/'):
-			r++
-		case p[r] == '.' && p[r+1] == '.' && (r+2 == n || p[r+2] == '/'):
-			r += 2
-			switch {
-			case w > floor: // drop the last name written
-				w--
-				for w > floor && p[w] != '/' {
-					w--
-				}
-			case !rooted: // nothing to drop: a relative path keeps its leading ".."
-				if w > 0 {
-					p[w] = '/'
-					w++
-				}
-				p[w], p[w+1] = '.', '.'
-				w += 2
-				floor = w
-			}
-		default:
-			if w > 0 && !(rooted && w == 1) {
-				p[w] = '/'
-				w++
-			}
-			for ; r < n && p[r] != '/'; r++ {
-				p[w] = p[r]
-				w++
-			}
-		}
-	}
-	if w == 0 {
-		p[0] = '.'
-		w = 1
-	}
-	return p[:w]
 }
 
 // fileMode is the fs.FileMode type bits package os derives from a stat's st_mode.
