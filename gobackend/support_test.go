@@ -179,7 +179,9 @@ func (b *countingBuilder) Compile(outputs []backends.Op, shardings []*backends.S
 			return
 		}
 		seen[n] = true
-		b.ops.reachable[nodeOpType(n)]++
+		if in := nodeInputsOf(n); !multiFieldsOK || len(in) != 1 || !isMultiOutput(in[0]) {
+			b.ops.reachable[nodeOpType(n)]++ // A select node of a multi-output node doesn't run.
+		}
 		for _, in := range nodeInputsOf(n) {
 			visit(in)
 		}
