@@ -27,9 +27,6 @@ var (
 	fusedConvInstalled bool // execFusedConv is in simplego's table (set once by enableFastOps).
 	poolGradInstalled  bool // execSelectAndScatter is in simplego's table (set once by enableFastOps).
 	poolInstalled      bool // execReduceWindow is in simplego's table, simplego's own saved (set once by enableFastOps).
-
-	// multiFusionInstalled: execFusedMulti is in simplego's multi-output table (set once by enableFastOps).
-	multiFusionInstalled bool
 )
 
 // fastExecutors lists the executors the fast ops put in simplego's table (each falls back to the
@@ -78,10 +75,6 @@ func installExecutors() {
 		if fuseFieldsOK && sgNodeExecutors[fusedOpType] == nil {
 			sgNodeExecutors[fusedOpType] = execFused
 			fusionInstalled = true
-			if multiFieldsOK && sgMultiNodeExecutors[fusedOpType] == nil {
-				sgMultiNodeExecutors[fusedOpType] = execFusedMulti
-				multiFusionInstalled = true
-			}
 		}
 		if nodeFieldsOK && sgNodeExecutors[fusedConvOpType] == nil {
 			sgNodeExecutors[fusedConvOpType] = execFusedConv

@@ -37,8 +37,8 @@ func (b *goBuilder) compileFused(outputs []backends.Op, shardings []*backends.Sh
 		if b.fusedConv {
 			foldKernelFlips(builderNodesOf(sb))
 		}
-		if b.fuse && fuseElementwise(sb, outputs) > 0 {
-			fuseMulti(sb, outputs)
+		if b.fuse {
+			fuseElementwise(sb, outputs)
 		}
 	}
 	return b.Builder.Compile(outputs, shardings)
@@ -94,23 +94,15 @@ type fusedLeaf struct {
 	isBool  bool
 }
 
-// fusedProgram is the data of a fused node: the chain's instructions over the iteration space dims and
-// the outputs they write (one, or several for a multi-output node: fuse_multi.go).
+// fusedProgram is the data of a fused node: the chain's instructions over the iteration space dims,
+// and, for a fused ReduceSum, the output strides over dims (0 on the reduced axes).
 type fusedProgram struct {
-	dims    []int
-	instrs  []fusedInstr
-	leaves  []fusedLeaf
-	outputs []fusedOutput
-	name    string // e.g. "Fused(Sub,Mul,Add)" or "Fused(Mul)+ReduceSum", for op statistics.
-}
-
-// fusedOutput is one output of a fused program: instruction instr's values, written whole (strides
-// row-major over the program's dims) or, for a fused ReduceSum, summed (strides 0 on the summed axes).
-type fusedOutput struct {
-	instr   int
-	reduce  bool
-	strides []int
-	shape   shapes.Shape
+	dims       []int
+	instrs     []fusedInstr
+	leaves     []fusedLeaf
+	reduce     bool
+	outStrides []int
+	name       string // e.g. "Fused(Sub,Mul,Add)" or "Fused(Mul)+ReduceSum", for op statistics.
 }
 
 var fuseBinaryKinds = map[backends.OpType]fuseKind{
@@ -265,8 +257,7 @@ func (f *fuser) fuseReduce(r *simplego.Node) bool {
 // carrier node; it returns false, changing nothing, when there is no chain to fuse.
 func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 	dims := nodeShape(root).Dimensions
-	prog := &fusedProgram{dims: dims}
-	reduce := outStrides != nil
+	prog := &fusedProgram{dims: dims, reduce: outStrides != nil, outStrides: outStrides}
 	var inputs []*simplego.Node
 	var absorbed []int
 	transformed := false
@@ -340,7 +331,7 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 		return fusedArg{idx: len(prog.instrs) - 1}, true
 	}
 	_, ok := emit(root, false)
-	if !ok || (len(prog.instrs) < 2 && !transformed && !reduce) {
+	if !ok || (len(prog.instrs) < 2 && !transformed && !prog.reduce) {
 		for _, i := range absorbed {
 			f.absorbed[i] = false
 		}
@@ -354,12 +345,9 @@ func (f *fuser) fuse(carrier, root *simplego.Node, outStrides []int) bool {
 		names[i] = ins.kind.String()
 	}
 	prog.name = "Fused(" + strings.Join(names, ",") + ")"
-	if reduce {
+	if prog.reduce {
 		prog.name += "+ReduceSum"
-	} else {
-		outStrides = kernels.RowMajorStrides(dims)
 	}
-	prog.outputs = []fusedOutput{{instr: len(prog.instrs) - 1, reduce: reduce, strides: outStrides, shape: nodeShape(carrier)}}
 	setFusedNode(carrier, inputs, prog)
 	return true
 }
@@ -501,27 +489,10 @@ func (f *fuser) leafTransform(x *simplego.Node, dims []int) (src *simplego.Node,
 // execFused evaluates a fused node.
 func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
 	prog, ok := nodeDataOf(node).(*fusedProgram)
-	if !ok || len(prog.outputs) != 1 {
+	if !ok {
 		return nil, errors.Errorf("fused node without its program")
 	}
-	outs, err := runFusedProgram(backend, prog, inputs, inputsOwned)
-	if err != nil {
-		return nil, err
-	}
-	return outs[0], nil
-}
-
-// execFusedMulti evaluates a fused node with several outputs (fuse_multi.go).
-func execFusedMulti(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) ([]*simplego.Buffer, error) {
-	prog, ok := nodeDataOf(node).(*fusedProgram)
-	if !ok {
-		return nil, errors.Errorf("fused multi-output node without its program")
-	}
-	return runFusedProgram(backend, prog, inputs, inputsOwned)
-}
-
-// runFusedProgram evaluates prog over inputs and returns its outputs, in order.
-func runFusedProgram(backend *simplego.Backend, prog *fusedProgram, inputs []*simplego.Buffer, inputsOwned []bool) ([]*simplego.Buffer, error) {
+	outShape := nodeShape(node)
 	f32 := make([][]float32, len(prog.leaves))
 	bools := make([][]bool, len(prog.leaves))
 	for i, l := range prog.leaves {
@@ -535,109 +506,84 @@ func runFusedProgram(backend *simplego.Backend, prog *fusedProgram, inputs []*si
 			f32[i] = flat.([]float32)
 		}
 	}
-	no := len(prog.outputs)
-	bufs := make([]*simplego.Buffer, no)
-	outs := make([][]float32, no)
-	var reduceOuts []int
-	for k, o := range prog.outputs {
-		if o.reduce {
-			reduceOuts = append(reduceOuts, k)
-			continue
-		}
-		// Write over an input this node is the last user of where that is safe (inPlace).
+	var output *simplego.Buffer
+	if !prog.reduce {
+		// Write over an input this node is the last user of, if every leaf reading it has the output's
+		// layout: each block is read before its place in the output is written.
+		rowMajor := kernels.RowMajorStrides(prog.dims)
 		for i, buf := range inputs {
-			if buf == nil || !inputsOwned[i] {
+			if s, err := backend.BufferShape(buf); !inputsOwned[i] || err != nil || !s.Equal(outShape) {
 				continue
 			}
-			if s, err := backend.BufferShape(buf); err == nil && s.Equal(o.shape) && prog.inPlace(i, o.instr) {
-				bufs[k], inputs[i] = buf, nil
+			sameLayout := true
+			for _, l := range prog.leaves {
+				if l.input == i && !slices.Equal(l.strides, rowMajor) {
+					sameLayout = false
+				}
+			}
+			if sameLayout {
+				output, inputs[i] = buf, nil
 				break
 			}
 		}
 	}
-	for k, o := range prog.outputs {
-		if bufs[k] == nil {
-			bufs[k] = backend.NewBuffer(o.shape)
-		}
-		data, err := backend.BufferData(bufs[k])
-		if err != nil {
-			return nil, err
-		}
-		outs[k] = data.([]float32)
-		if o.reduce {
-			clear(outs[k])
-		}
+	if output == nil {
+		output = backend.NewBuffer(outShape)
+	}
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	out := outAny.([]float32)
+	outStrides := prog.outStrides
+	if !prog.reduce {
+		outStrides = kernels.RowMajorStrides(prog.dims)
+	} else {
+		clear(out)
+	}
+	strides := make([][]int, 1+len(prog.leaves))
+	strides[0] = outStrides
+	for i, l := range prog.leaves {
+		strides[1+i] = l.strides
 	}
 	if kernels.Prod(prog.dims) == 0 {
-		return bufs, nil
-	}
-	strides := make([][]int, no+len(prog.leaves))
-	for k, o := range prog.outputs {
-		strides[k] = o.strides
-	}
-	for i, l := range prog.leaves {
-		strides[no+i] = l.strides
+		return output, nil
 	}
 	loop := newStridedLoop(prog.dims, strides...)
 	last := len(loop.dims) - 1
 	blocked := last >= 1 && loop.dims[last] < fusedChunk/2
-	if len(reduceOuts) > 0 && last >= 1 && loop.dims[last] < fusedChunk {
+	if prog.reduce && last >= 1 && loop.dims[last] < fusedChunk {
 		// A reduction keeping only (part of) the row: splitting the row would cut it into short pieces.
-		for _, k := range reduceOuts {
-			keptOuter := false
-			for a := range last {
-				keptOuter = keptOuter || loop.strides[k][a] != 0
-			}
-			blocked = blocked || !keptOuter
+		keptOuter := false
+		for a := range last {
+			keptOuter = keptOuter || loop.strides[0][a] != 0
 		}
+		blocked = blocked || !keptOuter
 	}
-	newEval := func() *fusedEval { return newFusedEval(prog, &loop, outs, f32, bools, reduceOuts) }
 	if blocked {
 		// Short rows (a channels axis): evaluate blocks of several rows at once.
 		outer := stridedLoop{dims: loop.dims[:last], strides: make([][]int, len(loop.strides))}
 		for o, st := range loop.strides {
 			outer.strides[o] = st[:last]
 		}
-		runFused(&outer, reduceOuts, false, func(ev *fusedEval) func(off []int, n int) { return ev.blockRows }, newEval)
-		return bufs, nil
+		runFused(&outer, prog.reduce, false, func(ev *fusedEval) func(off []int, n int) { return ev.blockRows },
+			func() *fusedEval { return newFusedEval(prog, &loop, out, f32, bools) })
+		return output, nil
 	}
-	runFused(&loop, reduceOuts, true, func(ev *fusedEval) func(off []int, n int) { return ev.row }, newEval)
-	return bufs, nil
+	runFused(&loop, prog.reduce, true, func(ev *fusedEval) func(off []int, n int) { return ev.row },
+		func() *fusedEval { return newFusedEval(prog, &loop, out, f32, bools) })
+	return output, nil
 }
 
-// inPlace reports whether the output of instruction instr may be written over input i: every leaf
-// reading i has the output's layout and no later instruction reads it, so each block of i is read
-// before its place in the output is written.
-func (prog *fusedProgram) inPlace(i, instr int) bool {
-	rowMajor := kernels.RowMajorStrides(prog.dims)
-	for _, l := range prog.leaves {
-		if l.input == i && !slices.Equal(l.strides, rowMajor) {
-			return false
-		}
-	}
-	for _, ins := range prog.instrs[instr+1:] {
-		for _, a := range ins.args {
-			if a.leaf && prog.leaves[a.idx].input == i {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// runFused runs loop with one evaluator per worker, split on an axis (with reductions, one every sum
-// keeps: each output is then summed by one goroutine, in order) or not at all. columnSums says loop's
-// last axis is the row a body call evaluates (not a list of rows, as for blocks of short rows).
-func runFused(loop *stridedLoop, reduceOuts []int, columnSums bool, body func(ev *fusedEval) func(off []int, n int), newEval func() *fusedEval) {
+// runFused runs loop with one evaluator per worker, split on an axis (for a reduction, a kept one:
+// each output is then summed by one goroutine, in order) or not at all. columnSums says loop's last axis
+// is the row a body call evaluates (not a list of rows, as for blocks of short rows).
+func runFused(loop *stridedLoop, reduce, columnSums bool, body func(ev *fusedEval) func(off []int, n int), newEval func() *fusedEval) {
 	split := loop.splitAxisElementwise()
-	if len(reduceOuts) > 0 {
+	if reduce {
 		split = -1
 		for a, d := range loop.dims {
-			kept := true
-			for _, k := range reduceOuts {
-				kept = kept && loop.strides[k][a] != 0
-			}
-			if kept && (split < 0 || d > loop.dims[split]) {
+			if loop.strides[0][a] != 0 && (split < 0 || d > loop.dims[split]) {
 				split = a
 			}
 		}
@@ -651,7 +597,7 @@ func runFused(loop *stridedLoop, reduceOuts []int, columnSums bool, body func(ev
 	switch {
 	case split < 0:
 		chunk(0, loop.dims[0])
-	case len(reduceOuts) > 0 && split == last && columnSums:
+	case reduce && split == last && columnSums:
 		// Per-column sums over many rows of 512 or more values (the guard's Σg² of a kernel gradient,
 		// per-channel sums of 512-channel maps) run on one core, walking whole rows: sharing the columns
 		// out between two cores, each reading part of every row, took 2.5-6× one core's time on Zen 4
@@ -665,15 +611,11 @@ func runFused(loop *stridedLoop, reduceOuts []int, columnSums bool, body func(ev
 // fusedEval holds one goroutine's temporaries.
 type fusedEval struct {
 	prog      *fusedProgram
-	outs      [][]float32
-	no        int   // The number of outputs: leaf l is operand no+l.
-	outOf     []int // Per instruction, the element-wise output it writes, or -1.
-	reduceOut []int // The outputs that are sums.
+	out       []float32
 	f32       [][]float32
 	bools     [][]bool
-	rowStride []int // Per operand (outputs first) along the loop's row.
+	rowStride []int // Per operand (output first) along the loop's row.
 	ft        [][]float32
-	val       [][]float32 // Per float instruction, its values over the current block (in ft or an output).
 	bt        [][]bool
 	gather    [3][]float32
 	gatherB   [2][]bool
@@ -715,18 +657,9 @@ func (ev *fusedEval) release() {
 	ev.slab = nil
 }
 
-func newFusedEval(prog *fusedProgram, loop *stridedLoop, outs [][]float32, f32 [][]float32, bools [][]bool, reduceOuts []int) *fusedEval {
-	ev := &fusedEval{prog: prog, outs: outs, no: len(outs), reduceOut: reduceOuts, f32: f32, bools: bools,
-		ft: make([][]float32, len(prog.instrs)), bt: make([][]bool, len(prog.instrs)),
-		val: make([][]float32, len(prog.instrs)), outOf: make([]int, len(prog.instrs))}
-	for i := range ev.outOf {
-		ev.outOf[i] = -1
-	}
-	for k, o := range prog.outputs {
-		if !o.reduce {
-			ev.outOf[o.instr] = k
-		}
-	}
+func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]float32, bools [][]bool) *fusedEval {
+	ev := &fusedEval{prog: prog, out: out, f32: f32, bools: bools,
+		ft: make([][]float32, len(prog.instrs)), bt: make([][]bool, len(prog.instrs))}
 	last := len(loop.dims) - 1
 	for o := range loop.strides {
 		ev.rowStride = append(ev.rowStride, loop.rowStride(o))
@@ -770,7 +703,7 @@ func newFusedEval(prog *fusedProgram, loop *stridedLoop, outs [][]float32, f32 [
 // blockLeaf returns leaf l's values over a block of g rows (row-major g×rowLen) starting at base, and
 // their stride (0: one value for the whole block).
 func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride int) {
-	n, s1, s2 := ev.rowLen, ev.rowStride[ev.no+l], ev.rowsStride[ev.no+l]
+	n, s1, s2 := ev.rowLen, ev.rowStride[1+l], ev.rowsStride[1+l]
 	isBool := ev.prog.leaves[l].isBool
 	switch {
 	case s1 == 0 && s2 == 0:
@@ -832,6 +765,7 @@ func (ev *fusedEval) blockLeaf(l, base, g int) (f []float32, b []bool, stride in
 func (ev *fusedEval) blockRows(off []int, R int) {
 	prog, n := ev.prog, ev.rowLen
 	g := fusedChunk / n
+	last := len(prog.instrs) - 1
 	for r0 := 0; r0 < R; r0 += g {
 		gg := min(g, R-r0)
 		m := gg * n
@@ -840,10 +774,9 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 				if prog.instrs[a.idx].scalar {
 					return ev.ft[a.idx][:1], 0
 				}
-				return ev.val[a.idx][:m], 1
+				return ev.ft[a.idx][:m], 1
 			}
-			o := ev.no + a.idx
-			f, _, s := ev.blockLeaf(a.idx, off[o]+r0*ev.rowsStride[o], gg)
+			f, _, s := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
 			return f, s
 		}
 		argB := func(a fusedArg) ([]bool, int) {
@@ -853,8 +786,7 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 				}
 				return ev.bt[a.idx][:m], 1
 			}
-			o := ev.no + a.idx
-			_, c, sc := ev.blockLeaf(a.idx, off[o]+r0*ev.rowsStride[o], gg)
+			_, c, sc := ev.blockLeaf(a.idx, off[1+a.idx]+r0*ev.rowsStride[1+a.idx], gg)
 			return c, sc
 		}
 		for i, ins := range prog.instrs {
@@ -863,13 +795,12 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 			if ins.scalar {
 				mi = 1
 			}
-			if k := ev.outOf[i]; k >= 0 {
-				start := off[k] + r0*ev.rowsStride[k]
-				dst = ev.outs[k][start : start+m] // The output's rows are contiguous.
+			if i == last && !prog.reduce {
+				start := off[0] + r0*ev.rowsStride[0]
+				dst = ev.out[start : start+m] // The output's rows are contiguous.
 			} else if !boolKind(ins.kind) {
 				dst = ev.ft[i][:mi]
 			}
-			ev.val[i] = dst
 			switch {
 			case logicalKind(ins.kind):
 				a, sa := argB(ins.args[0])
@@ -893,37 +824,32 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 				kernels.BinaryRow(binOp(ins.kind), dst, a, b, sa, sb)
 			}
 		}
-		for _, k := range ev.reduceOut {
-			ev.sumBlock(k, off[k], r0, gg, ev.val[prog.outputs[k].instr][:m])
-		}
-	}
-}
-
-// sumBlock adds the values v of a block of g rows (rows r0 on of the rows from base) into sum k.
-func (ev *fusedEval) sumBlock(k, base, r0, g int, v []float32) {
-	n, out := ev.rowLen, ev.outs[k]
-	so, rs := ev.rowStride[k], ev.rowsStride[k]
-	if so == 1 && rs == 0 {
-		// Every row adds into the same outputs (per-channel sums): all rows in one pass.
-		kernels.SumRows(out[base:base+n], v, g, n)
-		return
-	}
-	if so == 0 && rs == 1 {
-		// Each row to the next output: the rows' sums overlap, each still added in order.
-		kernels.AddRowSums(out[base+r0:base+r0+g], v, n)
-		return
-	}
-	for r := range g {
-		o := base + (r0+r)*rs
-		x := v[r*n : (r+1)*n]
-		if so == 0 {
-			acc := out[o]
-			for _, xv := range x {
-				acc += xv
+		if prog.reduce {
+			v := ev.ft[last][:m]
+			so := ev.rowStride[0]
+			if so == 1 && ev.rowsStride[0] == 0 {
+				// Every row adds into the same outputs (per-channel sums): all rows in one pass.
+				kernels.SumRows(ev.out[off[0]:off[0]+n], v, gg, n)
+				continue
 			}
-			out[o] = acc
-		} else {
-			kernels.AccumulateRow(out[o:o+n], x)
+			if so == 0 && ev.rowsStride[0] == 1 {
+				// Each row to the next output: the rows' sums overlap, each still added in order.
+				kernels.AddRowSums(ev.out[off[0]+r0:off[0]+r0+gg], v, n)
+				continue
+			}
+			for r := range gg {
+				o := off[0] + (r0+r)*ev.rowsStride[0]
+				x := v[r*n : (r+1)*n]
+				if so == 0 {
+					acc := ev.out[o]
+					for _, xv := range x {
+						acc += xv
+					}
+					ev.out[o] = acc
+				} else {
+					kernels.AccumulateRow(ev.out[o:o+n], x)
+				}
+			}
 		}
 	}
 }
@@ -935,11 +861,11 @@ func (ev *fusedEval) argF(a fusedArg, off []int, j0, m, slot int) ([]float32, in
 		if ev.prog.instrs[a.idx].scalar {
 			return ev.ft[a.idx][:1], 0
 		}
-		return ev.val[a.idx][:m], 1
+		return ev.ft[a.idx][:m], 1
 	}
-	s := ev.rowStride[ev.no+a.idx]
+	s := ev.rowStride[1+a.idx]
 	data := ev.f32[a.idx]
-	base := off[ev.no+a.idx] + j0*s
+	base := off[1+a.idx] + j0*s
 	switch s {
 	case 0:
 		return data[base : base+1], 0
@@ -960,9 +886,9 @@ func (ev *fusedEval) argB(a fusedArg, off []int, j0, m, slot int) ([]bool, int) 
 		}
 		return ev.bt[a.idx][:m], 1
 	}
-	s := ev.rowStride[ev.no+a.idx]
+	s := ev.rowStride[1+a.idx]
 	data := ev.bools[a.idx]
-	base := off[ev.no+a.idx] + j0*s
+	base := off[1+a.idx] + j0*s
 	switch s {
 	case 0:
 		return data[base : base+1], 0
@@ -979,6 +905,8 @@ func (ev *fusedEval) argB(a fusedArg, off []int, j0, m, slot int) ([]bool, int) 
 // row evaluates the program over one row of the loop, a block at a time.
 func (ev *fusedEval) row(off []int, n int) {
 	prog := ev.prog
+	last := len(prog.instrs) - 1
+	so := ev.rowStride[0]
 	for j0 := 0; j0 < n; j0 += fusedChunk {
 		m := min(fusedChunk, n-j0)
 		for i, ins := range prog.instrs {
@@ -987,12 +915,11 @@ func (ev *fusedEval) row(off []int, n int) {
 			if ins.scalar {
 				mi = 1
 			}
-			if k := ev.outOf[i]; k >= 0 {
-				dst = ev.outs[k][off[k]+j0 : off[k]+j0+m]
+			if i == last && !prog.reduce {
+				dst = ev.out[off[0]+j0 : off[0]+j0+m]
 			} else if !boolKind(ins.kind) {
 				dst = ev.ft[i][:mi]
 			}
-			ev.val[i] = dst
 			switch {
 			case logicalKind(ins.kind):
 				a, sa := ev.argB(ins.args[0], off, j0, m, 0)
@@ -1016,16 +943,16 @@ func (ev *fusedEval) row(off []int, n int) {
 				kernels.BinaryRow(binOp(ins.kind), dst, a, b, sa, sb)
 			}
 		}
-		for _, k := range ev.reduceOut {
-			v := ev.val[prog.outputs[k].instr][:m]
-			if ev.rowStride[k] == 0 {
-				acc := ev.outs[k][off[k]]
+		if prog.reduce {
+			v := ev.ft[last][:m]
+			if so == 0 {
+				acc := ev.out[off[0]]
 				for _, x := range v {
 					acc += x
 				}
-				ev.outs[k][off[k]] = acc
+				ev.out[off[0]] = acc
 			} else {
-				kernels.AccumulateRow(ev.outs[k][off[k]+j0:off[k]+j0+m], v)
+				kernels.AccumulateRow(ev.out[off[0]+j0:off[0]+j0+m], v)
 			}
 		}
 	}

@@ -92,43 +92,21 @@ func installOpStats() {
 						label = fmt.Sprintf("%s(stride %v, input dilation %v, flip %v) %s", spec.Kind(), spec.Strides, spec.InputDilations, spec.Flip, label)
 					}
 				}
-				addOpStat(opStatKey{opType, label}, elapsed, flops)
+				key := opStatKey{opType, label}
+				opStatsMu.Lock()
+				st := opStats[key]
+				if st == nil {
+					st = &opStat{}
+					opStats[key] = st
+				}
+				st.calls++
+				st.total += elapsed
+				st.flops += flops
+				opStatsMu.Unlock()
 				return out, err
 			}
 		}
-		if inner := sgMultiNodeExecutors[fusedOpType]; inner != nil {
-			sgMultiNodeExecutors[fusedOpType] = func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) ([]*simplego.Buffer, error) {
-				var desc []string
-				for _, in := range inputs {
-					if s, err := backend.BufferShape(in); err == nil {
-						desc = append(desc, s.String())
-					}
-				}
-				start := time.Now()
-				outs, err := inner(backend, node, inputs, inputsOwned)
-				elapsed := time.Since(start)
-				if prog, ok := nodeDataOf(node).(*fusedProgram); ok {
-					desc = append([]string{prog.name}, desc...)
-				}
-				addOpStat(opStatKey{fusedOpType, strings.Join(desc, " ")}, elapsed, 0)
-				return outs, err
-			}
-		}
 	})
-}
-
-// addOpStat adds one call of key's op.
-func addOpStat(key opStatKey, elapsed time.Duration, flops float64) {
-	opStatsMu.Lock()
-	defer opStatsMu.Unlock()
-	st := opStats[key]
-	if st == nil {
-		st = &opStat{}
-		opStats[key] = st
-	}
-	st.calls++
-	st.total += elapsed
-	st.flops += flops
 }
 
 // printOpStats writes the op table: per op type its time and calls, then its costliest shapes.

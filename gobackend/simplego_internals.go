@@ -14,10 +14,7 @@ import (
 //   - simplego's executor table, the unexported nodeExecutors array, through a go:linkname: the fast
 //     executors replace entries (executors.go), the fused nodes take two empty slots, and op statistics
 //     wrap every entry (opstats.go);
-//   - simplego's table of multi-output executors (multiOutputsNodeExecutors), through a go:linkname: the
-//     fused nodes with several outputs take fusedOpType's empty slot there;
-//   - the unexported fields of simplego.Node (inputs, opType, shape, data; builderIdx and the
-//     multi-output fields for multi-output fusion) and simplego.Builder (nodes),
+//   - the unexported fields of simplego.Node (inputs, opType, shape, data) and simplego.Builder (nodes),
 //     read and written through offsets looked up once by reflection, their types checked (reflection
 //     by name costs about a microsecond per call, and a ResNet step runs ~17,000 ops);
 //   - two op types simplego never builds nor executes, reused as the backend's own fused nodes, and the
@@ -40,15 +37,6 @@ type sgNodeExecutor = func(backend *simplego.Backend, node *simplego.Node, input
 
 //go:linkname sgNodeExecutors github.com/gomlx/gomlx/backends/simplego.nodeExecutors
 var sgNodeExecutors [backends.OpTypeLast]sgNodeExecutor
-
-// sgMultiNodeExecutor is the signature of simplego's executors of nodes with several outputs.
-type sgMultiNodeExecutor = func(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) ([]*simplego.Buffer, error)
-
-// sgMultiNodeExecutors is simplego's table of multi-output executors (RNGBitGenerator's); the fused
-// nodes with several outputs (fuse_multi.go) take fusedOpType's empty slot there.
-//
-//go:linkname sgMultiNodeExecutors github.com/gomlx/gomlx/backends/simplego.multiOutputsNodeExecutors
-var sgMultiNodeExecutors [backends.OpTypeLast]sgMultiNodeExecutor
 
 // fusedOpType carries fused element-wise nodes (fuse.go): SelectAndScatterSum is neither built by
 // simplego nor by this backend, and its executor slot is empty.
@@ -90,48 +78,6 @@ var nodeInputsOff, builderNodesOff, fuseFieldsOK = func() (inOff, nodesOff uintp
 	nodes, ok2 := reflect.TypeOf(simplego.Builder{}).FieldByName("nodes")
 	return in.Offset, nodes.Offset, nodeFieldsOK && ok1 && ok2 && in.Type == nodeSlice && nodes.Type == nodeSlice
 }()
-
-// Offsets of simplego.Node's builderIdx (its place in Builder.nodes, which the executor indexes its
-// results by), multiOutputsShapes and multiOutputsNodes (a node with several outputs, each read by its
-// users through a select node whose only input is that node): multi-output fusion (fuse_multi.go) builds
-// such nodes and reorders the graph. multiFieldsOK covers these and fuseFieldsOK's.
-var nodeIdxOff, nodeMultiShapesOff, nodeMultiNodesOff, multiFieldsOK = func() (idxOff, shapesOff, nodesOff uintptr, ok bool) {
-	t := reflect.TypeOf(simplego.Node{})
-	idx, ok1 := t.FieldByName("builderIdx")
-	shp, ok2 := t.FieldByName("multiOutputsShapes")
-	nodes, ok3 := t.FieldByName("multiOutputsNodes")
-	ok = fuseFieldsOK && ok1 && ok2 && ok3 && idx.Type == reflect.TypeOf(0) &&
-		shp.Type == reflect.TypeOf([]shapes.Shape(nil)) && nodes.Type == reflect.TypeOf([]*simplego.Node(nil))
-	return idx.Offset, shp.Offset, nodes.Offset, ok
-}()
-
-// setNodeIndex sets the node's place in Builder.nodes (callers check multiFieldsOK first).
-func setNodeIndex(n *simplego.Node, i int) {
-	*(*int)(unsafe.Add(unsafe.Pointer(n), nodeIdxOff)) = i
-}
-
-// nodeIndex is the node's place in Builder.nodes (callers check multiFieldsOK first).
-func nodeIndex(n *simplego.Node) int {
-	return *(*int)(unsafe.Add(unsafe.Pointer(n), nodeIdxOff))
-}
-
-// setNodeMultiOutputs makes n a node with the given outputs, each read through its select node
-// (callers check multiFieldsOK first).
-func setNodeMultiOutputs(n *simplego.Node, outShapes []shapes.Shape, selects []*simplego.Node) {
-	*(*[]shapes.Shape)(unsafe.Add(unsafe.Pointer(n), nodeMultiShapesOff)) = outShapes
-	*(*[]*simplego.Node)(unsafe.Add(unsafe.Pointer(n), nodeMultiNodesOff)) = selects
-}
-
-// nodeMultiOutputs is what setNodeMultiOutputs set (callers check multiFieldsOK first).
-func nodeMultiOutputs(n *simplego.Node) ([]shapes.Shape, []*simplego.Node) {
-	return *(*[]shapes.Shape)(unsafe.Add(unsafe.Pointer(n), nodeMultiShapesOff)),
-		*(*[]*simplego.Node)(unsafe.Add(unsafe.Pointer(n), nodeMultiNodesOff))
-}
-
-// setBuilderNodes replaces Builder.nodes (callers check fuseFieldsOK first).
-func setBuilderNodes(b *simplego.Builder, nodes []*simplego.Node) {
-	*(*[]*simplego.Node)(unsafe.Add(unsafe.Pointer(b), builderNodesOff)) = nodes
-}
 
 // nodeShape is the node's output shape (callers check nodeFieldsOK first).
 func nodeShape(n *simplego.Node) shapes.Shape {

@@ -29,8 +29,6 @@ func TestSimplegoInternals(t *testing.T) {
 	}{
 		{"shape", reflect.TypeOf(shapes.Shape{})}, {"data", reflect.TypeOf((*any)(nil)).Elem()},
 		{"opType", reflect.TypeOf(backends.OpType(0))}, {"inputs", reflect.TypeOf([]*simplego.Node(nil))},
-		{"builderIdx", reflect.TypeOf(0)}, {"multiOutputsShapes", reflect.TypeOf([]shapes.Shape(nil))},
-		{"multiOutputsNodes", reflect.TypeOf([]*simplego.Node(nil))},
 	} {
 		if got, ok := node.FieldByName(f.name); !ok || got.Type != f.typ {
 			broke("simplego.Node has no field %s of type %s (found %v)", f.name, f.typ, got.Type)
@@ -49,12 +47,6 @@ func TestSimplegoInternals(t *testing.T) {
 	}
 	if !fusionInstalled {
 		broke("simplego's executor slot for %s is taken: pick another op type for fused element-wise nodes", fusedOpType)
-	}
-	if !multiFieldsOK {
-		broke("the multi-output node fields (builderIdx, multiOutputsShapes, multiOutputsNodes) not found: multi-output fusion is off")
-	}
-	if !multiFusionInstalled {
-		broke("simplego's multi-output executor slot for %s is taken: pick another op type for fused multi-output nodes", fusedOpType)
 	}
 	if !fusedConvInstalled {
 		broke("simplego's executor slot for %s is taken: pick another op type for fused convolutions", fusedConvOpType)
@@ -217,11 +209,5 @@ func TestFusionHookInstalled(t *testing.T) {
 	}
 	if reflect.ValueOf(sgNodeExecutors[fusedOpType]).Pointer() != reflect.ValueOf(execFused).Pointer() {
 		t.Fatal("simplego's table does not point at execFused")
-	}
-	if !multiFieldsOK || !multiFusionInstalled {
-		t.Fatalf("multi-output fusion is off: node fields found %v, executor installed %v", multiFieldsOK, multiFusionInstalled)
-	}
-	if reflect.ValueOf(sgMultiNodeExecutors[fusedOpType]).Pointer() != reflect.ValueOf(execFusedMulti).Pointer() {
-		t.Fatal("simplego's multi-output table does not point at execFusedMulti")
 	}
 }

@@ -179,9 +179,7 @@ func (b *countingBuilder) Compile(outputs []backends.Op, shardings []*backends.S
 			return
 		}
 		seen[n] = true
-		if in := nodeInputsOf(n); !multiFieldsOK || len(in) != 1 || !isMultiOutput(in[0]) {
-			b.ops.reachable[nodeOpType(n)]++ // A select node of a multi-output node doesn't run.
-		}
+		b.ops.reachable[nodeOpType(n)]++
 		for _, in := range nodeInputsOf(n) {
 			visit(in)
 		}

@@ -8,10 +8,11 @@ import (
 	"github.com/trainer/trainer/recipe"
 )
 
-// TestFusionBitIdentical: the pure-Go backend's element-wise fusion (chains, and the multi-output nodes
-// that run an optimizer's update, its momentum and the guard's Σg² in one pass) leaves every variable of
-// three float32 steps with the bits of the unfused backend, for each optimizer, with EMA, with
-// global-norm clipping, and with a guard that gates the update on the gradients' finiteness.
+// TestFusionBitIdentical: the pure-Go backend's element-wise fusion (chains evaluated block by block,
+// broadcasts read in place, sums accumulated in simplego's order, results written over inputs they are
+// the last users of) leaves every variable of three float32 steps of a BatchNorm net with the bits of
+// the unfused backend, for each optimizer, with EMA, with global-norm clipping, and with a guard that
+// gates the update on the gradients' finiteness.
 func TestFusionBitIdentical(t *testing.T) {
 	const steps = 3
 	images, labels := dpBatches(29, steps)
