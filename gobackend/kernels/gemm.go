@@ -35,17 +35,20 @@ const (
 )
 
 // gemmKernelOf is a micro-kernel: it adds the mr×nr product of k packed steps (a: k steps of mr values of
-// A, b: k steps of nr values of B) into c, row r of the tile at c[rows[r] : rows[r]+nr].
+// A, b: k steps of nr values of B) into c, row r of the tile at c[rows[r] : rows[r]+nr]. With store set
+// it writes the tile instead, without reading c (the first K block of an output that holds nothing yet):
+// each value is +0 plus its sum, the bits that clearing c and adding gave (a sum that underflowed to -0
+// is written as +0).
 type gemmKernelOf[T Float] struct {
 	name   string
 	mr, nr int
-	fn     func(k int, a, b, c []T, rows []int)
+	fn     func(k int, a, b, c []T, rows []int, store bool)
 	// direct, where the kernel has it, computes the same tile with A read in place instead of packed:
 	// A's row r at step p is data[rowsA[r]+koff[p]] (the caller checks those reads are inside data).
-	direct func(k int, data []T, rowsA, koff []int, b, c []T, rows []int)
+	direct func(k int, data []T, rowsA, koff []int, b, c []T, rows []int, store bool)
 	// directB, where the kernel has it, is direct with B read in place too: B's nr values at step p are
 	// b[koffB[p]:] (the caller checks those reads are inside b).
-	directB func(k int, data []T, rowsA, koff []int, b []T, koffB []int, c []T, rows []int)
+	directB func(k int, data []T, rowsA, koff []int, b []T, koffB []int, c []T, rows []int, store bool)
 }
 
 // gemmDirectA is an A operand some of whose panels a kernel with a direct form reads in place (a
@@ -94,7 +97,7 @@ var (
 func gemmKernelGoGeneric(mr, nr int) *gemmKernel { return gemmKernelGoGenericOf[float32](mr, nr) }
 
 func gemmKernelGoGenericOf[T Float](mr, nr int) *gemmKernelOf[T] {
-	return &gemmKernelOf[T]{name: "portable Go (generic)", mr: mr, nr: nr, fn: func(k int, a, b, c []T, rows []int) {
+	return &gemmKernelOf[T]{name: "portable Go (generic)", mr: mr, nr: nr, fn: func(k int, a, b, c []T, rows []int, store bool) {
 		acc := make([]T, mr*nr)
 		for p := range k {
 			bp := b[p*nr : p*nr+nr]
@@ -108,7 +111,12 @@ func gemmKernelGoGenericOf[T Float](mr, nr int) *gemmKernelOf[T] {
 		for r := range mr {
 			crow := c[rows[r] : rows[r]+nr]
 			for j, v := range acc[r*nr : r*nr+nr] {
-				crow[j] += v
+				if store {
+					var zero T
+					crow[j] = zero + v
+				} else {
+					crow[j] += v
+				}
 			}
 		}
 	}}
@@ -229,7 +237,7 @@ func (o *gemmOperandOf[T]) directTables(b int) ([]T, []int, []int) {
 
 // gemmProblem is out[b, i, j] = Σ_k lhs(b, i, k)·rhs(b, j, k). Row i of batch b's output starts at
 // b·batchStride + rowOff[i] and its columns are contiguous; by default (nil rowOff, 0 batchStride) out
-// is row-major [batch, m, n]. run clears out first unless accumulate is set (then the product is added
+// is row-major [batch, m, n]. Run overwrites out unless accumulate is set (then the product is added
 // to what out holds: several problems writing disjoint rows of one output).
 type GemmProblemOf[T Float] struct {
 	lhs, rhs       gemmPackerOf[T]
@@ -240,6 +248,10 @@ type GemmProblemOf[T Float] struct {
 	threads        int // Goroutines at most; 0: GOMAXPROCS.
 	kernel         *gemmKernelOf[T]
 	forceSplit     gemmSplit // Tests force a split to cover every path.
+
+	// rowsOnly (without accumulate) writes the product's rows and leaves the rest of out as it is:
+	// problems over disjoint rows that cover out between them, none clearing what another wrote.
+	rowsOnly bool
 }
 
 type gemmSplit int
@@ -377,7 +389,14 @@ func GemmKernelName() string {
 
 // Run computes the product into out, using up to p.threads goroutines.
 func (p *GemmProblemOf[T]) Run(out []T) {
-	if !p.accumulate {
+	// Without accumulate the tiles of the first K block are stored instead of added into a cleared out
+	// (clearing was a pass over out, and the kernels then read it back). out is still cleared where the
+	// stores may not write all of it: no contracting index, or rows placed by rowOff (gaps possible).
+	store := !p.accumulate
+	if store && p.k == 0 && p.rowsOnly {
+		panic("kernels: a rowsOnly GEMM problem with no contracting index writes nothing")
+	}
+	if store && !p.rowsOnly && (p.k == 0 || p.rowOff != nil || (p.batchStride != 0 && p.batchStride != p.m*p.n) || len(out) != p.batch*p.m*p.n) {
 		clear(out)
 	}
 	kern := p.kernel
@@ -437,7 +456,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 		s := getScratch[T]()
 		packB := getPackB[T]()
 		for b := range p.batch {
-			p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff)
+			p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff, store)
 		}
 		putPackB(packB)
 		putScratch(s)
@@ -448,7 +467,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			s := getScratch[T]()
 			packB := getPackB[T]()
 			for b := b0; b < b1; b++ {
-				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff)
+				p.serial(s, packB, kern, b, 0, p.m, 0, p.k, 0, p.n, batchOut(b), rowOff, store)
 			}
 			putPackB(packB)
 			putScratch(s)
@@ -467,18 +486,17 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			c := batchOut(b)
 			// The caller takes chunks too: if the OS is slow to run a worker, it does them all.
 			ParallelChunks(SplitRange(chunks, chunks, 1), chunks, func(t, _ int) {
-				dst, rows := c, rowOff
+				dst, rows, first := c, rowOff, store
 				if t > 0 {
+					// Each part's first block stores into its own sum (every value written: no clearing).
 					if partial[t] == nil {
 						partial[t] = make([]T, mn)
-					} else {
-						clear(partial[t])
 					}
-					dst, rows = partial[t], rowMajor
+					dst, rows, first = partial[t], rowMajor, true
 				}
 				s := getScratch[T]()
 				packB := getPackB[T]()
-				p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], 0, p.n, dst, rows)
+				p.serial(s, packB, kern, b, 0, p.m, bounds[t], bounds[t+1], 0, p.n, dst, rows, first)
 				putPackB(packB)
 				putScratch(s)
 			})
@@ -495,7 +513,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 	case splitShared:
 		packB := getPackB[T]()
 		for b := range p.batch {
-			p.shared(packB, kern, threads, b, batchOut(b), rowOff)
+			p.shared(packB, kern, threads, b, batchOut(b), rowOff, store)
 		}
 		putPackB(packB)
 
@@ -513,9 +531,9 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 				s := getScratch[T]()
 				packB := getPackB[T]()
 				if split == splitRows {
-					p.serial(s, packB, kern, b, lo, hi, 0, p.k, 0, p.n, c, rowOff)
+					p.serial(s, packB, kern, b, lo, hi, 0, p.k, 0, p.n, c, rowOff, store)
 				} else {
-					p.serial(s, packB, kern, b, 0, p.m, 0, p.k, lo, hi, c, rowOff)
+					p.serial(s, packB, kern, b, 0, p.m, 0, p.k, lo, hi, c, rowOff, store)
 				}
 				putPackB(packB)
 				putScratch(s)
@@ -546,8 +564,8 @@ func kBlocks(k0, k1 int) []int {
 }
 
 // serial adds rows [m0, m1) and columns [n0, n1) of batch b's product, over contracting indices
-// [k0, k1), into c.
-func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1, n0, n1 int, c []T, rowOff []int) {
+// [k0, k1), into c; with store the first K block writes them instead (c's values there are not read).
+func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1, n0, n1 int, c []T, rowOff []int, store bool) {
 	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
 	kb := kBlocks(k0, k1)
 	for blk := range len(kb) - 1 {
@@ -561,7 +579,7 @@ func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernel
 			for ic := m0; ic < m1; ic += mc {
 				ml := min(mc, m1-ic)
 				p.packA(s, kern, b, ic, ml, pc, pcEnd, (nl+nr-1)/nr)
-				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff)
+				p.block(s, kern, kl, pc, ic, ml, jc, nl, 0, (nl+nr-1)/nr, packB, c, rowOff, store && blk == 0)
 			}
 		}
 	}
@@ -606,8 +624,8 @@ const gemmDirectBRows = 256
 // shared computes batch b's product with the workers sharing each packed B block: for every K block
 // and column block, B is packed once (its panels split among the workers), then the workers take
 // (row block, column chunk) items, each packing its rows of A. Short products (fewer row blocks than
-// workers) are split by column panels too.
-func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int) {
+// workers) are split by column panels too. With store the first K block writes c instead of adding.
+func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b int, c []T, rowOff []int, store bool) {
 	nc, nr := kern.nc(), kern.nr
 	kb := kBlocks(0, p.k)
 	rowBounds := sharedRowBlocks(p.m, kern.mr, kern.mc(), threads)
@@ -644,7 +662,7 @@ func (p *GemmProblemOf[T]) shared(packB []T, kern *gemmKernelOf[T], threads, b i
 					cc := it % colChunks
 					ml := rowBounds[it/colChunks+1] - ic
 					p.packA(s, kern, b, ic, ml, pc, pcEnd, cb[cc+1]-cb[cc])
-					p.block(s, kern, kl, pc, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff)
+					p.block(s, kern, kl, pc, ic, ml, jc, nl, cb[cc], cb[cc+1], packB, c, rowOff, store && blk == 0)
 				}
 				putScratch(s)
 			})
@@ -666,9 +684,10 @@ func sharedRowBlocks(m, mr, mc, threads int) []int {
 }
 
 // block runs the micro-kernel over the packed A rows [ic, ic+ml) (contracting indices from pc, kl of
-// them) and B column panels [q0, q1) of the column block at jc (nl columns), adding into c; panels
-// marked in s.direct are read in place. Edge tiles go through the scratch tile.
-func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, pc, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int) {
+// them) and B column panels [q0, q1) of the column block at jc (nl columns), adding into c (writing,
+// with store); panels marked in s.direct are read in place. Edge tiles are stored into the scratch
+// tile, then added (or copied) into c.
+func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, pc, ic, ml, jc, nl, q0, q1 int, packB, c []T, rowOff []int, store bool) {
 	mr, nr := kern.mr, kern.nr
 	var data []T
 	var rowBase, koff []int
@@ -694,47 +713,51 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 					ad, ar, ak = data, rowBase[ic+ir:ic+ir+mr], koff
 				}
 				if rows == mr {
-					kern.directB(kl, ad, ar, ak, bq, s.bKOff, cq, rowOff[ic+ir:ic+ir+mr])
+					kern.directB(kl, ad, ar, ak, bq, s.bKOff, cq, rowOff[ic+ir:ic+ir+mr], store)
 					continue
 				}
 				tile, tileRows := s.tile[:mr*nr], s.tileRows[:mr]
-				clear(tile)
 				for r := range tileRows {
 					tileRows[r] = r * nr
 				}
-				kern.directB(kl, ad, ar, ak, bq, s.bKOff, tile, tileRows)
-				for r := range rows {
-					crow := cq[rowOff[ic+ir+r]:][:cols]
-					for j, v := range tile[r*nr : r*nr+cols] {
-						crow[j] += v
-					}
-				}
+				kern.directB(kl, ad, ar, ak, bq, s.bKOff, tile, tileRows, true)
+				addTile(cq, rowOff[ic+ir:ic+ir+rows], tile, nr, cols, store)
 				continue
 			}
 			if rows == mr && cols == nr {
 				if direct {
-					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr])
+					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr], store)
 				} else {
-					kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr])
+					kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr], store)
 				}
 				continue
 			}
 			tile, tileRows := s.tile[:mr*nr], s.tileRows[:mr]
-			clear(tile)
 			for r := range tileRows {
 				tileRows[r] = r * nr
 			}
 			if direct {
-				kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, tile, tileRows)
+				kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, tile, tileRows, true)
 			} else {
-				kern.fn(kl, ap, bp, tile, tileRows)
+				kern.fn(kl, ap, bp, tile, tileRows, true)
 			}
-			for r := range rows {
-				crow := cq[rowOff[ic+ir+r]:][:cols]
-				for j, v := range tile[r*nr : r*nr+cols] {
-					crow[j] += v
-				}
-			}
+			addTile(cq, rowOff[ic+ir:ic+ir+rows], tile, nr, cols, store)
+		}
+	}
+}
+
+// addTile adds the first cols values of each of the tile's rows (nr apart) into c's rows at rowOff, or
+// with store copies them: a stored tile value is never -0, so the copy has the bits that adding it to
+// a cleared c gave.
+func addTile[T Float](c []T, rowOff []int, tile []T, nr, cols int, store bool) {
+	for r, off := range rowOff {
+		crow := c[off:][:cols]
+		if store {
+			copy(crow, tile[r*nr:r*nr+cols])
+			continue
+		}
+		for j, v := range tile[r*nr : r*nr+cols] {
+			crow[j] += v
 		}
 	}
 }
@@ -837,9 +860,13 @@ func isIota(ks []int) bool {
 
 // gemmKernelGo is the portable 4×8 micro-kernel: c[rows[r]+j] += Σ_p a[p][r]·b[p][j], with the
 // tile's 32 sums in local variables (registers, where the architecture has enough) instead of an
-// array in memory. Each sum adds its products in p order, like the other kernels.
-func gemmKernelGo[T Float](k int, a, b, c []T, rows []int) {
+// array in memory. Each sum adds its products in p order, like the other kernels. With store it
+// clears the tile's rows first (the same bits as a store of +0 plus the sum).
+func gemmKernelGo[T Float](k int, a, b, c []T, rows []int, store bool) {
 	const mr, nr = 4, 8
+	if store {
+		clearTileRows(c, rows[:mr], nr)
+	}
 	var c00, c01, c02, c03, c04, c05, c06, c07, c10, c11, c12, c13, c14, c15, c16, c17, c20, c21, c22, c23, c24, c25, c26, c27, c30, c31, c32, c33, c34, c35, c36, c37 T
 	a, b = a[:k*mr], b[:k*nr]
 	for p := range k {
@@ -916,6 +943,13 @@ func gemmKernelGo[T Float](k int, a, b, c []T, rows []int) {
 	row3[5] += c35
 	row3[6] += c36
 	row3[7] += c37
+}
+
+// clearTileRows zeroes the nr values of each tile row of c: a store for the kernels that only add.
+func clearTileRows[T Float](c []T, rows []int, nr int) {
+	for _, r := range rows {
+		clear(c[r : r+nr])
+	}
 }
 
 // axisOffsets enumerates, row-major over axes (in the given order), the flat offsets of the sub-tensor

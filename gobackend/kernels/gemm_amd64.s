@@ -1,5 +1,35 @@
 #include "textflag.h"
 
+// With store set (the first K block of an output that holds nothing yet) a kernel writes its tile without
+// reading c: each vector is +0 plus its sum (a zeroed register added), the bits that clearing c and
+// adding gave, a sum that underflowed to -0 included. The STORE macros write one row of the tile, row
+// r's offset at off(R8), c at DX.
+#define STOREY2(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS Y12, r0, r0; \
+	VADDPS Y12, r1, r1; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 32(R9)
+#define STOREZ2(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS Z28, r0, r0; \
+	VADDPS Z28, r1, r1; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 64(R9)
+
+// A store first fetches the tile's lines of c (PREFETCHROW: row r's offset at off(R8), c at DX), so
+// that they arrive during the FMA loop: c is not read, but the stores still need its lines, and an
+// output written for the first time is not in the cache (clearing it first used to bring it there).
+#define PREFETCHROW1(off) \
+	MOVQ off(R8), R9; \
+	PREFETCHT0 (DX)(R9*4)
+#define PREFETCHROW2(off) \
+	MOVQ off(R8), R9; \
+	PREFETCHT0 (DX)(R9*4); \
+	PREFETCHT0 64(DX)(R9*4)
+
 // func cpuidVendor() (ebx, ecx, edx uint32)
 TEXT ·cpuidVendor(SB), NOSPLIT, $0-12
 	XORL AX, AX
@@ -10,15 +40,24 @@ TEXT ·cpuidVendor(SB), NOSPLIT, $0-12
 	MOVL DX, edx+8(FP)
 	RET
 
-// func gemmKernelAVX2(k int, a, b, c *float32, rows *int)
+// func gemmKernelAVX2(k int, a, b, c *float32, rows *int, store bool)
 // c[rows[r]+j] += sum_p a[p*6+r] * b[p*16+j], for r < 6, j < 16; k >= 1.
 // Uses Y0-Y14 only: X15 is the Go ABI's zero register.
-TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-40
+TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ rows+32(FP), R8
+	CMPB store+40(FP), $0
+	JEQ  avx2nopf
+	PREFETCHROW1(0)
+	PREFETCHROW1(8)
+	PREFETCHROW1(16)
+	PREFETCHROW1(24)
+	PREFETCHROW1(32)
+	PREFETCHROW1(40)
+avx2nopf:
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -61,6 +100,8 @@ loop:
 	DECQ CX
 	JNZ  loop
 
+	CMPB store+40(FP), $0
+	JNE  avx2store
 	// Add the tile into c, row r at c + rows[r].
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*4), R9
@@ -101,15 +142,43 @@ loop:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512(k int, a, b, c *float32, rows *int)
+avx2store:
+	VXORPS Y12, Y12, Y12
+	STOREY2(0, Y0, Y1)
+	STOREY2(8, Y2, Y3)
+	STOREY2(16, Y4, Y5)
+	STOREY2(24, Y6, Y7)
+	STOREY2(32, Y8, Y9)
+	STOREY2(40, Y10, Y11)
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX512(k int, a, b, c *float32, rows *int, store bool)
 // c[rows[r]+j] += sum_p a[p*14+r] * b[p*32+j], for r < 14, j < 32; k >= 1.
 // Z0-Z27 accumulate the tile, Z28-Z29 hold a step of B, Z30-Z31 the broadcast values of A.
-TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-40
+TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ rows+32(FP), R8
+	CMPB store+40(FP), $0
+	JEQ  avx512nopf
+	PREFETCHROW2(0)
+	PREFETCHROW2(8)
+	PREFETCHROW2(16)
+	PREFETCHROW2(24)
+	PREFETCHROW2(32)
+	PREFETCHROW2(40)
+	PREFETCHROW2(48)
+	PREFETCHROW2(56)
+	PREFETCHROW2(64)
+	PREFETCHROW2(72)
+	PREFETCHROW2(80)
+	PREFETCHROW2(88)
+	PREFETCHROW2(96)
+	PREFETCHROW2(104)
+avx512nopf:
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -191,6 +260,8 @@ loop512:
 	DECQ CX
 	JNZ  loop512
 
+	CMPB store+40(FP), $0
+	JNE  store512
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Z0, Z0
@@ -279,11 +350,42 @@ loop512:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX2Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
+store512:
+	VPXORD Z28, Z28, Z28
+	STOREZ2(0, Z0, Z1)
+	STOREZ2(8, Z2, Z3)
+	STOREZ2(16, Z4, Z5)
+	STOREZ2(24, Z6, Z7)
+	STOREZ2(32, Z8, Z9)
+	STOREZ2(40, Z10, Z11)
+	STOREZ2(48, Z12, Z13)
+	STOREZ2(56, Z14, Z15)
+	STOREZ2(64, Z16, Z17)
+	STOREZ2(72, Z18, Z19)
+	STOREZ2(80, Z20, Z21)
+	STOREZ2(88, Z22, Z23)
+	STOREZ2(96, Z24, Z25)
+	STOREZ2(104, Z26, Z27)
+	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX2Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int, store bool)
 // gemmKernelAVX2 with A read in place instead of packed: c[rows[r]+j] += sum_p data[rowsA[r]+koff[p]] *
 // b[p*16+j], for r < 6, j < 16; k >= 1. The 6 rows' addresses stay in R9-R14; each step loads one
 // contracting offset for all of them.
-TEXT ·gemmKernelAVX2Direct(SB), NOSPLIT, $0-56
+TEXT ·gemmKernelAVX2Direct(SB), NOSPLIT, $0-57
+	CMPB store+56(FP), $0
+	JEQ  avx2directnopf
+	MOVQ c+40(FP), DX
+	MOVQ rows+48(FP), R8
+	PREFETCHROW1(0)
+	PREFETCHROW1(8)
+	PREFETCHROW1(16)
+	PREFETCHROW1(24)
+	PREFETCHROW1(32)
+	PREFETCHROW1(40)
+avx2directnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
 	MOVQ rowsA+16(FP), BX
@@ -346,6 +448,8 @@ directloop:
 
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
+	CMPB store+56(FP), $0
+	JNE  directstore
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Y0, Y0
@@ -385,11 +489,41 @@ directloop:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
+directstore:
+	VXORPS Y12, Y12, Y12
+	STOREY2(0, Y0, Y1)
+	STOREY2(8, Y2, Y3)
+	STOREY2(16, Y4, Y5)
+	STOREY2(24, Y6, Y7)
+	STOREY2(32, Y8, Y9)
+	STOREY2(40, Y10, Y11)
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX512Direct(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int, store bool)
 // gemmKernelAVX512 with A read in place instead of packed: c[rows[r]+j] += sum_p data[rowsA[r]+koff[p]] *
 // b[p*32+j], for r < 14, j < 32; k >= 1. The first 7 rows' addresses stay in R8-R14; the other 7 are
 // read from rowsA each step (there are not enough registers), at the load ports' cost, not the FMAs'.
-TEXT ·gemmKernelAVX512Direct(SB), NOSPLIT, $0-56
+TEXT ·gemmKernelAVX512Direct(SB), NOSPLIT, $0-57
+	CMPB store+56(FP), $0
+	JEQ  avx512directnopf
+	MOVQ c+40(FP), DX
+	MOVQ rows+48(FP), R8
+	PREFETCHROW2(0)
+	PREFETCHROW2(8)
+	PREFETCHROW2(16)
+	PREFETCHROW2(24)
+	PREFETCHROW2(32)
+	PREFETCHROW2(40)
+	PREFETCHROW2(48)
+	PREFETCHROW2(56)
+	PREFETCHROW2(64)
+	PREFETCHROW2(72)
+	PREFETCHROW2(80)
+	PREFETCHROW2(88)
+	PREFETCHROW2(96)
+	PREFETCHROW2(104)
+avx512directnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
 	MOVQ rowsA+16(FP), BX
@@ -507,6 +641,8 @@ direct512loop:
 
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
+	CMPB store+56(FP), $0
+	JNE  direct512store
 	MOVQ 0(R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Z0, Z0
@@ -595,10 +731,49 @@ direct512loop:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512DirectB(k int, data *float32, rowsA, koff *int, b *float32, koffB *int, c *float32, rows *int)
+direct512store:
+	VPXORD Z28, Z28, Z28
+	STOREZ2(0, Z0, Z1)
+	STOREZ2(8, Z2, Z3)
+	STOREZ2(16, Z4, Z5)
+	STOREZ2(24, Z6, Z7)
+	STOREZ2(32, Z8, Z9)
+	STOREZ2(40, Z10, Z11)
+	STOREZ2(48, Z12, Z13)
+	STOREZ2(56, Z14, Z15)
+	STOREZ2(64, Z16, Z17)
+	STOREZ2(72, Z18, Z19)
+	STOREZ2(80, Z20, Z21)
+	STOREZ2(88, Z22, Z23)
+	STOREZ2(96, Z24, Z25)
+	STOREZ2(104, Z26, Z27)
+	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX512DirectB(k int, data *float32, rowsA, koff *int, b *float32, koffB *int, c *float32, rows *int, store bool)
 // gemmKernelAVX512Direct with B read in place too: step p's 32 values of B are b[koffB[p]:]. Row 6 of A
 // is addressed through rowsA like rows 7-13, its register holding the pointer into koffB.
-TEXT ·gemmKernelAVX512DirectB(SB), NOSPLIT, $0-64
+TEXT ·gemmKernelAVX512DirectB(SB), NOSPLIT, $0-65
+	CMPB store+64(FP), $0
+	JEQ  avx512directbnopf
+	MOVQ c+48(FP), DX
+	MOVQ rows+56(FP), R8
+	PREFETCHROW2(0)
+	PREFETCHROW2(8)
+	PREFETCHROW2(16)
+	PREFETCHROW2(24)
+	PREFETCHROW2(32)
+	PREFETCHROW2(40)
+	PREFETCHROW2(48)
+	PREFETCHROW2(56)
+	PREFETCHROW2(64)
+	PREFETCHROW2(72)
+	PREFETCHROW2(80)
+	PREFETCHROW2(88)
+	PREFETCHROW2(96)
+	PREFETCHROW2(104)
+avx512directbnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
 	MOVQ rowsA+16(FP), BX
@@ -718,6 +893,8 @@ directB512loop:
 
 	MOVQ c+48(FP), DX
 	MOVQ rows+56(FP), R8
+	CMPB store+64(FP), $0
+	JNE  directB512store
 	MOVQ 0(R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Z0, Z0
@@ -802,6 +979,26 @@ directB512loop:
 	VADDPS 64(R9), Z27, Z27
 	VMOVUPS Z26, (R9)
 	VMOVUPS Z27, 64(R9)
+	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
+	VZEROUPPER
+	RET
+
+directB512store:
+	VPXORD Z28, Z28, Z28
+	STOREZ2(0, Z0, Z1)
+	STOREZ2(8, Z2, Z3)
+	STOREZ2(16, Z4, Z5)
+	STOREZ2(24, Z6, Z7)
+	STOREZ2(32, Z8, Z9)
+	STOREZ2(40, Z10, Z11)
+	STOREZ2(48, Z12, Z13)
+	STOREZ2(56, Z14, Z15)
+	STOREZ2(64, Z16, Z17)
+	STOREZ2(72, Z18, Z19)
+	STOREZ2(80, Z20, Z21)
+	STOREZ2(88, Z22, Z23)
+	STOREZ2(96, Z24, Z25)
+	STOREZ2(104, Z26, Z27)
 	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
 	VZEROUPPER
 	RET

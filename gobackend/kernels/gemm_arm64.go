@@ -14,13 +14,21 @@ func gemmKernelNEON(k int, a, b, c *float32, rows *int)
 //go:noescape
 func gemmKernelNEONF64(k int, a, b, c *float64, rows *int)
 
-var gemmKernelNEON12x8 = &gemmKernel{name: "NEON", mr: 12, nr: 8, fn: func(k int, a, b, c []float32, rows []int) {
+// The NEON kernels always add into c: a store (the first K block) clears the tile's rows first, which
+// gives the same bits as the amd64 kernels' store of +0 plus the sum.
+var gemmKernelNEON12x8 = &gemmKernel{name: "NEON", mr: 12, nr: 8, fn: func(k int, a, b, c []float32, rows []int, store bool) {
 	checkKernelArgs(k, 12, 8, a, b, c, rows)
+	if store {
+		clearTileRows(c, rows[:12], 8)
+	}
 	gemmKernelNEON(k, &a[0], &b[0], &c[0], &rows[0])
 }}
 
-var gemmKernelNEON6x8F64 = &gemmKernel64{name: "NEON float64", mr: 6, nr: 8, fn: func(k int, a, b, c []float64, rows []int) {
+var gemmKernelNEON6x8F64 = &gemmKernel64{name: "NEON float64", mr: 6, nr: 8, fn: func(k int, a, b, c []float64, rows []int, store bool) {
 	checkKernelArgs(k, 6, 8, a, b, c, rows)
+	if store {
+		clearTileRows(c, rows[:6], 8)
+	}
 	gemmKernelNEONF64(k, &a[0], &b[0], &c[0], &rows[0])
 }}
 

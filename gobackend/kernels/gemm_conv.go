@@ -267,7 +267,8 @@ func packShortRun[T Float](panel, src []T, base []int, off, n int) {
 // output positions whose window starts at the same offset modulo d), each contracting only the kernel
 // positions that meet real input values, so the zeros of the dilation are never multiplied. ok is
 // false for layouts it does not handle (output channels not contiguous). Output rows no phase reaches
-// stay zero: the caller clears the output and runs the problems with accumulate set.
+// stay zero: the caller clears the output and runs the problems with accumulate set (or, when the
+// problems' rows cover the output, without it: RunConv).
 func newConvGemms[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int, c ConvGemmSpec) ([]*GemmProblemOf[T], bool) {
 	a := c.Axes
 	S := len(a.InputSpatial)
@@ -552,7 +553,14 @@ func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int,
 	if !ok {
 		return false
 	}
-	clear(out)
+	if problemsCover(probs, len(out)) {
+		// Each problem stores its first K block into its own rows instead of adding into a cleared output.
+		for _, p := range probs {
+			p.accumulate, p.rowsOnly = false, true
+		}
+	} else {
+		clear(out)
+	}
 	threads := runtime.GOMAXPROCS(0)
 	if len(probs) > 1 && (max(spec.ChannelGroups, spec.BatchGroups) > 1 || evenProblems(probs, threads)) {
 		// One GEMM per group, each writing its own output channels, or per class of output positions
@@ -569,6 +577,21 @@ func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int,
 		p.Run(out)
 	}
 	return true
+}
+
+// problemsCover reports whether a convolution's problems write every one of its n output values: their
+// rows (output positions, or a group's channels of them) are disjoint, so they cover the output when
+// their sizes add up to it. Rows that no problem reaches (windows all padding, an input dilation's
+// phase with no kernel position) stay zero, and need the output cleared.
+func problemsCover[T Float](probs []*GemmProblemOf[T], n int) bool {
+	covered := 0
+	for _, p := range probs {
+		if p.k == 0 {
+			return false
+		}
+		covered += p.batch * p.m * p.n
+	}
+	return covered == n && n > 0
 }
 
 // evenProblems reports whether the workers can take the problems whole: as many as a multiple of the

@@ -315,3 +315,59 @@ func TestEvenProblems(t *testing.T) {
 		}
 	}
 }
+
+// A fused convolution whose GEMMs cover its output stores their first K block over whatever the
+// output held, with the bits of the GEMMs added into a cleared output; one whose output has rows no
+// GEMM reaches (windows all padding, an input dilation's phase with no kernel position) clears it.
+func TestRunConvOverwritesStaleOutput(t *testing.T) {
+	rng := rand.New(rand.NewSource(68))
+	nhwc, _, _ := stepConvAxes()
+	deep := convCase{name: "deeper-than-a-block", inDims: []int{2, 6, 6, gemmKC/9 + 40}, kDims: []int{3, 3, gemmKC/9 + 40, 70}, axes: nhwc, paddings: [][2]int{{1, 1}, {1, 1}}}
+	covering := map[string]bool{}
+	for _, cc := range append(fusedConvCases(), deep) {
+		x, k := randTT(rng, cc.inDims...), randTT(rng, cc.kDims...)
+		outDims := refConv(x, k, cc).dims
+		spec := specOf(cc)
+		if forward, kernelGrad := depthwiseApplies(cc.inDims, cc.kDims, outDims, spec); forward || kernelGrad {
+			continue // The depthwise kernels, not GEMMs.
+		}
+		in, kern := toF32(x), toF32(k)
+		// The GEMMs added into a cleared output, as RunConv ran them before it stored.
+		want := make([]float32, Prod(outDims))
+		pin, pinDims, pspec := in, cc.inDims, spec
+		if padded, paddedDims, paddedSpec, ok := padInput(in, cc.inDims, cc.kDims, outDims, spec); ok {
+			pin, pinDims, pspec = padded, paddedDims, paddedSpec
+		}
+		probs, ok := newConvGemms(pin, pinDims, kern, cc.kDims, outDims, pspec)
+		if !ok {
+			continue // A layout the GEMMs refuse (RunConv refuses it too).
+		}
+		for _, p := range probs {
+			if !p.accumulate {
+				t.Fatalf("%s: newConvGemms' problems must accumulate", cc.name)
+			}
+			p.Run(want)
+		}
+		if problemsCover(probs, len(want)) {
+			covering[cc.name] = true
+		}
+		got := make([]float32, len(want))
+		for i := range got {
+			got[i] = float32(math.NaN())
+		}
+		if !RunConv(in, cc.inDims, kern, cc.kDims, outDims, spec, got) {
+			t.Fatalf("%s: RunConv refused the layout", cc.name)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: output %d is %v over a stale output, %v added into zeros", cc.name, i, got[i], want[i])
+			}
+		}
+	}
+	for name, want := range map[string]bool{"nhwc": true, "1x1-wide": true, "1x1-map-3x3-pad1": true, "2x2-map-dgrad": true, "groups2": true,
+		"deeper-than-a-block": true, "dgrad-stride2-1x1": false, "all-padding-rows": false} {
+		if covering[name] != want {
+			t.Errorf("%s: problems cover the output %v, want %v", name, covering[name], want)
+		}
+	}
+}

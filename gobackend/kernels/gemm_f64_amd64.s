@@ -1,12 +1,31 @@
 #include "textflag.h"
 
+// With store set (the first K block of an output that holds nothing yet) a kernel writes its tile without
+// reading c: each vector is +0 plus its sum (a zeroed register added), the bits that clearing c and
+// adding gave, a sum that underflowed to -0 included. The STORE macros write one row of the tile, row
+// r's offset at off(R8), c at DX.
+#define STOREY2D(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*8), R9; \
+	VADDPD Y12, r0, r0; \
+	VADDPD Y12, r1, r1; \
+	VMOVUPD r0, (R9); \
+	VMOVUPD r1, 32(R9)
+#define STOREZ2D(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*8), R9; \
+	VADDPD Z28, r0, r0; \
+	VADDPD Z28, r1, r1; \
+	VMOVUPD r0, (R9); \
+	VMOVUPD r1, 64(R9)
+
 // The float64 twins of gemm_amd64.s's kernels: the same tiles of registers, half as many columns
 // (4 doubles per ymm, 8 per zmm), the same order of products and sums.
 
-// func gemmKernelAVX2F64(k int, a, b, c *float64, rows *int)
+// func gemmKernelAVX2F64(k int, a, b, c *float64, rows *int, store bool)
 // c[rows[r]+j] += sum_p a[p*6+r] * b[p*8+j], for r < 6, j < 8 (float64); k >= 1.
 // Uses Y0-Y14 only: X15 is the Go ABI's zero register.
-TEXT ·gemmKernelAVX2F64(SB), NOSPLIT, $0-40
+TEXT ·gemmKernelAVX2F64(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -54,6 +73,8 @@ loopf64:
 	DECQ CX
 	JNZ  loopf64
 
+	CMPB store+40(FP), $0
+	JNE  f64store
 	// Add the tile into c, row r at c + rows[r].
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*8), R9
@@ -94,10 +115,21 @@ loopf64:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512F64(k int, a, b, c *float64, rows *int)
+f64store:
+	VXORPS Y12, Y12, Y12
+	STOREY2D(0, Y0, Y1)
+	STOREY2D(8, Y2, Y3)
+	STOREY2D(16, Y4, Y5)
+	STOREY2D(24, Y6, Y7)
+	STOREY2D(32, Y8, Y9)
+	STOREY2D(40, Y10, Y11)
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX512F64(k int, a, b, c *float64, rows *int, store bool)
 // c[rows[r]+j] += sum_p a[p*14+r] * b[p*16+j], for r < 14, j < 16 (float64); k >= 1.
 // Z0-Z27 accumulate the tile, Z28-Z29 hold a step of B, Z30-Z31 the broadcast values of A.
-TEXT ·gemmKernelAVX512F64(SB), NOSPLIT, $0-40
+TEXT ·gemmKernelAVX512F64(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -184,6 +216,8 @@ loop512f64:
 	DECQ CX
 	JNZ  loop512f64
 
+	CMPB store+40(FP), $0
+	JNE  store512f64
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*8), R9
 	VADDPD (R9), Z0, Z0
@@ -268,6 +302,26 @@ loop512f64:
 	VADDPD 64(R9), Z27, Z27
 	VMOVUPD Z26, (R9)
 	VMOVUPD Z27, 64(R9)
+	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
+	VZEROUPPER
+	RET
+
+store512f64:
+	VPXORD Z28, Z28, Z28
+	STOREZ2D(0, Z0, Z1)
+	STOREZ2D(8, Z2, Z3)
+	STOREZ2D(16, Z4, Z5)
+	STOREZ2D(24, Z6, Z7)
+	STOREZ2D(32, Z8, Z9)
+	STOREZ2D(40, Z10, Z11)
+	STOREZ2D(48, Z12, Z13)
+	STOREZ2D(56, Z14, Z15)
+	STOREZ2D(64, Z16, Z17)
+	STOREZ2D(72, Z18, Z19)
+	STOREZ2D(80, Z20, Z21)
+	STOREZ2D(88, Z22, Z23)
+	STOREZ2D(96, Z24, Z25)
+	STOREZ2D(104, Z26, Z27)
 	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
 	VZEROUPPER
 	RET

@@ -171,3 +171,168 @@ func TestPackPanelsRuns(t *testing.T) {
 		}
 	}
 }
+
+// floatBits is a value's bit pattern, to compare results exactly (signed zeros and NaN payloads too).
+func floatBits[T Float](v T) uint64 {
+	if IsFloat64[T]() {
+		return math.Float64bits(float64(v))
+	}
+	return uint64(math.Float32bits(float32(v)))
+}
+
+// A kernel's store (the first K block) writes the bits that clearing the tile and adding gave, stale
+// values in c unread, in every form (A packed, A in place, A and B in place): on random terms, on
+// products of -0 and +0, on terms that cancel exactly (a sum of +0), on negative products that
+// underflow (an FMA's sum of -0, which clear-then-add turned into +0) and on Inf times 0 (NaN).
+func TestGemmKernelStoreBits(t *testing.T) {
+	for _, kern := range append([]*gemmKernel{gemmKernelGo4x8, gemmKernelGoGeneric(5, 12)}, gemmAsmKernels()...) {
+		t.Run(fmt.Sprintf("float32/%s-%dx%d", kern.name, kern.mr, kern.nr), func(t *testing.T) { checkKernelStore(t, kern, 1e-30) })
+	}
+	for _, kern := range append([]*gemmKernel64{gemmKernelGo4x8F64, gemmKernelGoGenericOf[float64](5, 12)}, gemmAsmKernels64()...) {
+		t.Run(fmt.Sprintf("float64/%s-%dx%d", kern.name, kern.mr, kern.nr), func(t *testing.T) { checkKernelStore(t, kern, 1e-200) })
+	}
+}
+
+// checkKernelStore runs kern's forms with and without store; tiny squares to below the smallest
+// subnormal of T.
+func checkKernelStore[T Float](t *testing.T, kern *gemmKernelOf[T], tiny float64) {
+	mr, nr := kern.mr, kern.nr
+	if mr < 4 || nr < 5 {
+		t.Fatalf("tile %d×%d too small for the special rows and columns", mr, nr)
+	}
+	rng := rand.New(rand.NewSource(int64(7*mr + nr)))
+	negZero := T(math.Copysign(0, -1))
+	for _, k := range []int{1, 2, 7, 64} {
+		// a: k steps of mr values (packed), b: k steps of nr values.
+		a, b := make([]T, k*mr), make([]T, k*nr)
+		for p := range k {
+			for r := range mr {
+				a[p*mr+r] = T(rng.NormFloat64())
+			}
+			for j := range nr {
+				b[p*nr+j] = T(rng.NormFloat64())
+			}
+			b[p*nr+0], b[p*nr+1], b[p*nr+2], b[p*nr+3], b[p*nr+4] = 1.5, -2, T(tiny), 1.25, 0
+			a[p*mr+0] = negZero         // Row 0: -0 times column 0 (-0 terms), column 1 (+0 terms).
+			a[p*mr+1] = T(-tiny)        // Row 1, column 2: negative products that underflow.
+			a[p*mr+2] = T(1 - 2*(p%2))  // Row 2, column 3: ±1.25 in turn, +0 after an even number of steps.
+			a[p*mr+3] = T(math.Inf(+1)) // Row 3, column 4: Inf·0, NaN.
+		}
+		// The tile's rows in reverse order, 3 values apart, in a c full of stale values.
+		stride := nr + 3
+		rows := make([]int, mr)
+		for r := range rows {
+			rows[r] = (mr - 1 - r) * stride
+		}
+		// A read in place (row r at r·k, step p at p) and B in place (step p at p·nr), as the direct
+		// forms read them.
+		data := make([]T, mr*k)
+		rowsA, koff, koffB := make([]int, mr), make([]int, k), make([]int, k)
+		for r := range mr {
+			rowsA[r] = r * k
+			for p := range k {
+				data[r*k+p] = a[p*mr+r]
+			}
+		}
+		for p := range k {
+			koff[p], koffB[p] = p, p*nr
+		}
+		forms := map[string]func(c []T, store bool){"packed": func(c []T, store bool) { kern.fn(k, a, b, c, rows, store) }}
+		if kern.direct != nil {
+			forms["direct"] = func(c []T, store bool) { kern.direct(k, data, rowsA, koff, b, c, rows, store) }
+		}
+		if kern.directB != nil {
+			forms["directB"] = func(c []T, store bool) { kern.directB(k, data, rowsA, koff, b, koffB, c, rows, store) }
+		}
+		for name, run := range forms {
+			want, got := make([]T, mr*stride), make([]T, mr*stride)
+			for i := range got {
+				got[i] = T(math.NaN())
+				if i%stride >= nr {
+					got[i], want[i] = 7, 7 // The gaps between rows stay as they are.
+				}
+			}
+			run(want, false)
+			run(got, true)
+			for i := range want {
+				if floatBits(got[i]) != floatBits(want[i]) {
+					t.Fatalf("k %d %s: c[%d] stored %v (%#x), clear-then-add gave %v (%#x)", k, name, i, got[i], floatBits(got[i]), want[i], floatBits(want[i]))
+				}
+			}
+			at := func(r, j int) T { return want[rows[r]+j] }
+			if floatBits(at(0, 0)) != 0 || floatBits(at(0, 1)) != 0 || floatBits(at(1, 2)) != 0 || !math.IsNaN(float64(at(3, 4))) {
+				t.Fatalf("k %d %s: special values %v %v %v %v, want +0 +0 +0 NaN", k, name, at(0, 0), at(0, 1), at(1, 2), at(3, 4))
+			}
+			if k%2 == 0 && floatBits(at(2, 3)) != 0 {
+				t.Fatalf("k %d %s: cancelling terms gave %v, want +0", k, name, at(2, 3))
+			}
+		}
+	}
+}
+
+// A product written with the first K block stored (accumulate unset, over stale values) has the bits of
+// the same product added into a cleared output, for every kernel (each form: A packed or in place, B
+// in place), every split and shapes around the tile's edges (edge tiles go through the scratch tile),
+// with K within one block and across blocks; and a product with no contracting index is zeros.
+func TestGemmFirstBlockStoreMatchesAccumulate(t *testing.T) {
+	kernels := append([]*gemmKernel{gemmKernelGo4x8, gemmKernelGoGeneric(5, 12)}, gemmAsmKernels()...)
+	for _, k := range gemmAsmKernels() {
+		if k.direct != nil {
+			packed := *k
+			packed.direct, packed.directB, packed.name = nil, nil, k.name+" packed"
+			kernels = append(kernels, &packed)
+		}
+	}
+	for _, kern := range kernels {
+		t.Run(fmt.Sprintf("float32/%s-%dx%d", kern.name, kern.mr, kern.nr), func(t *testing.T) { checkFirstBlockStore(t, kern) })
+	}
+	for _, kern := range append([]*gemmKernel64{gemmKernelGo4x8F64}, gemmAsmKernels64()...) {
+		t.Run(fmt.Sprintf("float64/%s-%dx%d", kern.name, kern.mr, kern.nr), func(t *testing.T) { checkFirstBlockStore(t, kern) })
+	}
+}
+
+func checkFirstBlockStore[T Float](t *testing.T, kern *gemmKernelOf[T]) {
+	rng := rand.New(rand.NewSource(int64(11*kern.mr + kern.nr)))
+	ks := []int{0, 3, gemmKC + 5}
+	if !testing.Short() {
+		ks = append(ks, gemmKC, 2*gemmKC+1)
+	}
+	for _, m := range []int{max(kern.mr-1, 1), kern.mr, 2*kern.mr + 1} {
+		for _, n := range []int{max(kern.nr-1, 1), kern.nr, 2*kern.nr + 1} {
+			for _, k := range ks {
+				lhs, rhs := make([]T, m*k), make([]T, k*n)
+				for i := range lhs {
+					lhs[i] = T(rng.NormFloat64())
+					if i%5 == 0 {
+						lhs[i] = T(math.Copysign(0, -1))
+					}
+				}
+				for i := range rhs {
+					rhs[i] = T(rng.NormFloat64())
+				}
+				splits := []gemmSplit{splitNone, splitBatch, splitShared, splitK, splitRows, splitCols}
+				if k == 0 {
+					splits = []gemmSplit{splitAuto} // No K to split.
+				}
+				for _, split := range splits {
+					run := func(out []T, accumulate bool) {
+						p := &GemmProblemOf[T]{lhs: newGemmOperand(lhs, []int{m, k}, []int{1}, nil), rhs: newGemmOperand(rhs, []int{k, n}, []int{0}, nil),
+							batch: 1, m: m, n: n, k: k, accumulate: accumulate, threads: 2, kernel: kern, forceSplit: split}
+						p.Run(out)
+					}
+					want, got := make([]T, m*n), make([]T, m*n)
+					for i := range got {
+						got[i] = T(math.NaN())
+					}
+					run(want, true)
+					run(got, false)
+					for i := range want {
+						if floatBits(got[i]) != floatBits(want[i]) {
+							t.Fatalf("m %d n %d k %d split %d: out[%d] stored %v, accumulated into zeros %v", m, n, k, split, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,18 +1,65 @@
 #include "textflag.h"
 
+// With store set (the first K block of an output that holds nothing yet) a kernel writes its tile without
+// reading c: each vector is +0 plus its sum (a zeroed register added), the bits that clearing c and
+// adding gave, a sum that underflowed to -0 included. The STORE macros write one row of the tile, row
+// r's offset at off(R8), c at DX.
+#define STOREZ4(off, r0, r1, r2, r3) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS Z28, r0, r0; \
+	VADDPS Z28, r1, r1; \
+	VADDPS Z28, r2, r2; \
+	VADDPS Z28, r3, r3; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 64(R9); \
+	VMOVUPS r2, 128(R9); \
+	VMOVUPS r3, 192(R9)
+#define STOREZ2(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS Z28, r0, r0; \
+	VADDPS Z28, r1, r1; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 64(R9)
+
+// A store first fetches the tile's lines of c (PREFETCHROW: row r's offset at off(R8), c at DX), so
+// that they arrive during the FMA loop: c is not read, but the stores still need its lines, and an
+// output written for the first time is not in the cache (clearing it first used to bring it there).
+#define PREFETCHROW2(off) \
+	MOVQ off(R8), R9; \
+	PREFETCHT0 (DX)(R9*4); \
+	PREFETCHT0 64(DX)(R9*4)
+#define PREFETCHROW4(off) \
+	MOVQ off(R8), R9; \
+	PREFETCHT0 (DX)(R9*4); \
+	PREFETCHT0 64(DX)(R9*4); \
+	PREFETCHT0 128(DX)(R9*4); \
+	PREFETCHT0 192(DX)(R9*4)
+
 // The 7-row float32 tiles of AVX-512, 7×64 and 7×32 (gemm_amd64.go: gemmKernelAVX512Wide7x64,
 // gemmKernelAVX512Half7x32), each in its packed and direct forms.
 
-// func gemmKernelAVX512Wide(k int, a, b, c *float32, rows *int)
+// func gemmKernelAVX512Wide(k int, a, b, c *float32, rows *int, store bool)
 // c[rows[r]+j] += sum_p a[p*7+r] * b[p*64+j], for r < 7, j < 64; k >= 1.
 // Z0-Z27 accumulate the tile (row r in Z4r-Z4r+3), Z28-Z31 hold a step of B; each FMA broadcasts its
 // value of A from memory (no register is left for it).
-TEXT ·gemmKernelAVX512Wide(SB), NOSPLIT, $0-40
+TEXT ·gemmKernelAVX512Wide(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ rows+32(FP), R8
+	CMPB store+40(FP), $0
+	JEQ  avx512widenopf
+	PREFETCHROW4(0)
+	PREFETCHROW4(8)
+	PREFETCHROW4(16)
+	PREFETCHROW4(24)
+	PREFETCHROW4(32)
+	PREFETCHROW4(40)
+	PREFETCHROW4(48)
+avx512widenopf:
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -81,6 +128,8 @@ wideloop:
 	DECQ CX
 	JNZ  wideloop
 
+	CMPB store+40(FP), $0
+	JNE  widestore
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Z0, Z0
@@ -155,12 +204,37 @@ wideloop:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512WideDirect(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
+widestore:
+	VPXORD Z28, Z28, Z28
+	STOREZ4(0, Z0, Z1, Z2, Z3)
+	STOREZ4(8, Z4, Z5, Z6, Z7)
+	STOREZ4(16, Z8, Z9, Z10, Z11)
+	STOREZ4(24, Z12, Z13, Z14, Z15)
+	STOREZ4(32, Z16, Z17, Z18, Z19)
+	STOREZ4(40, Z20, Z21, Z22, Z23)
+	STOREZ4(48, Z24, Z25, Z26, Z27)
+	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX512WideDirect(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int, store bool)
 // gemmKernelAVX512Wide with A read in place: c[rows[r]+j] += sum_p data[rowsA[r]+koff[p]] * b[p*64+j],
 // for r < 7, j < 64; k >= 1. The 7 rows' addresses stay in R8-R14. Each step prefetches the line after
 // the one each row reads: the rows cross into their next lines at the same step, and a convolution's
 // input comes from L2 or further (measured on Zen 4: CIFAR-8's 32-px convolutions 3-7% faster with it).
-TEXT ·gemmKernelAVX512WideDirect(SB), NOSPLIT, $0-56
+TEXT ·gemmKernelAVX512WideDirect(SB), NOSPLIT, $0-57
+	CMPB store+56(FP), $0
+	JEQ  avx512widedirectnopf
+	MOVQ c+40(FP), DX
+	MOVQ rows+48(FP), R8
+	PREFETCHROW4(0)
+	PREFETCHROW4(8)
+	PREFETCHROW4(16)
+	PREFETCHROW4(24)
+	PREFETCHROW4(32)
+	PREFETCHROW4(40)
+	PREFETCHROW4(48)
+avx512widedirectnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
 	MOVQ rowsA+16(FP), BX
@@ -258,6 +332,8 @@ widedirectloop:
 
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
+	CMPB store+56(FP), $0
+	JNE  widedirectstore
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Z0, Z0
@@ -332,15 +408,38 @@ widedirectloop:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512Half(k int, a, b, c *float32, rows *int)
+widedirectstore:
+	VPXORD Z28, Z28, Z28
+	STOREZ4(0, Z0, Z1, Z2, Z3)
+	STOREZ4(8, Z4, Z5, Z6, Z7)
+	STOREZ4(16, Z8, Z9, Z10, Z11)
+	STOREZ4(24, Z12, Z13, Z14, Z15)
+	STOREZ4(32, Z16, Z17, Z18, Z19)
+	STOREZ4(40, Z20, Z21, Z22, Z23)
+	STOREZ4(48, Z24, Z25, Z26, Z27)
+	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX512Half(k int, a, b, c *float32, rows *int, store bool)
 // c[rows[r]+j] += sum_p a[p*7+r] * b[p*32+j], for r < 7, j < 32; k >= 1.
 // Z0-Z13 accumulate the tile (row r in Z2r-Z2r+1), Z28-Z29 hold a step of B, Z30-Z31 the broadcast values of A.
-TEXT ·gemmKernelAVX512Half(SB), NOSPLIT, $0-40
+TEXT ·gemmKernelAVX512Half(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ rows+32(FP), R8
+	CMPB store+40(FP), $0
+	JEQ  avx512halfnopf
+	PREFETCHROW2(0)
+	PREFETCHROW2(8)
+	PREFETCHROW2(16)
+	PREFETCHROW2(24)
+	PREFETCHROW2(32)
+	PREFETCHROW2(40)
+	PREFETCHROW2(48)
+avx512halfnopf:
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -386,6 +485,8 @@ halfloop:
 	DECQ CX
 	JNZ  halfloop
 
+	CMPB store+40(FP), $0
+	JNE  halfstore
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Z0, Z0
@@ -431,11 +532,35 @@ halfloop:
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512HalfDirect(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int)
+halfstore:
+	VPXORD Z28, Z28, Z28
+	STOREZ2(0, Z0, Z1)
+	STOREZ2(8, Z2, Z3)
+	STOREZ2(16, Z4, Z5)
+	STOREZ2(24, Z6, Z7)
+	STOREZ2(32, Z8, Z9)
+	STOREZ2(40, Z10, Z11)
+	STOREZ2(48, Z12, Z13)
+	VZEROUPPER
+	RET
+
+// func gemmKernelAVX512HalfDirect(k int, data *float32, rowsA, koff *int, b, c *float32, rows *int, store bool)
 // gemmKernelAVX512Half with A read in place: c[rows[r]+j] += sum_p data[rowsA[r]+koff[p]] * b[p*32+j],
 // for r < 7, j < 32; k >= 1. The 7 rows' addresses stay in R8-R14; each step prefetches the line after
 // the one each row reads, as the 7×64 kernel does.
-TEXT ·gemmKernelAVX512HalfDirect(SB), NOSPLIT, $0-56
+TEXT ·gemmKernelAVX512HalfDirect(SB), NOSPLIT, $0-57
+	CMPB store+56(FP), $0
+	JEQ  avx512halfdirectnopf
+	MOVQ c+40(FP), DX
+	MOVQ rows+48(FP), R8
+	PREFETCHROW2(0)
+	PREFETCHROW2(8)
+	PREFETCHROW2(16)
+	PREFETCHROW2(24)
+	PREFETCHROW2(32)
+	PREFETCHROW2(40)
+	PREFETCHROW2(48)
+avx512halfdirectnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
 	MOVQ rowsA+16(FP), BX
@@ -510,6 +635,8 @@ halfdirectloop:
 
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
+	CMPB store+56(FP), $0
+	JNE  halfdirectstore
 	MOVQ (R8), R9
 	LEAQ (DX)(R9*4), R9
 	VADDPS (R9), Z0, Z0
@@ -552,5 +679,17 @@ halfdirectloop:
 	VADDPS 64(R9), Z13, Z13
 	VMOVUPS Z12, (R9)
 	VMOVUPS Z13, 64(R9)
+	VZEROUPPER
+	RET
+
+halfdirectstore:
+	VPXORD Z28, Z28, Z28
+	STOREZ2(0, Z0, Z1)
+	STOREZ2(8, Z2, Z3)
+	STOREZ2(16, Z4, Z5)
+	STOREZ2(24, Z6, Z7)
+	STOREZ2(32, Z8, Z9)
+	STOREZ2(40, Z10, Z11)
+	STOREZ2(48, Z12, Z13)
 	VZEROUPPER
 	RET
