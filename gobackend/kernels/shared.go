@@ -92,8 +92,9 @@ func ParallelChunks(bounds []int, workers int, fn func(lo, hi int)) {
 // machine (its median about 90 µs), and the op after it then reads the part of the data the other
 // core wrote. On MobileNetV2's step at batch 8 (most ops 20-700 µs), sharing out every op above a few
 // microseconds of work made two threads no faster than one. So an op whose estimated work on one core
-// is under splitMinNs runs on the calling core alone; the estimates are rough single-core rates on that
-// machine, low rather than high (an op estimated short runs unsplit, which costs at most its own time).
+// is under splitMinNs runs on the calling core alone. The rates below are rough single-core ones of
+// that machine: MobileNetV2's small products ran at 35-75 GFLOP/s and large ones reach about 100, its
+// fused element-wise chains took 0.4-0.9 ns a value, its depthwise convolutions 9-16 multiply-adds a ns.
 var splitMinNs = 200_000.0
 
 const (
