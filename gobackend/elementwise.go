@@ -117,7 +117,7 @@ func unaryRows[T kernels.Float](out, in []T, fn func(float64) float64, vec vecUn
 	n := len(out)
 	threads := runtime.GOMAXPROCS(0)
 	chunks := min(n/(elementwiseGrain/8), 4*threads) // fn costs tens of cycles: a smaller grain.
-	if threads == 1 || chunks <= 1 {
+	if threads == 1 || chunks <= 1 || !kernels.WorthSplitting(float64(n)*kernels.ElementNs*4) {
 		body(0, n)
 		return
 	}
@@ -146,12 +146,6 @@ func unaryVec[T kernels.Float](out, in []T, vec vecUnary) int {
 
 // elementwiseGrain is the fewest elements worth handing to another core.
 const elementwiseGrain = 1 << 14
-
-// elementwiseSplitMin is the fewest elements a loop must have to be shared out between the cores at
-// all: a smaller one (DenseNet's weight updates of 36,864 values, 30-40 µs) is done before a new
-// goroutine reaches the other core (60-800 µs), so its caller ends up waiting for a helper with nothing
-// left to do.
-const elementwiseSplitMin = 1 << 17
 
 // stridedLoop walks an iteration space whose axes have been merged where every operand's layout
 // allows: operand o's element at index (i_0, ..., i_last) is at Σ i_a·strides[o][a]. The last axis is
@@ -259,7 +253,7 @@ func (l *stridedLoop) runChunks(axis int, chunk func(lo, hi int)) {
 	grainUnits := max((elementwiseGrain+perUnit-1)/perUnit, 1)
 	threads := runtime.GOMAXPROCS(0)
 	chunks := min(n/grainUnits, 4*threads)
-	if threads == 1 || chunks <= 1 || total < elementwiseSplitMin {
+	if threads == 1 || chunks <= 1 || !kernels.WorthSplitting(float64(total)*kernels.ElementNs) {
 		chunk(0, n)
 		return
 	}
@@ -584,7 +578,7 @@ func whereRows[T any](cond []bool, t, f, out []T) {
 			}
 		}
 	}
-	if threads == 1 || chunks <= 1 {
+	if threads == 1 || chunks <= 1 || !kernels.WorthSplitting(float64(n)*kernels.ElementNs) {
 		body(0, n)
 		return
 	}

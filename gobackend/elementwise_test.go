@@ -60,8 +60,8 @@ func randBroadcastDims(rng *rand.Rand, dims []int) []int {
 	return b
 }
 
-// randOutDims returns dims of rank 0-4 of sizes 1-6, sometimes large enough (> elementwiseSplitMin
-// for one of them) for the loops to be split over the cores.
+// randOutDims returns dims of rank 0-4 of sizes 1-6, sometimes large enough for the loops to be split
+// over the cores (TestMain lowers the split threshold).
 func randOutDims(rng *rand.Rand, trial int) []int {
 	if trial%4 == 0 {
 		return [][]int{{3, 70, 90}, {2, 16, 16, 64}, {20000}, {130, 1, 131}, {4, 4, 2, 1100}, {2, 32, 32, 72}}[trial/4%6]

@@ -592,7 +592,7 @@ func reduceInto[T reducible](reduction backends.ReduceOpType, ins, outs [][]T) {
 	size := len(ins[0])
 	threads := runtime.GOMAXPROCS(0)
 	chunks := min(size/elementwiseGrain, 4*threads)
-	if threads == 1 || chunks <= 1 {
+	if threads == 1 || chunks <= 1 || !kernels.WorthSplitting(float64(size)*kernels.ElementNs) {
 		body(0, size)
 		return
 	}

@@ -159,7 +159,7 @@ func depthwiseForward[T Float](in []T, inDims []int, kernel []T, kDims, outDims 
 	lineDims := outSp[:L]
 	perLine := Prod(lineDims)
 	lines := N * perLine
-	ForChunks(lines, outSp[L]*Prod(kSp)*C, func(lo, hi int) {
+	ForChunksCost(lines, outSp[L]*Prod(kSp)*C, DepthwiseNsPerMAC, func(lo, hi int) {
 		var cur, next dwOffsets
 		y := make([]int, L)
 		for line := lo; line < hi; line++ {
@@ -260,7 +260,7 @@ func depthwiseKernelGrad[T Float](in []T, inDims []int, kernel []T, kDims, outDi
 // when the work is small.
 func channelChunks(C, perChannel int) []int {
 	workers := runtime.GOMAXPROCS(0)
-	if C*perChannel < 1<<15 {
+	if !WorthSplitting(float64(C*perChannel) * DepthwiseNsPerMAC) {
 		workers = 1
 	}
 	workers = max(min(workers, C/8), 1)
@@ -268,10 +268,13 @@ func channelChunks(C, perChannel int) []int {
 }
 
 // ForChunks runs fn over [0, n) in chunks on up to GOMAXPROCS goroutines, when n items of the given
-// work each are worth splitting.
-func ForChunks(n, work int, fn func(lo, hi int)) {
+// work each (values copied or computed) are worth splitting.
+func ForChunks(n, work int, fn func(lo, hi int)) { ForChunksCost(n, work, ElementNs, fn) }
+
+// ForChunksCost is ForChunks with each unit of work estimated at perWorkNs nanoseconds on one core.
+func ForChunksCost(n, work int, perWorkNs float64, fn func(lo, hi int)) {
 	threads := runtime.GOMAXPROCS(0)
-	if threads == 1 || n < 2 || n*work < 1<<15 {
+	if threads == 1 || n < 2 || !WorthSplitting(float64(n*work)*perWorkNs) {
 		fn(0, n)
 		return
 	}

@@ -144,3 +144,51 @@ func TestDepthwiseConvMatchesReference(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDepthwiseConvs times depthwise convolutions of the depthwise nets' training steps at batch 8
+// and 64 px (the forward, and the kernel gradient whose channels the workers share out); run with
+// -cpu 1,2 to compare one core with two.
+func BenchmarkDepthwiseConvs(b *testing.B) {
+	_, _, kgrad := stepConvAxes()
+	pad := func(p int) [][2]int { return [][2]int{{p, p}, {p, p}} }
+	fwd := func(name string, dims []int, k int) depthwiseCase {
+		C := dims[3]
+		return depthwiseCase{convCase: convCase{name: name, inDims: dims, kDims: []int{k, k, 1, C}, axes: channelsLast(2),
+			strides: []int{1, 1}, kernelDilations: []int{1, 1}, paddings: pad(k / 2), groups: C}}
+	}
+	kg := func(name string, dims []int, k int) depthwiseCase {
+		return depthwiseCase{kernelGrad: true, convCase: convCase{name: name, inDims: dims, kDims: dims, axes: kgrad,
+			strides: []int{1, 1}, kernelDilations: []int{1, 1}, paddings: pad(k / 2), batchGroups: dims[3]}}
+	}
+	cases := []depthwiseCase{
+		fwd("fwd-3x3-32x32x32", []int{8, 32, 32, 32}, 3),
+		fwd("fwd-3x3-16x16x144", []int{8, 16, 16, 144}, 3),
+		kg("kgrad-3x3-32x32x32", []int{8, 32, 32, 32}, 3),
+		kg("kgrad-3x3-32x32x96", []int{8, 32, 32, 96}, 3),
+		kg("kgrad-3x3-16x16x144", []int{8, 16, 16, 144}, 3),
+		kg("kgrad-3x3-16x16x192", []int{8, 16, 16, 192}, 3),
+		kg("kgrad-3x3-8x8x384", []int{8, 8, 8, 384}, 3),
+		kg("kgrad-5x5-16x16x240", []int{8, 16, 16, 240}, 5),
+		kg("kgrad-7x7-16x16x192", []int{8, 16, 16, 192}, 7),
+	}
+	rng := rand.New(rand.NewSource(1))
+	for _, dc := range cases {
+		x, k := randTT(rng, dc.inDims...), randTT(rng, dc.kDims...)
+		outDims := refConv(newTT(dc.inDims...), newTT(dc.kDims...), dc.convCase).dims
+		spec := specOf(dc.convCase)
+		xs, ks, out := make([]float32, len(x.data)), make([]float32, len(k.data)), make([]float32, Prod(outDims))
+		for i, v := range x.data {
+			xs[i] = float32(v)
+		}
+		for i, v := range k.data {
+			ks[i] = float32(v)
+		}
+		b.Run(dc.name, func(b *testing.B) {
+			for range b.N {
+				if !RunConv(xs, x.dims, ks, k.dims, outDims, spec, out) {
+					b.Fatal("RunConv refused the layout")
+				}
+			}
+		})
+	}
+}

@@ -428,7 +428,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 	split := p.forceSplit
 	if split == splitAuto {
 		switch {
-		case threads == 1 || p.batch*p.m*p.n*p.k < 1<<15:
+		case threads == 1 || !WorthSplitting(float64(p.batch*p.m*p.n*p.k)*GemmNsPerMAC):
 			split = splitNone
 		case p.batch >= threads:
 			split = splitBatch

@@ -562,7 +562,11 @@ func RunConv[T Float](input []T, inDims []int, kernel []T, kDims, outDims []int,
 		clear(out)
 	}
 	threads := runtime.GOMAXPROCS(0)
-	if len(probs) > 1 && (max(spec.ChannelGroups, spec.BatchGroups) > 1 || evenProblems(probs, threads)) {
+	work := 0.0
+	for _, p := range probs {
+		work += float64(p.batch*p.m*p.n*p.k) * GemmNsPerMAC
+	}
+	if threads > 1 && WorthSplitting(work) && len(probs) > 1 && (max(spec.ChannelGroups, spec.BatchGroups) > 1 || evenProblems(probs, threads)) {
 		// One GEMM per group, each writing its own output channels, or per class of output positions
 		// (its own output rows): small ones run side by side, with no join inside each.
 		ParallelChunks(SplitRange(len(probs), len(probs), 1), threads, func(lo, hi int) {

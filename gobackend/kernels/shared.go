@@ -86,3 +86,32 @@ func ParallelChunks(bounds []int, workers int, fn func(lo, hi int)) {
 	work()
 	wg.Wait()
 }
+
+// Splitting an op between the cores pays off only when the op runs long enough to cover the hand-off:
+// a helper goroutine started for it reaches the other core 60-800 µs later on the 2-core Zen 4
+// machine (its median about 90 µs), and the op after it then reads the part of the data the other
+// core wrote. On MobileNetV2's step at batch 8 (most ops 20-700 µs), sharing out every op above a few
+// microseconds of work made two threads no faster than one. So an op whose estimated work on one core
+// is under splitMinNs runs on the calling core alone. The rates below are rough single-core ones of
+// that machine: MobileNetV2's small products ran at 35-75 GFLOP/s and large ones reach about 100, its
+// fused element-wise chains took 0.4-0.9 ns a value, its depthwise convolutions 9-16 multiply-adds a ns.
+var splitMinNs = 200_000.0
+
+const (
+	GemmNsPerMAC      = 1.0 / 40 // a float32 product's multiply-add, about 80 GFLOP/s
+	DepthwiseNsPerMAC = 1.0 / 10 // a depthwise convolution's: rows of a few channels, bound by memory
+	ElementNs         = 0.5      // one value of an element-wise loop, copy or transpose
+)
+
+// WorthSplitting reports whether work estimated at ns nanoseconds on one core is worth sharing out
+// between the cores (see splitMinNs).
+func WorthSplitting(ns float64) bool { return ns >= splitMinNs }
+
+// SetSplitMinNs sets the least estimated work, in nanoseconds, that WorthSplitting shares out and
+// returns the previous value: tests lower it so that their small inputs take the split paths too. Not
+// safe while ops run.
+func SetSplitMinNs(ns float64) float64 {
+	prev := splitMinNs
+	splitMinNs = ns
+	return prev
+}
