@@ -440,13 +440,17 @@ func TestJPEGHarmlessWarnings(t *testing.T) {
 	}
 }
 
-// TestJPEGDecoderChoice: the decoder in use is named, with the way to the fast one when it is Go's;
+// TestJPEGDecoderChoice: the decoder in use is named, with the way to the faster one when it is Go's
+// or libjpeg-turbo 2's;
 // a library that is not there is reported by name.
 func TestJPEGDecoderChoice(t *testing.T) {
 	note := JPEGDecoderNote()
 	if turboLoaded() {
 		if !strings.HasPrefix(JPEGDecoder(), "libjpeg-turbo (") || !strings.Contains(note, JPEGDecoder()) {
 			t.Errorf("decoder %q, note %q", JPEGDecoder(), note)
+		}
+		if hint := strings.Contains(note, "scripts/build-turbojpeg3.sh"); hint != (loadTurbo().v3 == nil) {
+			t.Errorf("TurboJPEG 3 API %v, yet the note %q (it points to libjpeg-turbo 3 exactly when the library lacks it)", loadTurbo().v3 != nil, note)
 		}
 	} else if JPEGDecoder() != "Go image/jpeg" || !strings.Contains(note, "apt-get install libturbojpeg0") {
 		t.Errorf("decoder %q, note %q", JPEGDecoder(), note)
