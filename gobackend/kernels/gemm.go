@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -478,6 +479,11 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 		bounds := SplitRange(p.k, chunks, 1)
 		mn := p.m * p.n
 		partial := make([][]T, chunks)
+		defer func() {
+			for _, part := range partial {
+				putPartial(part)
+			}
+		}()
 		rowMajor := make([]int, p.m)
 		for i := range rowMajor {
 			rowMajor[i] = i * p.n
@@ -490,7 +496,7 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 				if t > 0 {
 					// Each part's first block stores into its own sum (every value written: no clearing).
 					if partial[t] == nil {
-						partial[t] = make([]T, mn)
+						partial[t] = getPartial[T](mn)
 					}
 					dst, rows, first = partial[t], rowMajor, true
 				}
@@ -540,6 +546,27 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 			})
 		}
 	}
+}
+
+// partialPools keeps split K's private sums between products, by element type and power of two of
+// capacity: each split product took a fresh m×n buffer, which the allocator cleared (its first K block
+// stores every value, so a reused buffer needs no clearing).
+var partialPools [2][64]sync.Pool
+
+func getPartial[T Float](n int) []T {
+	c := bits.Len(uint(max(n, 1) - 1))
+	if b, ok := partialPools[poolIndex[T]()][c].Get().(*[]T); ok {
+		return (*b)[:n]
+	}
+	return make([]T, n, 1<<c)
+}
+
+func putPartial[T Float](b []T) {
+	if cap(b) == 0 {
+		return
+	}
+	b = b[:cap(b)]
+	partialPools[poolIndex[T]()][bits.Len(uint(cap(b)))-1].Put(&b)
 }
 
 // SplitRange cuts [0, n) into chunks boundaries, each a multiple of align except the last.

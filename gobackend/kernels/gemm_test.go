@@ -324,3 +324,42 @@ func TestOperandTablesCached(t *testing.T) {
 		t.Errorf("layouts confused: %+v %+v", d, e)
 	}
 }
+
+// Split K's private sums come from a pool: a reused buffer's stale values (NaN here) must not reach the
+// result, and two runs give the same bits.
+func TestGemmSplitKReusesPartialSums(t *testing.T) {
+	rng := rand.New(rand.NewSource(25))
+	const m, n, k = 40, 24, 3 * gemmSplitKDepth
+	lhs, rhs := randTT(rng, m, k), randTT(rng, k, n)
+	want := refDotGeneral(lhs, rhs, dotCase{lhsDims: []int{m, k}, rhsDims: []int{k, n}, lhsContract: []int{1}, rhsContract: []int{0}})
+	for range 4 {
+		b := getPartial[float32](m * n)
+		for i := range b {
+			b[i] = float32(math.NaN())
+		}
+		putPartial(b)
+	}
+	var first []float32
+	for run := range 3 {
+		l := newGemmOperand(toF32(lhs), []int{m, k}, []int{1}, nil)
+		r := newGemmOperand(toF32(rhs), []int{k, n}, []int{0}, nil)
+		p := &gemmProblem{lhs: l, rhs: r, forceSplit: splitK, threads: 2}
+		p.batch, p.m, p.n, p.k = 1, m, n, k
+		out := make([]float32, m*n)
+		p.Run(out)
+		got := newTT(m, n)
+		for i, v := range out {
+			got.data[i] = float64(v)
+		}
+		assertClose(t, fmt.Sprintf("split K, run %d", run), got, want, 1e-5)
+		if first == nil {
+			first = out
+			continue
+		}
+		for i := range out {
+			if math.Float32bits(out[i]) != math.Float32bits(first[i]) {
+				t.Fatalf("run %d: value %d is %v, the first run gave %v", run, i, out[i], first[i])
+			}
+		}
+	}
+}
