@@ -16,13 +16,14 @@ import (
 )
 
 // Element-wise fusion at compile time. A training step is full of short chains of float32 element-wise
-// ops (BatchNorm's centring, scaling and shifting and their gradients, ReLU's mask, the optimizer's
-// update), each of which simplego runs as a pass over memory into a new buffer; the broadcasts that
-// feed them (a per-channel vector, a scalar) are materialised as whole tensors first. When the graph
-// is compiled, goBuilder.compileFused rewrites each maximal chain whose intermediate values have no other
-// use into one node that evaluates the chain block by block (512 values at a time, in L1), reading
-// broadcast operands in place; a ReduceSum of such a chain accumulates the blocks directly. The nodes
-// inside a chain are left unreferenced, and simplego skips them.
+// ops (BatchNorm's centring, scaling and shifting and their gradients, ReLU's mask, GELU's erf and its
+// gradient's exp, the optimizer's update with its square root), each of which simplego runs as a pass
+// over memory into a new buffer; the broadcasts that feed them (a per-channel vector, a scalar) are
+// materialised as whole tensors first. When the graph is compiled, goBuilder.compileFused rewrites each
+// maximal chain whose intermediate values have no other use into one node that evaluates the chain
+// block by block (512 values at a time, in L1), reading broadcast operands in place; a ReduceSum of
+// such a chain accumulates the blocks directly. The nodes inside a chain are left unreferenced, and
+// simplego skips them.
 //
 // Every fused op computes what simplego's computes, value by value, in the same float32 arithmetic and
 // (for ReduceSum) the same order of additions, so results are bit-identical (the tests compare).
