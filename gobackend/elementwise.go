@@ -102,7 +102,18 @@ func fastUnaryExecutor(opType backends.OpType, fn func(float64) float64, vec vec
 // unaryRows computes out[i] = T(fn(float64(in[i]))), split over the cores: through the vector kernel
 // (which stops before a group of values it leaves to fn) when there is one.
 func unaryRows[T kernels.Float](out, in []T, fn func(float64) float64, vec vecUnary) {
-	body := func(lo, hi int) { unarySpan(out[lo:hi], in[lo:hi], fn, vec) }
+	body := func(lo, hi int) {
+		i := lo
+		for vec != vecNone && kernels.HasExpAVX2 && (vec != vecErf || kernels.HasErfAVX2) && hi-i >= 4 {
+			i += unaryVec(out[i:hi], in[i:hi], vec)
+			for end := min(i+4, hi); i < end; i++ {
+				out[i] = T(fn(float64(in[i])))
+			}
+		}
+		for ; i < hi; i++ {
+			out[i] = T(fn(float64(in[i])))
+		}
+	}
 	n := len(out)
 	threads := runtime.GOMAXPROCS(0)
 	chunks := min(n/(elementwiseGrain/8), 4*threads) // fn costs tens of cycles: a smaller grain.
@@ -111,21 +122,6 @@ func unaryRows[T kernels.Float](out, in []T, fn func(float64) float64, vec vecUn
 		return
 	}
 	kernels.ParallelChunks(kernels.SplitRange(n, chunks, 1), min(threads, chunks), body)
-}
-
-// unarySpan computes out[i] = T(fn(float64(in[i]))) on one core, through the vector kernel (which
-// stops before a group of values it leaves to fn) when there is one.
-func unarySpan[T kernels.Float](out, in []T, fn func(float64) float64, vec vecUnary) {
-	i, n := 0, len(out)
-	for vec != vecNone && kernels.HasExpAVX2 && (vec != vecErf || kernels.HasErfAVX2) && n-i >= 4 {
-		i += unaryVec(out[i:], in[i:n], vec)
-		for end := min(i+4, n); i < end; i++ {
-			out[i] = T(fn(float64(in[i])))
-		}
-	}
-	for ; i < n; i++ {
-		out[i] = T(fn(float64(in[i])))
-	}
 }
 
 // unaryVec runs the vector exp, logistic or erf kernel over whole groups of 4 from the start of in

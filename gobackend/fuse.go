@@ -1,7 +1,6 @@
 package gobackend
 
 import (
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -16,14 +15,13 @@ import (
 )
 
 // Element-wise fusion at compile time. A training step is full of short chains of float32 element-wise
-// ops (BatchNorm's centring, scaling and shifting and their gradients, ReLU's mask, GELU's erf and its
-// gradient's exp, the optimizer's update with its square root), each of which simplego runs as a pass
-// over memory into a new buffer; the broadcasts that feed them (a per-channel vector, a scalar) are
-// materialised as whole tensors first. When the graph is compiled, goBuilder.compileFused rewrites each
-// maximal chain whose intermediate values have no other use into one node that evaluates the chain
-// block by block (512 values at a time, in L1), reading broadcast operands in place; a ReduceSum of
-// such a chain accumulates the blocks directly. The nodes inside a chain are left unreferenced, and
-// simplego skips them.
+// ops (BatchNorm's centring, scaling and shifting and their gradients, ReLU's mask, the optimizer's
+// update), each of which simplego runs as a pass over memory into a new buffer; the broadcasts that
+// feed them (a per-channel vector, a scalar) are materialised as whole tensors first. When the graph
+// is compiled, goBuilder.compileFused rewrites each maximal chain whose intermediate values have no other
+// use into one node that evaluates the chain block by block (512 values at a time, in L1), reading
+// broadcast operands in place; a ReduceSum of such a chain accumulates the blocks directly. The nodes
+// inside a chain are left unreferenced, and simplego skips them.
 //
 // Every fused op computes what simplego's computes, value by value, in the same float32 arithmetic and
 // (for ReduceSum) the same order of additions, so results are bit-identical (the tests compare).
@@ -67,19 +65,7 @@ const (
 	fuseAnd       = kernels.FuseAnd
 	fuseOr        = kernels.FuseOr
 	fuseNot       = kernels.FuseNot
-	fuseNeg       = kernels.FuseNeg
-	fuseAbs       = kernels.FuseAbs
-	fuseSqrt      = kernels.FuseSqrt
-	fuseRsqrt     = kernels.FuseRsqrt
-	fuseExp       = kernels.FuseExp
-	fuseLogistic  = kernels.FuseLogistic
-	fuseErf       = kernels.FuseErf
-	fuseTanh      = kernels.FuseTanh
-	fuseLog       = kernels.FuseLog
 )
-
-// unaryKind reports whether instructions of kind k are unary float32 ops.
-func unaryKind(k fuseKind) bool { return k >= fuseNeg && k < fuseWhere }
 
 // boolKind reports whether instructions of kind k compute bools (comparisons, logical ops).
 func boolKind(k fuseKind) bool { return k >= fuseGreater }
@@ -129,18 +115,12 @@ var fuseCompareKinds = map[backends.OpType]fuseKind{
 	backends.OpTypeGreaterOrEqual: fuseGreaterEq, backends.OpTypeLessOrEqual: fuseLessEq,
 }
 
-var fuseUnaryKinds = map[backends.OpType]fuseKind{
-	backends.OpTypeNeg: fuseNeg, backends.OpTypeAbs: fuseAbs, backends.OpTypeSqrt: fuseSqrt, backends.OpTypeRsqrt: fuseRsqrt,
-	backends.OpTypeExp: fuseExp, backends.OpTypeLogistic: fuseLogistic, backends.OpTypeErf: fuseErf,
-	backends.OpTypeTanh: fuseTanh, backends.OpTypeLog: fuseLog,
-}
-
 var fuseLogicalKinds = map[backends.OpType]fuseKind{
 	backends.OpTypeLogicalAnd: fuseAnd, backends.OpTypeLogicalOr: fuseOr, backends.OpTypeLogicalNot: fuseNot,
 }
 
-// fusibleKind says whether n is an element-wise op a chain can hold (float32 arithmetic and unary
-// ops, Where on float32 values, comparisons of float32 operands, logical ops on bools: ReLU6's masks), and which.
+// fusibleKind says whether n is an element-wise op a chain can hold (float32 arithmetic, Where on
+// float32 values, comparisons of float32 operands, logical ops on bools: ReLU6's masks), and which.
 func fusibleKind(n *simplego.Node) (fuseKind, bool) {
 	op, shape := nodeOpType(n), nodeShape(n)
 	in := nodeInputsOf(n)
@@ -148,9 +128,6 @@ func fusibleKind(n *simplego.Node) (fuseKind, bool) {
 	isBool := func(x *simplego.Node) bool { return nodeShape(x).DType == dtypes.Bool }
 	if k, ok := fuseBinaryKinds[op]; ok {
 		return k, shape.DType == dtypes.Float32 && len(in) == 2 && f32(in[0]) && f32(in[1])
-	}
-	if k, ok := fuseUnaryKinds[op]; ok {
-		return k, shape.DType == dtypes.Float32 && len(in) == 1 && f32(in[0])
 	}
 	if k, ok := fuseCompareKinds[op]; ok {
 		return k, shape.DType == dtypes.Bool && len(in) == 2 && f32(in[0]) && f32(in[1])
@@ -416,9 +393,7 @@ func (f *fuser) recomputable(x *simplego.Node, dims []int, inside bool) bool {
 // pass over memory fewer each way.
 func (f *fuser) cheapFromOne(x *simplego.Node, dims []int, depth int) (full int, ok bool) {
 	k, fusible := fusibleKind(x)
-	// Transcendentals cost tens of cycles a value: computed once and stored, not again in each chain.
-	cheapUnary := k == fuseNeg || k == fuseAbs
-	if !fusible || k >= fuseWhere || (unaryKind(k) && !cheapUnary) || depth == 0 || !slices.Equal(nodeShape(x).Dimensions, dims) {
+	if !fusible || k >= fuseWhere || depth == 0 || !slices.Equal(nodeShape(x).Dimensions, dims) {
 		return 0, false
 	}
 	for _, in := range nodeInputsOf(x) {
@@ -446,7 +421,7 @@ func (f *fuser) cheapFromOne(x *simplego.Node, dims []int, depth int) (full int,
 	return full, true
 }
 
-// scalarValued reports whether x is an arithmetic op (binary or unary) whose operands are each one value (a
+// scalarValued reports whether x is a binary arithmetic op whose operands are each one value (a
 // one-element tensor, a broadcast or reshape of one, or such an op again, up to depth levels).
 func (f *fuser) scalarValued(x *simplego.Node, depth int) bool {
 	k, ok := fusibleKind(x)
@@ -843,9 +818,6 @@ func (ev *fusedEval) blockRows(off []int, R int) {
 				t, st := argF(ins.args[1])
 				f, sf := argF(ins.args[2])
 				kernels.WhereRow(dst, c, t, f, sc, st, sf)
-			case unaryKind(ins.kind):
-				a, sa := argF(ins.args[0])
-				unaryFusedRow(ins.kind, dst, a, sa)
 			default:
 				a, sa := argF(ins.args[0])
 				b, sb := argF(ins.args[1])
@@ -965,9 +937,6 @@ func (ev *fusedEval) row(off []int, n int) {
 				t, st := ev.argF(ins.args[1], off, j0, m, 1)
 				f, sf := ev.argF(ins.args[2], off, j0, m, 2)
 				kernels.WhereRow(dst, c, t, f, sc, st, sf)
-			case unaryKind(ins.kind):
-				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
-				unaryFusedRow(ins.kind, dst, a, sa)
 			default:
 				a, sa := ev.argF(ins.args[0], off, j0, m, 0)
 				b, sb := ev.argF(ins.args[1], off, j0, m, 1)
@@ -986,49 +955,5 @@ func (ev *fusedEval) row(off []int, n int) {
 				kernels.AccumulateRow(ev.out[off[0]+j0:off[0]+j0+m], v)
 			}
 		}
-	}
-}
-
-// unaryFusedRow: dst[i] = op(a[i·sa]), each value as simplego's executor of the op computes it in
-// float32 (the transcendentals in float64, through the vector kernel where the CPU has it).
-func unaryFusedRow(k fuseKind, dst, a []float32, sa int) {
-	if sa == 0 && len(dst) > 1 {
-		unaryFusedRow(k, dst[:1], a[:1], 1)
-		kernels.FillRow(dst[1:], dst[0])
-		return
-	}
-	a = a[:len(dst)]
-	switch k {
-	case fuseNeg:
-		for i, x := range a {
-			dst[i] = -x
-		}
-	case fuseAbs:
-		for i, x := range a {
-			if x < 0 { // -0 and NaN pass unchanged, as in simplego.
-				x = -x
-			}
-			dst[i] = x
-		}
-	case fuseSqrt:
-		for i, x := range a {
-			dst[i] = float32(math.Sqrt(float64(x)))
-		}
-	case fuseRsqrt:
-		for i, x := range a {
-			dst[i] = float32(1.0 / math.Sqrt(float64(x)))
-		}
-	case fuseExp:
-		unarySpan(dst, a, math.Exp, vecExp)
-	case fuseLogistic:
-		unarySpan(dst, a, sgLogistic, vecLogistic)
-	case fuseErf:
-		unarySpan(dst, a, math.Erf, vecErf)
-	case fuseTanh:
-		unarySpan(dst, a, math.Tanh, vecNone)
-	case fuseLog:
-		unarySpan(dst, a, math.Log, vecNone)
-	default:
-		panic(errors.Errorf("fused unary op of kind %d unknown", k))
 	}
 }

@@ -2,7 +2,6 @@ package gobackend
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
 	"runtime"
 	"testing"
@@ -10,8 +9,6 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
-
-	"github.com/trainer/trainer/gobackend/kernels"
 )
 
 // A BatchNorm + ReLU block written with plain ops, its gradients, a leaky-ReLU select, ReLU6 and its
@@ -163,116 +160,6 @@ func TestFusedColumnSumsMatchSimplego(t *testing.T) {
 			for i := range want {
 				assertSameBits(t, fmt.Sprintf("dims %v GOMAXPROCS %d output %d", dims, procs, i), got[i], want[i])
 			}
-		}
-	}
-}
-
-// specialValuesTT is randTT scaled to [-12, 12) with the values a unary op treats apart at its start:
-// ±0, ±Inf, NaN, float32 subnormals and the smallest normal, values where float32 exp overflows or
-// underflows, and large magnitudes.
-func specialValuesTT(rng *rand.Rand, dims ...int) tt {
-	t := randTT(rng, dims...)
-	for i := range t.data {
-		t.data[i] *= 12
-	}
-	sub := float64(math.Float32frombits(1))
-	special := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), sub, -sub,
-		float64(math.Float32frombits(0x007fffff)), float64(math.Float32frombits(0x00800000)), 88.72, 89, -87.5,
-		-104, 120, -120, 1e30, -1e30, float64(math.MaxFloat32), -float64(math.MaxFloat32), 1e-30, 5, -5, 0.5, 1}
-	for i, v := range special {
-		j := (i * 7) % len(t.data)
-		t.data[j] = v
-	}
-	return t
-}
-
-// Every unary op a chain can hold (Neg, Abs, Sqrt, Rsqrt, Exp, Logistic, Erf, Tanh, Log) inside
-// chains (GELU and its gradient, SiLU, an Adam-like update, at the root, on one broadcast value) gives
-// exactly simplego's values over special values (±0, ±Inf, NaN, subnormals, exp's overflow), in long
-// rows and in blocks of short rows, with the vector kernels and without, and no unary op runs on its own.
-func TestFusedUnaryMatchesSimplego(t *testing.T) {
-	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
-	rng := rand.New(rand.NewSource(70))
-	unaries := []backends.OpType{backends.OpTypeNeg, backends.OpTypeAbs, backends.OpTypeSqrt, backends.OpTypeRsqrt,
-		backends.OpTypeExp, backends.OpTypeLogistic, backends.OpTypeErf, backends.OpTypeTanh, backends.OpTypeLog}
-	for _, dims := range [][]int{{4, 5, 6, 8}, {3, 1000}, {2, 17}, {5, 7, 3}} {
-		fn := func(in []*Node) []*Node {
-			x, y, s := ConvertDType(in[0], dtypes.Float32), ConvertDType(in[1], dtypes.Float32), ConvertDType(in[2], dtypes.Float32)
-			g := x.Graph()
-			half := Scalar(g, dtypes.Float32, 0.5)
-			gelu := Mul(Mul(x, half), AddScalar(Erf(DivScalar(x, math.Sqrt2)), 1))
-			geluGradTerm := Mul(y, Exp(Neg(Mul(Mul(x, x), half))))
-			silu := Mul(x, Logistic(y))
-			adam := Sub(y, MulScalar(Div(x, AddScalar(Sqrt(Abs(y)), 1e-8)), 0.001))
-			rs := Mul(Rsqrt(AddScalar(Abs(x), 1e-5)), y)
-			tl := Add(Tanh(x), MulScalar(Log(Abs(y)), 2))
-			rootExp := Exp(Add(x, y))
-			rootLog := Log(Mul(x, y))
-			scalar := Mul(x, Exp(Sqrt(BroadcastToDims(s, dims...))))
-			signs := Add(Mul(Abs(x), y), Neg(Mul(x, y))) // Zeros' signs show here.
-			outs := []*Node{gelu, geluGradTerm, silu, adam, rs, tl, rootExp, rootLog, scalar, signs}
-			for i, o := range outs {
-				outs[i] = ConvertDType(o, dtypes.Float64)
-			}
-			return outs
-		}
-		x, y, s := specialValuesTT(rng, dims...), specialValuesTT(rng, dims...), newTT()
-		s.data[0] = 0.7
-		hasExp, hasErf := kernels.HasExpAVX2, kernels.HasErfAVX2
-		for _, procs := range []int{1, 2} {
-			// On two threads, the math package's scalar path (CPUs without the vector kernels).
-			kernels.HasExpAVX2, kernels.HasErfAVX2 = hasExp && procs == 1, hasErf && procs == 1
-			prev := runtime.GOMAXPROCS(procs)
-			before := make([]int, len(unaries))
-			for i, op := range unaries {
-				before[i] = fast.countReachable(op)
-			}
-			fusedBefore := fast.countReachable(fusedOpType)
-			got := runGraph(t, fast, fn, x, y, s)
-			runtime.GOMAXPROCS(prev)
-			if fast.countReachable(fusedOpType) == fusedBefore {
-				t.Fatalf("dims %v: nothing was fused", dims)
-			}
-			for i, op := range unaries {
-				if n := fast.countReachable(op) - before[i]; n > 0 {
-					t.Errorf("dims %v: %d %s nodes run on their own", dims, n, op)
-				}
-			}
-			kernels.HasExpAVX2, kernels.HasErfAVX2 = hasExp, hasErf
-			want := runGraph(t, slow, fn, x, y, s)
-			for i := range want {
-				assertSameBits(t, fmt.Sprintf("dims %v GOMAXPROCS %d output %d", dims, procs, i), got[i], want[i])
-			}
-		}
-	}
-}
-
-// GELU's forward and autodiff gradient (ViT, ConvNeXt, Swin) and SiLU's (EfficientNet) over special
-// values: the fused backend's values and gradients are simplego's.
-func TestFusedActivationGradientsMatchSimplego(t *testing.T) {
-	fast, slow := countCompiledOps(testBackend(t)), simplegoOps(t)
-	rng := rand.New(rand.NewSource(71))
-	for _, dims := range [][]int{{2, 17, 96}, {4, 3, 3, 24}} {
-		fn := func(in []*Node) []*Node {
-			x, w := ConvertDType(in[0], dtypes.Float32), ConvertDType(in[1], dtypes.Float32)
-			gelu := Mul(Mul(x, ScalarOne(x.Graph(), dtypes.Float32)), MulScalar(AddScalar(Erf(DivScalar(x, math.Sqrt2)), 1), 0.5))
-			silu := Mul(x, Sigmoid(x))
-			loss := ReduceAllSum(Add(Mul(gelu, w), Mul(silu, w)))
-			outs := append([]*Node{gelu, silu}, Gradient(loss, x, w)...)
-			for i, o := range outs {
-				outs[i] = ConvertDType(o, dtypes.Float64)
-			}
-			return outs
-		}
-		x, w := specialValuesTT(rng, dims...), randTT(rng, dims...)
-		before := fast.countReachable(fusedOpType)
-		got := runGraph(t, fast, fn, x, w)
-		if fast.countReachable(fusedOpType) == before {
-			t.Fatalf("dims %v: nothing was fused", dims)
-		}
-		want := runGraph(t, slow, fn, x, w)
-		for i := range want {
-			assertSameBits(t, fmt.Sprintf("dims %v output %d", dims, i), got[i], want[i])
 		}
 	}
 }

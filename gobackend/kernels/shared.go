@@ -18,22 +18,9 @@ const (
 	BinMin
 )
 
-// FuseKind numbers the unary and bool-valued instructions of a fused element-wise program, above every
+// FuseKind numbers the bool-valued instructions of a fused element-wise program, above every
 // arithmetic op's number; CompareRow and LogicalRow take the comparison and logical kinds.
 type FuseKind int
-
-// The unary float32 instructions, between the binary arithmetic ops and FuseWhere.
-const (
-	FuseNeg      FuseKind = 50 + iota // -a
-	FuseAbs                           // |a|
-	FuseSqrt                          // √a
-	FuseRsqrt                         // 1/√a
-	FuseExp                           // eᵃ
-	FuseLogistic                      // 1/(1+e⁻ᵃ)
-	FuseErf                           // erf(a)
-	FuseTanh                          // tanh(a)
-	FuseLog                           // ln(a)
-)
 
 const (
 	FuseWhere     FuseKind = 100 + iota // cond ? a : b
@@ -48,9 +35,6 @@ const (
 
 // String names the kind as GoMLX names its op: the arithmetic ops below FuseWhere are BinOp values.
 func (k FuseKind) String() string {
-	if k >= FuseNeg && k < FuseWhere {
-		return [...]string{"Neg", "Abs", "Sqrt", "Rsqrt", "Exp", "Logistic", "Erf", "Tanh", "Log"}[k-FuseNeg]
-	}
 	if k >= FuseWhere {
 		return [...]string{"Where", "GreaterThan", "LessThan", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Not"}[k-FuseWhere]
 	}
