@@ -1,34 +1,5 @@
 #include "textflag.h"
-
-// With store set (the first K block of an output that holds nothing yet) a kernel writes its tile without
-// reading c: each vector is +0 plus its sum (a zeroed register added), the bits that clearing c and
-// adding gave, a sum that underflowed to -0 included. The STORE macros write one row of the tile, row
-// r's offset at off(R8), c at DX.
-#define STOREY2(off, r0, r1) \
-	MOVQ off(R8), R9; \
-	LEAQ (DX)(R9*4), R9; \
-	VADDPS Y12, r0, r0; \
-	VADDPS Y12, r1, r1; \
-	VMOVUPS r0, (R9); \
-	VMOVUPS r1, 32(R9)
-#define STOREZ2(off, r0, r1) \
-	MOVQ off(R8), R9; \
-	LEAQ (DX)(R9*4), R9; \
-	VADDPS Z28, r0, r0; \
-	VADDPS Z28, r1, r1; \
-	VMOVUPS r0, (R9); \
-	VMOVUPS r1, 64(R9)
-
-// A store first fetches the tile's lines of c (PREFETCHROW: row r's offset at off(R8), c at DX), so
-// that they arrive during the FMA loop: c is not read, but the stores still need its lines, and an
-// output written for the first time is not in the cache (clearing it first used to bring it there).
-#define PREFETCHROW1(off) \
-	MOVQ off(R8), R9; \
-	PREFETCHT0 (DX)(R9*4)
-#define PREFETCHROW2(off) \
-	MOVQ off(R8), R9; \
-	PREFETCHT0 (DX)(R9*4); \
-	PREFETCHT0 64(DX)(R9*4)
+#include "gemm_amd64.h"
 
 // func cpuidVendor() (ebx, ecx, edx uint32)
 TEXT ·cpuidVendor(SB), NOSPLIT, $0-12
@@ -51,12 +22,7 @@ TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-41
 	MOVQ rows+32(FP), R8
 	CMPB store+40(FP), $0
 	JEQ  avx2nopf
-	PREFETCHROW1(0)
-	PREFETCHROW1(8)
-	PREFETCHROW1(16)
-	PREFETCHROW1(24)
-	PREFETCHROW1(32)
-	PREFETCHROW1(40)
+	PREFETCHROWS6_1
 avx2nopf:
 
 	VXORPS Y0, Y0, Y0
@@ -164,20 +130,7 @@ TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-41
 	MOVQ rows+32(FP), R8
 	CMPB store+40(FP), $0
 	JEQ  avx512nopf
-	PREFETCHROW2(0)
-	PREFETCHROW2(8)
-	PREFETCHROW2(16)
-	PREFETCHROW2(24)
-	PREFETCHROW2(32)
-	PREFETCHROW2(40)
-	PREFETCHROW2(48)
-	PREFETCHROW2(56)
-	PREFETCHROW2(64)
-	PREFETCHROW2(72)
-	PREFETCHROW2(80)
-	PREFETCHROW2(88)
-	PREFETCHROW2(96)
-	PREFETCHROW2(104)
+	PREFETCHROWS14_2
 avx512nopf:
 
 	VPXORD Z0, Z0, Z0
@@ -379,12 +332,7 @@ TEXT ·gemmKernelAVX2Direct(SB), NOSPLIT, $0-57
 	JEQ  avx2directnopf
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
-	PREFETCHROW1(0)
-	PREFETCHROW1(8)
-	PREFETCHROW1(16)
-	PREFETCHROW1(24)
-	PREFETCHROW1(32)
-	PREFETCHROW1(40)
+	PREFETCHROWS6_1
 avx2directnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
@@ -509,20 +457,7 @@ TEXT ·gemmKernelAVX512Direct(SB), NOSPLIT, $0-57
 	JEQ  avx512directnopf
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
-	PREFETCHROW2(0)
-	PREFETCHROW2(8)
-	PREFETCHROW2(16)
-	PREFETCHROW2(24)
-	PREFETCHROW2(32)
-	PREFETCHROW2(40)
-	PREFETCHROW2(48)
-	PREFETCHROW2(56)
-	PREFETCHROW2(64)
-	PREFETCHROW2(72)
-	PREFETCHROW2(80)
-	PREFETCHROW2(88)
-	PREFETCHROW2(96)
-	PREFETCHROW2(104)
+	PREFETCHROWS14_2
 avx512directnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
@@ -759,20 +694,7 @@ TEXT ·gemmKernelAVX512DirectB(SB), NOSPLIT, $0-65
 	JEQ  avx512directbnopf
 	MOVQ c+48(FP), DX
 	MOVQ rows+56(FP), R8
-	PREFETCHROW2(0)
-	PREFETCHROW2(8)
-	PREFETCHROW2(16)
-	PREFETCHROW2(24)
-	PREFETCHROW2(32)
-	PREFETCHROW2(40)
-	PREFETCHROW2(48)
-	PREFETCHROW2(56)
-	PREFETCHROW2(64)
-	PREFETCHROW2(72)
-	PREFETCHROW2(80)
-	PREFETCHROW2(88)
-	PREFETCHROW2(96)
-	PREFETCHROW2(104)
+	PREFETCHROWS14_2
 avx512directbnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX

@@ -1,23 +1,5 @@
 #include "textflag.h"
-
-// With store set (the first K block of an output that holds nothing yet) a kernel writes its tile without
-// reading c: each vector is +0 plus its sum (a zeroed register added), the bits that clearing c and
-// adding gave, a sum that underflowed to -0 included. The STORE macros write one row of the tile, row
-// r's offset at off(R8), c at DX.
-#define STOREY2D(off, r0, r1) \
-	MOVQ off(R8), R9; \
-	LEAQ (DX)(R9*8), R9; \
-	VADDPD Y12, r0, r0; \
-	VADDPD Y12, r1, r1; \
-	VMOVUPD r0, (R9); \
-	VMOVUPD r1, 32(R9)
-#define STOREZ2D(off, r0, r1) \
-	MOVQ off(R8), R9; \
-	LEAQ (DX)(R9*8), R9; \
-	VADDPD Z28, r0, r0; \
-	VADDPD Z28, r1, r1; \
-	VMOVUPD r0, (R9); \
-	VMOVUPD r1, 64(R9)
+#include "gemm_amd64.h"
 
 // The float64 twins of gemm_amd64.s's kernels: the same tiles of registers, half as many columns
 // (4 doubles per ymm, 8 per zmm), the same order of products and sums.

@@ -1,41 +1,5 @@
 #include "textflag.h"
-
-// With store set (the first K block of an output that holds nothing yet) a kernel writes its tile without
-// reading c: each vector is +0 plus its sum (a zeroed register added), the bits that clearing c and
-// adding gave, a sum that underflowed to -0 included. The STORE macros write one row of the tile, row
-// r's offset at off(R8), c at DX.
-#define STOREZ4(off, r0, r1, r2, r3) \
-	MOVQ off(R8), R9; \
-	LEAQ (DX)(R9*4), R9; \
-	VADDPS Z28, r0, r0; \
-	VADDPS Z28, r1, r1; \
-	VADDPS Z28, r2, r2; \
-	VADDPS Z28, r3, r3; \
-	VMOVUPS r0, (R9); \
-	VMOVUPS r1, 64(R9); \
-	VMOVUPS r2, 128(R9); \
-	VMOVUPS r3, 192(R9)
-#define STOREZ2(off, r0, r1) \
-	MOVQ off(R8), R9; \
-	LEAQ (DX)(R9*4), R9; \
-	VADDPS Z28, r0, r0; \
-	VADDPS Z28, r1, r1; \
-	VMOVUPS r0, (R9); \
-	VMOVUPS r1, 64(R9)
-
-// A store first fetches the tile's lines of c (PREFETCHROW: row r's offset at off(R8), c at DX), so
-// that they arrive during the FMA loop: c is not read, but the stores still need its lines, and an
-// output written for the first time is not in the cache (clearing it first used to bring it there).
-#define PREFETCHROW2(off) \
-	MOVQ off(R8), R9; \
-	PREFETCHT0 (DX)(R9*4); \
-	PREFETCHT0 64(DX)(R9*4)
-#define PREFETCHROW4(off) \
-	MOVQ off(R8), R9; \
-	PREFETCHT0 (DX)(R9*4); \
-	PREFETCHT0 64(DX)(R9*4); \
-	PREFETCHT0 128(DX)(R9*4); \
-	PREFETCHT0 192(DX)(R9*4)
+#include "gemm_amd64.h"
 
 // The 7-row float32 tiles of AVX-512, 7×64 and 7×32 (gemm_amd64.go: gemmKernelAVX512Wide7x64,
 // gemmKernelAVX512Half7x32), each in its packed and direct forms.
@@ -52,13 +16,7 @@ TEXT ·gemmKernelAVX512Wide(SB), NOSPLIT, $0-41
 	MOVQ rows+32(FP), R8
 	CMPB store+40(FP), $0
 	JEQ  avx512widenopf
-	PREFETCHROW4(0)
-	PREFETCHROW4(8)
-	PREFETCHROW4(16)
-	PREFETCHROW4(24)
-	PREFETCHROW4(32)
-	PREFETCHROW4(40)
-	PREFETCHROW4(48)
+	PREFETCHROWS7_4
 avx512widenopf:
 
 	VPXORD Z0, Z0, Z0
@@ -227,13 +185,7 @@ TEXT ·gemmKernelAVX512WideDirect(SB), NOSPLIT, $0-57
 	JEQ  avx512widedirectnopf
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
-	PREFETCHROW4(0)
-	PREFETCHROW4(8)
-	PREFETCHROW4(16)
-	PREFETCHROW4(24)
-	PREFETCHROW4(32)
-	PREFETCHROW4(40)
-	PREFETCHROW4(48)
+	PREFETCHROWS7_4
 avx512widedirectnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX
@@ -432,13 +384,7 @@ TEXT ·gemmKernelAVX512Half(SB), NOSPLIT, $0-41
 	MOVQ rows+32(FP), R8
 	CMPB store+40(FP), $0
 	JEQ  avx512halfnopf
-	PREFETCHROW2(0)
-	PREFETCHROW2(8)
-	PREFETCHROW2(16)
-	PREFETCHROW2(24)
-	PREFETCHROW2(32)
-	PREFETCHROW2(40)
-	PREFETCHROW2(48)
+	PREFETCHROWS7_2
 avx512halfnopf:
 
 	VPXORD Z0, Z0, Z0
@@ -553,13 +499,7 @@ TEXT ·gemmKernelAVX512HalfDirect(SB), NOSPLIT, $0-57
 	JEQ  avx512halfdirectnopf
 	MOVQ c+40(FP), DX
 	MOVQ rows+48(FP), R8
-	PREFETCHROW2(0)
-	PREFETCHROW2(8)
-	PREFETCHROW2(16)
-	PREFETCHROW2(24)
-	PREFETCHROW2(32)
-	PREFETCHROW2(40)
-	PREFETCHROW2(48)
+	PREFETCHROWS7_2
 avx512halfdirectnopf:
 	MOVQ k+0(FP), CX
 	MOVQ data+8(FP), AX

@@ -1,0 +1,75 @@
+// Macros shared by the GEMM kernels' assembly (gemm_amd64.s, gemm_wide_amd64.s, gemm_f64_amd64.s).
+
+// With store set (the first K block of an output that holds nothing yet) a kernel writes its tile without
+// reading c: each vector is +0 plus its sum (a zeroed register added), the bits that clearing c and
+// adding gave, a sum that underflowed to -0 included. The STORE macros write one row of the tile, row
+// r's offset at off(R8), c at DX.
+#define STOREY2(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS Y12, r0, r0; \
+	VADDPS Y12, r1, r1; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 32(R9)
+#define STOREZ2(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS Z28, r0, r0; \
+	VADDPS Z28, r1, r1; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 64(R9)
+#define STOREZ4(off, r0, r1, r2, r3) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS Z28, r0, r0; \
+	VADDPS Z28, r1, r1; \
+	VADDPS Z28, r2, r2; \
+	VADDPS Z28, r3, r3; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 64(R9); \
+	VMOVUPS r2, 128(R9); \
+	VMOVUPS r3, 192(R9)
+#define STOREY2D(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*8), R9; \
+	VADDPD Y12, r0, r0; \
+	VADDPD Y12, r1, r1; \
+	VMOVUPD r0, (R9); \
+	VMOVUPD r1, 32(R9)
+#define STOREZ2D(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*8), R9; \
+	VADDPD Z28, r0, r0; \
+	VADDPD Z28, r1, r1; \
+	VMOVUPD r0, (R9); \
+	VMOVUPD r1, 64(R9)
+
+// A store first fetches the tile's lines of c (PREFETCHROW: row r's offset at off(R8), c at DX), so
+// that they arrive during the FMA loop: c is not read, but the stores still need its lines, and an
+// output written for the first time is not in the cache (clearing it first used to bring it there).
+// PREFETCHROWSn_w fetches w lines of each of a tile's n rows.
+#define PREFETCHROW1(off) \
+	MOVQ off(R8), R9; \
+	PREFETCHT0 (DX)(R9*4)
+#define PREFETCHROW2(off) \
+	MOVQ off(R8), R9; \
+	PREFETCHT0 (DX)(R9*4); \
+	PREFETCHT0 64(DX)(R9*4)
+#define PREFETCHROW4(off) \
+	MOVQ off(R8), R9; \
+	PREFETCHT0 (DX)(R9*4); \
+	PREFETCHT0 64(DX)(R9*4); \
+	PREFETCHT0 128(DX)(R9*4); \
+	PREFETCHT0 192(DX)(R9*4)
+#define PREFETCHROWS6_1 \
+	PREFETCHROW1(0); PREFETCHROW1(8); PREFETCHROW1(16); PREFETCHROW1(24); PREFETCHROW1(32); PREFETCHROW1(40)
+#define PREFETCHROWS7_2 \
+	PREFETCHROW2(0); PREFETCHROW2(8); PREFETCHROW2(16); PREFETCHROW2(24); PREFETCHROW2(32); PREFETCHROW2(40); \
+	PREFETCHROW2(48)
+#define PREFETCHROWS14_2 \
+	PREFETCHROWS7_2; \
+	PREFETCHROW2(56); PREFETCHROW2(64); PREFETCHROW2(72); PREFETCHROW2(80); PREFETCHROW2(88); PREFETCHROW2(96); \
+	PREFETCHROW2(104)
+#define PREFETCHROWS7_4 \
+	PREFETCHROW4(0); PREFETCHROW4(8); PREFETCHROW4(16); PREFETCHROW4(24); PREFETCHROW4(32); PREFETCHROW4(40); \
+	PREFETCHROW4(48)
