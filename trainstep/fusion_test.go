@@ -1,9 +1,9 @@
 package trainstep
 
 import (
+	"fmt"
 	"testing"
 
-	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/recipe"
 )
@@ -42,27 +42,6 @@ func TestFusionBitIdentical(t *testing.T) {
 		if err := recipe.Validate(cfg); err != nil {
 			t.Fatal(err)
 		}
-		run := func(mode string) *dpRun {
-			b, err := backend.Open(mode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(b.Finalize)
-			r := &dpRun{t: t, cfg: cfg, f32: true, backend: b}
-			r.restart(nil)
-			for s := range steps {
-				r.microStep(images[s], labels[s], s, 0)
-			}
-			return r
-		}
-		unfused, fused := run("go:nofuse").state(), run("go").state()
-		if len(unfused) == 0 || len(fused) != len(unfused) {
-			t.Fatalf("%+v: %d variables after fused steps, %d after unfused ones", c, len(fused), len(unfused))
-		}
-		for name, want := range unfused {
-			if got := fused[name]; got == nil || !got.Equal(want) {
-				t.Errorf("%+v: %s after %d steps differs between the fused and unfused backends", c, name, steps)
-			}
-		}
+		sameStepsOnBackends(t, cfg, "go:nofuse", "go", fmt.Sprintf("%+v", c), images, labels)
 	}
 }

@@ -3,7 +3,6 @@ package trainstep
 import (
 	"testing"
 
-	"github.com/trainer/trainer/backend"
 	"github.com/trainer/trainer/config"
 	"github.com/trainer/trainer/recipe"
 )
@@ -26,27 +25,6 @@ func TestParallelOpsBitIdentical(t *testing.T) {
 		if err := recipe.Validate(cfg); err != nil {
 			t.Fatal(err)
 		}
-		run := func(mode string) *dpRun {
-			b, err := backend.Open("go:" + mode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(b.Finalize)
-			r := &dpRun{t: t, cfg: cfg, f32: true, backend: b}
-			r.restart(nil)
-			for s := range steps {
-				r.microStep(images[s], labels[s], s, 0)
-			}
-			return r
-		}
-		sequential, parallel := run("ops_sequential").state(), run("ops_parallel").state()
-		if len(sequential) == 0 || len(parallel) != len(sequential) {
-			t.Fatalf("%s: %d variables after parallel steps, %d after sequential ones", net, len(parallel), len(sequential))
-		}
-		for name, want := range sequential {
-			if got := parallel[name]; got == nil || !got.Equal(want) {
-				t.Errorf("%s: %s after %d steps differs between ops_parallel and ops_sequential", net, name, steps)
-			}
-		}
+		sameStepsOnBackends(t, cfg, "go:ops_sequential", "go:ops_parallel", net, images, labels)
 	}
 }

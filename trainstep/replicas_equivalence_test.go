@@ -468,3 +468,31 @@ func TestReplicasGuardTogether(t *testing.T) {
 		}
 	}
 }
+
+// sameStepsOnBackends runs the same float32 steps of cfg on backends a and b (backend.Open names) and
+// reports, as errors naming what, each variable whose bits differ between the two.
+func sameStepsOnBackends(t *testing.T, cfg config.Config, a, b, what string, images, labels [][]float32) {
+	t.Helper()
+	run := func(mode string) map[string]*tensors.Tensor {
+		be, err := backend.Open(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(be.Finalize)
+		r := &dpRun{t: t, cfg: cfg, f32: true, backend: be}
+		r.restart(nil)
+		for s := range images {
+			r.microStep(images[s], labels[s], s, 0)
+		}
+		return r.state()
+	}
+	want, got := run(a), run(b)
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("%s: %d variables on %s, %d on %s", what, len(got), b, len(want), a)
+	}
+	for name, w := range want {
+		if g := got[name]; g == nil || !g.Equal(w) {
+			t.Errorf("%s: %s after %d steps differs between %s and %s", what, name, len(images), a, b)
+		}
+	}
+}
