@@ -170,6 +170,26 @@ func narrowFits(m, n, mr, nr int) bool {
 	return pad(m, gemmNarrowKernel.mr)*pad(n, gemmNarrowKernel.nr) < pad(m, mr)*pad(n, nr)
 }
 
+// smallProductKernel is the float32 kernel whose tiles pad a small product (more than gemmNarrowMaxN
+// columns, both sides under gemmNarrowSmall) least, nil where none pads it less than the narrow one: a
+// head of Swin-T's 49-token windows (49×49, 49×32) is seven whole 7×32 rows against nine 6×16 ones, the
+// last with one row, and each 6×16 column panel's edge (one column of 49) ran a whole tile through the
+// scratch tile. Every kernel adds the same terms in the same order: same bits.
+func smallProductKernel(m, n int) *gemmKernel {
+	if n <= gemmNarrowMaxN || max(m, n) >= gemmNarrowSmall || gemmNarrowKernel == nil {
+		return nil
+	}
+	area := func(k *gemmKernel) int { return (m + k.mr - 1) / k.mr * k.mr * ((n + k.nr - 1) / k.nr * k.nr) }
+	var best *gemmKernel
+	least := area(gemmNarrowKernel)
+	for _, k := range []*gemmKernel{gemmHalfKernel, gemmWideKernel} {
+		if k != nil && area(k) < least {
+			best, least = k, area(k)
+		}
+	}
+	return best
+}
+
 // gemmNarrowSmall bounds the rows and columns of the small products narrowFits considers.
 const gemmNarrowSmall = 128
 
@@ -405,6 +425,9 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 		kern = defaultKernelOf[T]()
 		if !IsFloat64[T]() && gemmNarrowKernel != nil && narrowFits(p.m, p.n, kern.mr, kern.nr) {
 			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
+			if small := smallProductKernel(p.m, p.n); small != nil {
+				kern = any(small).(*gemmKernelOf[T])
+			}
 		} else if gemmHalfKernel != nil && !IsFloat64[T]() && p.n <= gemmHalfKernel.nr {
 			kern = any(gemmHalfKernel).(*gemmKernelOf[T])
 		} else if gemmWideKernel != nil && !IsFloat64[T]() && wideColumns(p.n) {

@@ -232,8 +232,9 @@ func TestGemmDirectMatchesPacked(t *testing.T) {
 }
 
 // Products of at most gemmNarrowMaxN columns, and small ones the narrow tiles cover with less padding
-// (attention's 17×17 and 17×64 per head), take the narrow kernel where there is one; it adds the same
-// terms in the same order as the default kernel, so the bits are the default kernel's.
+// (attention's 17×17 and 17×64 per head), take the narrow kernel where there is one, or a 7-row one where
+// that pads less still (Swin-T's 49×49 and 49×32 per head); they add the same terms in the same order as
+// the default kernel, so the bits are the default kernel's.
 func TestGemmNarrowKernelMatchesDefault(t *testing.T) {
 	if gemmNarrowKernel == nil {
 		t.Skip("no narrow kernel on this CPU")
@@ -242,8 +243,12 @@ func TestGemmNarrowKernelMatchesDefault(t *testing.T) {
 	if !narrowFits(17, 17, gemmDefaultKernel.mr, gemmDefaultKernel.nr) || narrowFits(136, 768, gemmDefaultKernel.mr, gemmDefaultKernel.nr) {
 		t.Fatalf("narrowFits: want the narrow kernel for 17×17 and the default one for 136×768")
 	}
-	for _, n := range []int{1, 10, 16, 17, 64} {
-		for _, m := range []int{5, 17, 37} {
+	if gemmHalfKernel != nil && (smallProductKernel(49, 49) != gemmHalfKernel || smallProductKernel(49, 32) != gemmHalfKernel ||
+		smallProductKernel(17, 17) != nil || smallProductKernel(136, 49) != nil) {
+		t.Fatalf("smallProductKernel: want the 7×32 kernel for 49×49 and 49×32, none for 17×17 and 136×49")
+	}
+	for _, n := range []int{1, 10, 16, 17, 32, 49, 64} {
+		for _, m := range []int{5, 17, 37, 49} {
 			k := 600 // Several K blocks.
 			lhs, rhs := randTT(rng, m, k), randTT(rng, k, n)
 			for _, split := range []gemmSplit{splitNone, splitShared, splitK, splitRows} {
