@@ -44,6 +44,51 @@
 	VMOVUPD r0, (R9); \
 	VMOVUPD r1, 64(R9)
 
+// A whole tile's store: the zeroed register, then each row (the 14×32, 7×32 and 7×64 AVX-512 tiles, the
+// 6×16 AVX2 one).
+#define STORETILE14x32 \
+	VPXORD Z28, Z28, Z28; \
+	STOREZ2(0, Z0, Z1); \
+	STOREZ2(8, Z2, Z3); \
+	STOREZ2(16, Z4, Z5); \
+	STOREZ2(24, Z6, Z7); \
+	STOREZ2(32, Z8, Z9); \
+	STOREZ2(40, Z10, Z11); \
+	STOREZ2(48, Z12, Z13); \
+	STOREZ2(56, Z14, Z15); \
+	STOREZ2(64, Z16, Z17); \
+	STOREZ2(72, Z18, Z19); \
+	STOREZ2(80, Z20, Z21); \
+	STOREZ2(88, Z22, Z23); \
+	STOREZ2(96, Z24, Z25); \
+	STOREZ2(104, Z26, Z27)
+#define STORETILE7x32 \
+	VPXORD Z28, Z28, Z28; \
+	STOREZ2(0, Z0, Z1); \
+	STOREZ2(8, Z2, Z3); \
+	STOREZ2(16, Z4, Z5); \
+	STOREZ2(24, Z6, Z7); \
+	STOREZ2(32, Z8, Z9); \
+	STOREZ2(40, Z10, Z11); \
+	STOREZ2(48, Z12, Z13)
+#define STORETILE7x64 \
+	VPXORD Z28, Z28, Z28; \
+	STOREZ4(0, Z0, Z1, Z2, Z3); \
+	STOREZ4(8, Z4, Z5, Z6, Z7); \
+	STOREZ4(16, Z8, Z9, Z10, Z11); \
+	STOREZ4(24, Z12, Z13, Z14, Z15); \
+	STOREZ4(32, Z16, Z17, Z18, Z19); \
+	STOREZ4(40, Z20, Z21, Z22, Z23); \
+	STOREZ4(48, Z24, Z25, Z26, Z27)
+#define STORETILE6x16 \
+	VXORPS Y12, Y12, Y12; \
+	STOREY2(0, Y0, Y1); \
+	STOREY2(8, Y2, Y3); \
+	STOREY2(16, Y4, Y5); \
+	STOREY2(24, Y6, Y7); \
+	STOREY2(32, Y8, Y9); \
+	STOREY2(40, Y10, Y11)
+
 // A store first fetches the tile's lines of c (PREFETCHROW: row r's offset at off(R8), c at DX), so
 // that they arrive during the FMA loop: c is not read, but the stores still need its lines, and an
 // output written for the first time is not in the cache (clearing it first used to bring it there).
