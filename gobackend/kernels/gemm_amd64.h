@@ -44,6 +44,48 @@
 	VMOVUPD r0, (R9); \
 	VMOVUPD r1, 64(R9)
 
+// Without store (a later K block, or an output added into) a kernel adds its tile into c: the ADD
+// macros do one row, as the STORE macros above.
+#define ADDY2(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS (R9), r0, r0; \
+	VADDPS 32(R9), r1, r1; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 32(R9)
+#define ADDZ2(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS (R9), r0, r0; \
+	VADDPS 64(R9), r1, r1; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 64(R9)
+#define ADDZ4(off, r0, r1, r2, r3) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*4), R9; \
+	VADDPS (R9), r0, r0; \
+	VADDPS 64(R9), r1, r1; \
+	VADDPS 128(R9), r2, r2; \
+	VADDPS 192(R9), r3, r3; \
+	VMOVUPS r0, (R9); \
+	VMOVUPS r1, 64(R9); \
+	VMOVUPS r2, 128(R9); \
+	VMOVUPS r3, 192(R9)
+#define ADDY2D(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*8), R9; \
+	VADDPD (R9), r0, r0; \
+	VADDPD 32(R9), r1, r1; \
+	VMOVUPD r0, (R9); \
+	VMOVUPD r1, 32(R9)
+#define ADDZ2D(off, r0, r1) \
+	MOVQ off(R8), R9; \
+	LEAQ (DX)(R9*8), R9; \
+	VADDPD (R9), r0, r0; \
+	VADDPD 64(R9), r1, r1; \
+	VMOVUPD r0, (R9); \
+	VMOVUPD r1, 64(R9)
+
 // A whole tile's store: the zeroed register, then each row (the 14×32, 7×32 and 7×64 AVX-512 tiles, the
 // 6×16 AVX2 one).
 #define STORETILE14x32 \
