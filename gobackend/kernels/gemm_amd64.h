@@ -131,6 +131,46 @@
 	STOREY2(32, Y8, Y9); \
 	STOREY2(40, Y10, Y11)
 
+// A whole tile's addition into c, row by row (the tiles as STORETILE's).
+#define ADDTILE14x32 \
+	ADDZ2(0, Z0, Z1); \
+	ADDZ2(8, Z2, Z3); \
+	ADDZ2(16, Z4, Z5); \
+	ADDZ2(24, Z6, Z7); \
+	ADDZ2(32, Z8, Z9); \
+	ADDZ2(40, Z10, Z11); \
+	ADDZ2(48, Z12, Z13); \
+	ADDZ2(56, Z14, Z15); \
+	ADDZ2(64, Z16, Z17); \
+	ADDZ2(72, Z18, Z19); \
+	ADDZ2(80, Z20, Z21); \
+	ADDZ2(88, Z22, Z23); \
+	ADDZ2(96, Z24, Z25); \
+	ADDZ2(104, Z26, Z27)
+#define ADDTILE7x64 \
+	ADDZ4(0, Z0, Z1, Z2, Z3); \
+	ADDZ4(8, Z4, Z5, Z6, Z7); \
+	ADDZ4(16, Z8, Z9, Z10, Z11); \
+	ADDZ4(24, Z12, Z13, Z14, Z15); \
+	ADDZ4(32, Z16, Z17, Z18, Z19); \
+	ADDZ4(40, Z20, Z21, Z22, Z23); \
+	ADDZ4(48, Z24, Z25, Z26, Z27)
+#define ADDTILE7x32 \
+	ADDZ2(0, Z0, Z1); \
+	ADDZ2(8, Z2, Z3); \
+	ADDZ2(16, Z4, Z5); \
+	ADDZ2(24, Z6, Z7); \
+	ADDZ2(32, Z8, Z9); \
+	ADDZ2(40, Z10, Z11); \
+	ADDZ2(48, Z12, Z13)
+#define ADDTILE6x16 \
+	ADDY2(0, Y0, Y1); \
+	ADDY2(8, Y2, Y3); \
+	ADDY2(16, Y4, Y5); \
+	ADDY2(24, Y6, Y7); \
+	ADDY2(32, Y8, Y9); \
+	ADDY2(40, Y10, Y11)
+
 // A store first fetches the tile's lines of c (PREFETCHROW: row r's offset at off(R8), c at DX), so
 // that they arrive during the FMA loop: c is not read, but the stores still need its lines, and an
 // output written for the first time is not in the cache (clearing it first used to bring it there).

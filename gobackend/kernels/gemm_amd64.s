@@ -58,12 +58,7 @@ loop:
 	CMPB store+40(FP), $0
 	JNE  avx2store
 	// Add the tile into c, row r at c + rows[r].
-	ADDY2(0, Y0, Y1)
-	ADDY2(8, Y2, Y3)
-	ADDY2(16, Y4, Y5)
-	ADDY2(24, Y6, Y7)
-	ADDY2(32, Y8, Y9)
-	ADDY2(40, Y10, Y11)
+	ADDTILE6x16
 	VZEROUPPER
 	RET
 
@@ -141,20 +136,7 @@ loop512:
 
 	CMPB store+40(FP), $0
 	JNE  store512
-	ADDZ2(0, Z0, Z1)
-	ADDZ2(8, Z2, Z3)
-	ADDZ2(16, Z4, Z5)
-	ADDZ2(24, Z6, Z7)
-	ADDZ2(32, Z8, Z9)
-	ADDZ2(40, Z10, Z11)
-	ADDZ2(48, Z12, Z13)
-	ADDZ2(56, Z14, Z15)
-	ADDZ2(64, Z16, Z17)
-	ADDZ2(72, Z18, Z19)
-	ADDZ2(80, Z20, Z21)
-	ADDZ2(88, Z22, Z23)
-	ADDZ2(96, Z24, Z25)
-	ADDZ2(104, Z26, Z27)
+	ADDTILE14x32
 	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
 	VZEROUPPER
 	RET
@@ -229,12 +211,7 @@ directloop:
 	MOVQ rows+48(FP), R8
 	CMPB store+56(FP), $0
 	JNE  directstore
-	ADDY2(0, Y0, Y1)
-	ADDY2(8, Y2, Y3)
-	ADDY2(16, Y4, Y5)
-	ADDY2(24, Y6, Y7)
-	ADDY2(32, Y8, Y9)
-	ADDY2(40, Y10, Y11)
+	ADDTILE6x16
 	VZEROUPPER
 	RET
 
@@ -333,20 +310,7 @@ direct512loop:
 	MOVQ rows+48(FP), R8
 	CMPB store+56(FP), $0
 	JNE  direct512store
-	ADDZ2(0, Z0, Z1)
-	ADDZ2(8, Z2, Z3)
-	ADDZ2(16, Z4, Z5)
-	ADDZ2(24, Z6, Z7)
-	ADDZ2(32, Z8, Z9)
-	ADDZ2(40, Z10, Z11)
-	ADDZ2(48, Z12, Z13)
-	ADDZ2(56, Z14, Z15)
-	ADDZ2(64, Z16, Z17)
-	ADDZ2(72, Z18, Z19)
-	ADDZ2(80, Z20, Z21)
-	ADDZ2(88, Z22, Z23)
-	ADDZ2(96, Z24, Z25)
-	ADDZ2(104, Z26, Z27)
+	ADDTILE14x32
 	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
 	VZEROUPPER
 	RET
@@ -461,20 +425,7 @@ directB512loop:
 	MOVQ rows+56(FP), R8
 	CMPB store+64(FP), $0
 	JNE  directB512store
-	ADDZ2(0, Z0, Z1)
-	ADDZ2(8, Z2, Z3)
-	ADDZ2(16, Z4, Z5)
-	ADDZ2(24, Z6, Z7)
-	ADDZ2(32, Z8, Z9)
-	ADDZ2(40, Z10, Z11)
-	ADDZ2(48, Z12, Z13)
-	ADDZ2(56, Z14, Z15)
-	ADDZ2(64, Z16, Z17)
-	ADDZ2(72, Z18, Z19)
-	ADDZ2(80, Z20, Z21)
-	ADDZ2(88, Z22, Z23)
-	ADDZ2(96, Z24, Z25)
-	ADDZ2(104, Z26, Z27)
+	ADDTILE14x32
 	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
 	VZEROUPPER
 	RET

@@ -61,13 +61,7 @@ wideloop:
 
 	CMPB store+40(FP), $0
 	JNE  widestore
-	ADDZ4(0, Z0, Z1, Z2, Z3)
-	ADDZ4(8, Z4, Z5, Z6, Z7)
-	ADDZ4(16, Z8, Z9, Z10, Z11)
-	ADDZ4(24, Z12, Z13, Z14, Z15)
-	ADDZ4(32, Z16, Z17, Z18, Z19)
-	ADDZ4(40, Z20, Z21, Z22, Z23)
-	ADDZ4(48, Z24, Z25, Z26, Z27)
+	ADDTILE7x64
 	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
 	VZEROUPPER
 	RET
@@ -149,13 +143,7 @@ widedirectloop:
 	MOVQ rows+48(FP), R8
 	CMPB store+56(FP), $0
 	JNE  widedirectstore
-	ADDZ4(0, Z0, Z1, Z2, Z3)
-	ADDZ4(8, Z4, Z5, Z6, Z7)
-	ADDZ4(16, Z8, Z9, Z10, Z11)
-	ADDZ4(24, Z12, Z13, Z14, Z15)
-	ADDZ4(32, Z16, Z17, Z18, Z19)
-	ADDZ4(40, Z20, Z21, Z22, Z23)
-	ADDZ4(48, Z24, Z25, Z26, Z27)
+	ADDTILE7x64
 	VXORPS X15, X15, X15 // Z15 was an accumulator; the Go ABI expects X15 zero.
 	VZEROUPPER
 	RET
@@ -213,13 +201,7 @@ halfloop:
 
 	CMPB store+40(FP), $0
 	JNE  halfstore
-	ADDZ2(0, Z0, Z1)
-	ADDZ2(8, Z2, Z3)
-	ADDZ2(16, Z4, Z5)
-	ADDZ2(24, Z6, Z7)
-	ADDZ2(32, Z8, Z9)
-	ADDZ2(40, Z10, Z11)
-	ADDZ2(48, Z12, Z13)
+	ADDTILE7x32
 	VZEROUPPER
 	RET
 
@@ -289,13 +271,7 @@ halfdirectloop:
 	MOVQ rows+48(FP), R8
 	CMPB store+56(FP), $0
 	JNE  halfdirectstore
-	ADDZ2(0, Z0, Z1)
-	ADDZ2(8, Z2, Z3)
-	ADDZ2(16, Z4, Z5)
-	ADDZ2(24, Z6, Z7)
-	ADDZ2(32, Z8, Z9)
-	ADDZ2(40, Z10, Z11)
-	ADDZ2(48, Z12, Z13)
+	ADDTILE7x32
 	VZEROUPPER
 	RET
 
