@@ -189,7 +189,7 @@ func JPEGDecoder() string {
 func JPEGDecoderNote() string {
 	if l := loadTurbo(); l != nil {
 		if l.v3 == nil {
-			return "JPEG decoder: " + JPEGDecoder() + "; libjpeg-turbo 3 decodes only each crop's box (about 1.3x the images per core): " +
+			return "JPEG decoder: " + JPEGDecoder() + "; libjpeg-turbo 3 decodes only each crop's box, for less CPU per image: " +
 				TurboJPEGEnv + "=$(scripts/build-turbojpeg3.sh) from the source tree builds it and points the trainer at it"
 		}
 		return "JPEG decoder: " + JPEGDecoder()
