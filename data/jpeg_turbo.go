@@ -206,6 +206,11 @@ type turboDecoder struct {
 	width, height, subsamp, colorspace int32
 	full                               []uint8 // the whole (scaled) image when a box is cut from it
 	args                               [9]uintptr
+	// Cutting a box's restart pieces out of a JPEG that has them (spliceRegion).
+	layout       jpegLayout
+	starts, ends []int32
+	spliced      []byte
+	splices      int // boxes decoded from their pieces alone
 }
 
 // call is purego.SyscallN without its per-call allocation (a variadic argument list that escapes):
@@ -391,6 +396,11 @@ func (d *turboDecoder) decodeRegionView(b []byte, channels int, buf []uint8, max
 	// The part of the scaled image decoded: all of it, or (TurboJPEG 3) the box with a margin of a
 	// pixel, widened left to the iMCU column it starts in.
 	rg := tjRegion{w: sw, h: sh}
+	if !whole {
+		if rg, ok := d.spliceRegion(b, denom, sw, sh, x0, y0, x1, y1, pf, oc, flags); ok {
+			return d.cutBox(p, rg, x0, y0, oc, channels, buf)
+		}
+	}
 	if v3 := d.lib.v3; v3 != nil && !whole && d.subsamp >= 0 && int(d.subsamp) < len(tjMCUWidth) {
 		mcu := (tjMCUWidth[d.subsamp] + denom - 1) / denom
 		rg.x, rg.y = max(x0-1, 0)/mcu*mcu, max(y0-1, 0)
@@ -425,6 +435,13 @@ func (d *turboDecoder) decodeRegionView(b []byte, channels int, buf []uint8, max
 		p.pix = buf[:sw*sh*oc]
 		return p, p.w * channels, false, true, nil
 	}
+	return d.cutBox(p, rg, x0, y0, oc, channels, buf)
+}
+
+// cutBox returns the box p at (x0, y0) of the region rg decoded into d.full with oc channels: in
+// place (view) when no channels change, else converted to grey in buf.
+func (d *turboDecoder) cutBox(p pixels, rg tjRegion, x0, y0, oc, channels int, buf []uint8) (_ pixels, stride int, view, ok bool, err error) {
+	dst := d.full
 	if cap(d.full) > maxKeptDecode {
 		d.full = nil // a rare huge image: not kept by every worker for the rest of the run
 	}

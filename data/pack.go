@@ -23,6 +23,11 @@ type PackOptions struct {
 	// they are. 0 stores every file as it is (after checking it decodes).
 	Resize  int
 	Quality int // JPEG quality of re-encoded images; 0 means 90
+	// RestartMCUs > 0 recodes each baseline JPEG losslessly with restart markers that cut its rows
+	// into pieces of at least that many MCUs (AddRestartMarkers), so that a RandomResizedCrop
+	// decodes only the pieces its box needs; the pixels stay the same. A JPEG that cannot be recoded
+	// (progressive, already marked, a scan only image/jpeg's leniency reads) is stored as it is.
+	RestartMCUs int
 	// ShardSize is the size at which a shard is closed and the next begun; 0 means 1 GiB.
 	ShardSize int64
 	// MaxImagePixels refuses an encoded image whose header declares more pixels, before decoding it;
@@ -47,8 +52,9 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 	if opts.Quality == 0 {
 		opts.Quality = 90
 	}
-	if opts.Quality < 1 || opts.Quality > 100 || opts.Resize < 0 {
-		return nil, fmt.Errorf("data: pack: quality %d, resize %d: want quality in [1, 100], resize >= 0", opts.Quality, opts.Resize)
+	if opts.Quality < 1 || opts.Quality > 100 || opts.Resize < 0 || opts.RestartMCUs < 0 {
+		return nil, fmt.Errorf("data: pack: quality %d, resize %d, restart MCUs %d: want quality in [1, 100], resize >= 0, restart MCUs >= 0",
+			opts.Quality, opts.Resize, opts.RestartMCUs)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data: pack: %w", err)
@@ -139,6 +145,11 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 					return fail(fmt.Errorf("data: pack: encoding %s: %w", src.Describe(i), err))
 				}
 				payload = eb.Bytes()
+			}
+			if opts.RestartMCUs > 0 {
+				if marked, ok, _ := AddRestartMarkers(payload, opts.RestartMCUs); ok {
+					payload = marked
+				}
 			}
 		} else if ex.Height != h || ex.Width != w || ex.Channels != c {
 			return fail(fmt.Errorf("data: pack: %s is %dx%dx%d, the set is %dx%dx%d", src.Describe(i), ex.Height, ex.Width, ex.Channels, h, w, c))

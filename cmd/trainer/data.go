@@ -46,6 +46,7 @@ holding those two tars and the devkit (ILSVRC2012_devkit_t12.tar.gz) or LOC_val_
 	pack.Flags().IntVar(&pf.Resize, "resize", 0, "resize encoded images whose shorter side is larger to this side `N`, re-encoded as JPEG (0: keep the files)")
 	pack.Flags().StringVar(&pf.ShardSize, "shard-size", "1GiB", "start a new shard past this `SIZE`")
 	pack.Flags().IntVar(&pf.Quality, "quality", 90, "JPEG quality `Q` of resized images")
+	pack.Flags().IntVar(&pf.RestartMCUs, "restart-mcus", 1, "recode JPEGs losslessly with restart markers every `N` or more MCUs of a row, so a random crop decodes only its part (0: store them as they are)")
 	pack.Flags().Int64Var(&pf.MaxImagePixels, "max-image-pixels", data.DefaultMaxImagePixels, "refuse, from its header, an image of more than `N` pixels (width × height)")
 	pack.Flags().BoolVar(&pf.Overwrite, "overwrite", false, "pack into a non-empty OUT, replacing the shards there once the new ones are complete")
 	pack.Flags().StringVar(&pf.Labels, "labels", "", "the labels of ImageNet's validation tar: `FILE` ILSVRC2012_devkit_t12.tar.gz or LOC_val_solution.csv (default: found beside the tar)")
@@ -248,6 +249,7 @@ func sameClasses(jobs []packJob) error {
 // packFlags are `trainer data pack`'s flags, one field per flag.
 type packFlags struct {
 	Resize         int    // --resize
+	RestartMCUs    int    // --restart-mcus
 	ShardSize      string // --shard-size
 	Quality        int    // --quality
 	MaxImagePixels int64  // --max-image-pixels
@@ -378,7 +380,7 @@ func runPackJobs(jobs []packJob, stdout, stderr io.Writer, f packFlags, size int
 			}
 		}
 		var written int64
-		paths, err := data.Pack(src, job.out, job.name, data.PackOptions{Resize: f.Resize, Quality: f.Quality, ShardSize: size,
+		paths, err := data.Pack(src, job.out, job.name, data.PackOptions{Resize: f.Resize, Quality: f.Quality, RestartMCUs: f.RestartMCUs, ShardSize: size,
 			MaxImagePixels: f.MaxImagePixels, Overwrite: f.Overwrite,
 			Progress: func(done, total int, bytes int64) { written = bytes; report(done, total, bytes, false) }})
 		if err != nil {

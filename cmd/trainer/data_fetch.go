@@ -144,7 +144,7 @@ func dataFetchMain(f fetchFlags, positional []string, stdout, stderr io.Writer) 
 	if err := sameClasses(jobs); err != nil {
 		return err
 	}
-	if err := runPackJobs(jobs, stdout, stderr, packFlags{Resize: f.Resize, ShardSize: f.ShardSize, Quality: 90,
+	if err := runPackJobs(jobs, stdout, stderr, packFlags{Resize: f.Resize, RestartMCUs: 1, ShardSize: f.ShardSize, Quality: 90,
 		MaxImagePixels: data.DefaultMaxImagePixels}, size, nil); err != nil {
 		return err
 	}

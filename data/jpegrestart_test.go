@@ -1,0 +1,272 @@
+package data
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// restartTestJPEGs are the fixtures (4:2:0, 4:2:2, 4:4:4, grey, progressive, 203×151) and two
+// 4:2:0 images of Go's encoder whose rows have 20 and 25 MCUs, the latter ImageNet-like.
+func restartTestJPEGs(t testing.TB) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	for _, name := range jpegFixtures {
+		m[name] = readFixture(t, name)
+	}
+	for _, size := range [][2]int{{320, 200}, {400, 350}} {
+		img := image.NewRGBA(image.Rect(0, 0, size[0], size[1]))
+		rng := rand.New(rand.NewPCG(uint64(size[0]), 1))
+		for y := range size[1] {
+			for x := range size[0] {
+				img.Set(x, y, color.RGBA{uint8(x*255/size[0] + rng.IntN(40)), uint8(y + rng.IntN(90)), uint8((x*y)>>6 + rng.IntN(20)), 255})
+			}
+		}
+		var b bytes.Buffer
+		if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+			t.Fatal(err)
+		}
+		m["go"+string(rune('0'+size[0]/100))] = b.Bytes()
+	}
+	return m
+}
+
+func goDecodeRGBA(t *testing.T, b []byte) *image.RGBA {
+	t.Helper()
+	img, _, err := image.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := image.NewRGBA(img.Bounds())
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			out.Set(x, y, img.At(x, y))
+		}
+	}
+	return out
+}
+
+// TestAddRestartMarkersSamePixels: the recoded JPEG has a restart marker every interval, each in
+// its order, and decodes to the same pixels as the original, with image/jpeg and libjpeg-turbo.
+func TestAddRestartMarkersSamePixels(t *testing.T) {
+	for name, b := range restartTestJPEGs(t) {
+		for _, minMCUs := range []int{1, 2, 5} {
+			out, ok, err := AddRestartMarkers(b, minMCUs)
+			if name == "prog420" {
+				if ok || err != nil || !bytes.Equal(out, b) {
+					t.Fatalf("progressive %s: ok %v, err %v, changed %v: want it left as it is", name, ok, err, !bytes.Equal(out, b))
+				}
+				continue
+			}
+			if !ok || err != nil {
+				t.Fatalf("%s, %d MCUs: ok %v, %v", name, minMCUs, ok, err)
+			}
+			var l, orig jpegLayout
+			if err := parseJPEGLayout(&l, out, true); err != nil {
+				t.Fatalf("%s: the recoded JPEG's headers: %v", name, err)
+			}
+			if err := parseJPEGLayout(&orig, b, true); err != nil {
+				t.Fatal(err)
+			}
+			if want := restartInterval(orig.mcusX, minMCUs); l.restart != want || l.restart < min(minMCUs, orig.mcusX) || orig.mcusX%l.restart != 0 {
+				t.Fatalf("%s, %d MCUs: interval %d, want %d (a divisor of the row's %d MCUs)", name, minMCUs, l.restart, want, orig.mcusX)
+			}
+			starts, ends, ok := l.restartPieces(out, nil, nil)
+			if want := (l.mcusX*l.mcusY + l.restart - 1) / l.restart; !ok || len(starts) != want || len(ends) != want {
+				t.Fatalf("%s: %d pieces (ok %v), want %d", name, len(starts), ok, want)
+			}
+			if got, want := goDecodeRGBA(t, out), goDecodeRGBA(t, b); !bytes.Equal(got.Pix, want.Pix) {
+				t.Fatalf("%s, %d MCUs: image/jpeg decodes the recoded JPEG differently", name, minMCUs)
+			}
+			if turboLoaded() {
+				for _, c := range []int{3, 1} {
+					got, err1 := decodePixels(out, c, nil, 0)
+					want, err2 := decodePixels(b, c, nil, 0)
+					if err1 != nil || err2 != nil || !bytes.Equal(got.pix, want.pix) {
+						t.Fatalf("%s, %d MCUs, %d channels: libjpeg-turbo decodes the recoded JPEG differently (%v, %v)", name, minMCUs, c, err1, err2)
+					}
+				}
+			}
+			// Recoding again leaves it as it is.
+			if again, ok, err := AddRestartMarkers(out, minMCUs); ok || err != nil || !bytes.Equal(again, out) {
+				t.Fatalf("%s: a JPEG with restart markers was recoded again (ok %v, %v)", name, ok, err)
+			}
+		}
+	}
+}
+
+// TestAddRestartMarkersDamaged: a damaged scan is an error naming where, with the input returned;
+// nothing panics on damaged bytes anywhere.
+func TestAddRestartMarkersDamaged(t *testing.T) {
+	b := readFixture(t, "rgb420")
+	out, ok, err := AddRestartMarkers(b[:len(b)*6/10], 2)
+	if ok || err == nil || !bytes.Contains([]byte(err.Error()), []byte("JPEG scan damaged at MCU")) || !bytes.Equal(out, b[:len(b)*6/10]) {
+		t.Fatalf("truncated scan: ok %v, err %v", ok, err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 300 {
+		d := bytes.Clone(b)
+		for range 1 + rng.IntN(4) {
+			d[rng.IntN(len(d))] = byte(rng.Uint32())
+		}
+		out, ok, _ := AddRestartMarkers(d, 1+rng.IntN(3))
+		if !ok && !bytes.Equal(out, d) {
+			t.Fatal("a JPEG that was not recoded came back changed")
+		}
+	}
+}
+
+// TestJPEGSpliceMatchesFullDecode: a box decoded from the restart pieces that cover it has the bytes
+// of the same box of the whole original decoded, at every DCT scale, in colour and grey, with the
+// exact and the fast settings, and only the pieces are decoded.
+func TestJPEGSpliceMatchesFullDecode(t *testing.T) {
+	if !turboLoaded() {
+		t.Skip("libjpeg-turbo not loaded: no region decoder")
+	}
+	d := newTurboDecoder()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for name, b := range restartTestJPEGs(t) {
+		if name == "prog420" {
+			continue
+		}
+		for _, minMCUs := range []int{1, 2} {
+			rb, ok, err := AddRestartMarkers(b, minMCUs)
+			if !ok || err != nil {
+				t.Fatalf("%s: %v %v", name, ok, err)
+			}
+			for _, flags := range []int{0, tjflagFastDCT | tjflagFastUpsample} {
+				for _, c := range []int{3, 1} {
+					for _, den := range []int{1, 2, 4, 8} {
+						full, ok, err := d.decodeRegion(b, c, nil, 0, flags, func(w, h int) (int, int, int, int, int) { return 0, 0, w, h, den })
+						if !ok || err != nil {
+							t.Fatalf("%s 1/%d: ok %v, %v", name, den, ok, err)
+						}
+						before := d.splices
+						for range 25 {
+							x, y := rng.IntN(full.w), rng.IntN(full.h)
+							w, h := 1+rng.IntN(full.w-x), 1+rng.IntN(full.h-y)
+							if rng.IntN(3) == 0 {
+								w, h = 1+rng.IntN(min(full.w-x, 40)), 1+rng.IntN(min(full.h-y, 40))
+							}
+							p, ok, err := d.decodeRegion(rb, c, nil, 0, flags, func(int, int) (int, int, int, int, int) { return x * den, y * den, w * den, h * den, den })
+							if !ok || err != nil {
+								t.Fatalf("%s 1/%d box %d,%d %dx%d: ok %v, %v", name, den, x, y, w, h, ok, err)
+							}
+							want := cropPixels(full, x, y, w, h, nil)
+							if p.w != w || p.h != h || !bytes.Equal(p.pix, want.pix) {
+								t.Fatalf("%s (pieces of %d MCUs), %d channels, 1/%d, flags %#x: box %dx%d at (%d, %d) differs from the whole decode's",
+									name, minMCUs, c, den, flags, w, h, x, y)
+							}
+						}
+						if den <= 2 && d.splices == before {
+							t.Fatalf("%s 1/%d: no box was decoded from its pieces", name, den)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestJPEGSpliceDamaged: damaged pieces never panic, and a box whose pieces fail to decode is
+// decoded as without markers, which reports the damage.
+func TestJPEGSpliceDamaged(t *testing.T) {
+	if !turboLoaded() {
+		t.Skip("libjpeg-turbo not loaded")
+	}
+	rb, ok, err := AddRestartMarkers(readFixture(t, "rgb444"), 1)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	d := newTurboDecoder()
+	box := func(w, h int) (int, int, int, int, int) { return w / 4, h / 4, w / 3, h / 3, 1 }
+	if _, ok, err := d.decodeRegion(rb[:len(rb)/2], 3, nil, 0, 0, box); !ok || err == nil {
+		t.Fatalf("truncated: ok %v, err %v: want libjpeg's error", ok, err)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 300 {
+		b := bytes.Clone(rb)
+		for range 1 + rng.IntN(3) {
+			b[rng.IntN(len(b))] = byte(rng.Uint32())
+		}
+		d.decodeRegion(b, 3, nil, 0, 0, box) // must not panic or crash
+	}
+	// The decoder is still good.
+	full, _, _ := d.decodeRegion(rb, 3, nil, 0, 0, nil)
+	p, ok, err := d.decodeRegion(rb, 3, nil, 0, 0, box)
+	if !ok || err != nil || !bytes.Equal(p.pix, cropPixels(full, full.w/4, full.h/4, full.w/3, full.h/3, nil).pix) {
+		t.Fatalf("after damaged JPEGs: ok %v, %v, or other bytes", ok, err)
+	}
+}
+
+func FuzzAddRestartMarkers(f *testing.F) {
+	f.Add(readFixture(f, "rgb420"), 2)
+	f.Add(readFixture(f, "grey"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, minMCUs int) {
+		out, ok, _ := AddRestartMarkers(b, minMCUs%8)
+		if !ok && !bytes.Equal(out, b) {
+			t.Fatal("not recoded, yet changed")
+		}
+	})
+}
+
+// TestPackRestartMarkers: with RestartMCUs, Pack stores each JPEG recoded with restart markers and
+// every other file as it is, all decoding to the same pixels; without it, the bytes as they are.
+func TestPackRestartMarkers(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, []string{"a", "b"}, 4, 40, 33)
+	src, err := OpenImageFolder(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pack(src, t.TempDir(), "x", PackOptions{RestartMCUs: -1}); err == nil || !strings.Contains(err.Error(), "restart MCUs -1") {
+		t.Fatalf("negative RestartMCUs: %v", err)
+	}
+	marked, plain := t.TempDir(), t.TempDir()
+	if _, err := Pack(src, marked, "x", PackOptions{RestartMCUs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pack(src, plain, "x", PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	shm, err := OpenShards(marked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shm.Close()
+	shp, err := OpenShards(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shp.Close()
+	jpegs := 0
+	for i := range src.Len() {
+		want, _ := src.Example(i, nil)
+		m, err1 := shm.Example(i, nil)
+		p, err2 := shp.Example(i, nil)
+		if err1 != nil || err2 != nil || !bytes.Equal(p.Encoded, want.Encoded) {
+			t.Fatalf("record %d: %v %v, or the plain pack changed the bytes", i, err1, err2)
+		}
+		var l jpegLayout
+		isJPEG := bytes.HasPrefix(want.Encoded, []byte{0xff, 0xd8})
+		if err := parseJPEGLayout(&l, m.Encoded, false); isJPEG && (err != nil || l.restart != 1) {
+			t.Fatalf("record %d (%s): restart interval %d (%v), want 1", i, src.Describe(i), l.restart, err)
+		}
+		if !isJPEG && !bytes.Equal(m.Encoded, want.Encoded) {
+			t.Fatalf("record %d (%s), not a JPEG, was changed", i, src.Describe(i))
+		}
+		if isJPEG {
+			jpegs++
+		}
+		if got, want := goDecodeRGBA(t, m.Encoded), goDecodeRGBA(t, want.Encoded); !bytes.Equal(got.Pix, want.Pix) {
+			t.Fatalf("record %d: other pixels", i)
+		}
+	}
+	if jpegs == 0 {
+		t.Fatal("no JPEG in the tree")
+	}
+}
