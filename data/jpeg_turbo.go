@@ -175,7 +175,7 @@ const fastDecodeFlags = tjflagFastDCT | tjflagFastUpsample
 // loads, else Go's image/jpeg.
 func JPEGDecoder() string {
 	if l := loadTurbo(); l != nil {
-		api := "TurboJPEG 2 API, whole-image decoding"
+		api := "TurboJPEG 2 API, whole images, or a crop's restart pieces"
 		if l.v3 != nil {
 			api = "TurboJPEG 3 API, cropped decoding"
 		}
@@ -189,7 +189,8 @@ func JPEGDecoder() string {
 func JPEGDecoderNote() string {
 	if l := loadTurbo(); l != nil {
 		if l.v3 == nil {
-			return "JPEG decoder: " + JPEGDecoder() + "; libjpeg-turbo 3 decodes only each crop's box, for less CPU per image: " +
+			return "JPEG decoder: " + JPEGDecoder() + "; libjpeg-turbo 3 also decodes only each crop's box of JPEGs without restart markers " +
+				"(shards from `trainer data pack` have them), for less CPU per image: " +
 				TurboJPEGEnv + "=$(scripts/build-turbojpeg3.sh) from the source tree builds it and points the trainer at it"
 		}
 		return "JPEG decoder: " + JPEGDecoder()
