@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -370,6 +371,46 @@ func TestRunConvOverwritesStaleOutput(t *testing.T) {
 		"deeper-than-a-block": true, "dgrad-stride2-1x1": false, "all-padding-rows": false} {
 		if covering[name] != want {
 			t.Errorf("%s: problems cover the output %v, want %v", name, covering[name], want)
+		}
+	}
+}
+
+// copyRows copies a kernel gradient's B (rows of w values, the batches of one output position far
+// apart, then the next position's) in source order: every row lands where row order puts it, whether
+// the block starts at a position's first batch or in the middle of its batches, and whatever its
+// length; and interleavedRun finds the sequences only where they are.
+func TestCopyRowsInterleaved(t *testing.T) {
+	const batch, positions, w = 20, 7, 64
+	stride := positions * w * 3 // Far apart: more than interleavedFar.
+	src := make([]float32, batch*stride)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	var offs []int
+	for p := range positions {
+		for b := range batch {
+			offs = append(offs, b*stride+p*w)
+		}
+	}
+	for _, r := range [][2]int{{0, len(offs)}, {0, 3 * batch}, {0, 2*batch + 5}, {7, len(offs)}, {batch, 3*batch + 1}} {
+		ks := offs[r[0]:r[1]]
+		if g := interleavedRun(ks, w); (r[0]%batch == 0) != (g == batch) {
+			t.Errorf("rows [%d, %d): interleavedRun %d", r[0], r[1], g)
+		}
+		got := make([]float32, len(ks)*w)
+		copyRows(got, src, 0, ks, w)
+		for j, o := range ks {
+			if !slices.Equal(got[j*w:j*w+w], src[o:o+w]) {
+				t.Fatalf("rows [%d, %d): row %d is not src[%d:]", r[0], r[1], j, o)
+			}
+		}
+	}
+	for _, c := range []struct {
+		ks   []int
+		want int
+	}{{[]int{0, 4096, 8192, 64}, 3}, {[]int{0, 64, 128, 192}, 0}, {[]int{0, 4096, 8192}, 0}, {[]int{0, 4096, 8192, 8192 + 4096 + 64}, 0}, {[]int{0, 4096, 8192, 32}, 0}} {
+		if g := interleavedRun(c.ks, w); g != c.want {
+			t.Errorf("interleavedRun(%v) = %d, want %d", c.ks, g, c.want)
 		}
 	}
 }
