@@ -408,7 +408,7 @@ func TestCopyRowsInterleaved(t *testing.T) {
 	for _, c := range []struct {
 		ks   []int
 		want int
-	}{{[]int{0, 4096, 8192, 64}, 3}, {[]int{0, 64, 128, 192}, 0}, {[]int{0, 4096, 8192}, 0}, {[]int{0, 4096, 8192, 8192 + 4096 + 64}, 0}, {[]int{0, 4096, 8192, 32}, 0}} {
+	}{{[]int{0, 4096, 8192, 64}, 3}, {[]int{0, 64, 128, 192}, 0}, {[]int{0, 4096, 8192}, 0}, {[]int{0, 4096, 8192, 8192 + 4096 + 64}, 0}, {[]int{0, 4096, 8192, 32}, 0}, {[]int{0, 4096, 8192, 128}, 0}} {
 		if g := interleavedRun(c.ks, w); g != c.want {
 			t.Errorf("interleavedRun(%v) = %d, want %d", c.ks, g, c.want)
 		}
