@@ -135,7 +135,9 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 	rng := rand.New(rand.NewSource(65))
 	anyDirect, edgeDirect := false, false
 	for _, cc := range append(fusedConvCases(), convCase{name: "interior-heavy", inDims: []int{2, 12, 12, 16},
-		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}}) {
+		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}},
+		// 25 rows, all interior: a last panel of 1, 4 or 11 rows under 6-, 7- and 14-row tiles.
+		convCase{name: "unpadded-25-rows", inDims: []int{1, 7, 7, 3}, kDims: []int{3, 3, 3, 4}, axes: channelsLast(2)}) {
 		if cc.axes.OutputChannels != len(cc.inDims)-1 {
 			continue
 		}
@@ -148,7 +150,8 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 		got, want := make([]float32, Prod(outDims)), make([]float32, Prod(outDims))
 		for _, p := range probs {
 			mark := make([]bool, (p.m+kern.mr-1)/kern.mr)
-			anyDirect = anyDirect || p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
+			marked := p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
+			anyDirect = anyDirect || marked
 			edgeDirect = edgeDirect || p.m%kern.mr != 0 && mark[len(mark)-1]
 			for _, split := range []gemmSplit{splitNone, splitShared} {
 				q := *p
