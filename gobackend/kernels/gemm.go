@@ -302,11 +302,14 @@ type gemmScratch[T Float] struct {
 	bData              []T
 	bCross, bKOff      []int
 	packRows, packKOff []int
+	// edgeRows is a direct A panel's row table when the panel has fewer than mr rows: its rows, then
+	// the last one repeated (read again, its sums left in the scratch tile).
+	edgeRows []int
 }
 
 func newGemmScratch[T Float]() any {
 	return &gemmScratch[T]{packA: make([]T, gemmMaxMC*gemmKC), tile: make([]T, gemmMaxMR*gemmMaxNR), tileRows: make([]int, gemmMaxMR), direct: make([]bool, gemmMaxMC),
-		packRows: make([]int, gemmMaxMR), packKOff: make([]int, gemmKC)}
+		packRows: make([]int, gemmMaxMR), packKOff: make([]int, gemmKC), edgeRows: make([]int, gemmMaxMR)}
 }
 
 // packA packs rows [ic, ic+ml) of A over [pc, pcEnd) into s.packA for kern, leaving out the panels the
@@ -320,7 +323,7 @@ func (p *GemmProblemOf[T]) packA(s *gemmScratch[T], kern *gemmKernelOf[T], b, ic
 			if panels >= gemmAliasedPackPanels {
 				s.anyDirect = false
 				for q, m := range mark {
-					if m && setConflicts[T](s.directRows[ic+q*kern.mr:ic+(q+1)*kern.mr]) {
+					if m && setConflicts[T](s.directRows[ic+q*kern.mr:min(ic+(q+1)*kern.mr, ic+ml)]) {
 						mark[q] = false
 					}
 					s.anyDirect = s.anyDirect || mark[q]
@@ -757,10 +760,17 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 			direct := s.anyDirect && s.direct[ir/mr]
 			ap := s.packA[(ir/mr)*kl*mr:][:kl*mr]
 			rows := min(mr, ml-ir)
+			var rowsA []int // A's rows, where the panel is direct.
+			if direct {
+				rowsA = rowBase[ic+ir : ic+ir+rows]
+				if rows < mr {
+					rowsA = edgeRowTable(s.edgeRows[:mr], rowsA)
+				}
+			}
 			if bq != nil {
 				ad, ar, ak := ap, s.packRows[:mr], s.packKOff[:kl]
 				if direct {
-					ad, ar, ak = data, rowBase[ic+ir:ic+ir+mr], koff
+					ad, ar, ak = data, rowsA, koff
 				}
 				if rows == mr {
 					kern.directB(kl, ad, ar, ak, bq, s.bKOff, cq, rowOff[ic+ir:ic+ir+mr], store)
@@ -776,7 +786,7 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 			}
 			if rows == mr && cols == nr {
 				if direct {
-					kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, cq, rowOff[ic+ir:ic+ir+mr], store)
+					kern.direct(kl, data, rowsA, koff, bp, cq, rowOff[ic+ir:ic+ir+mr], store)
 				} else {
 					kern.fn(kl, ap, bp, cq, rowOff[ic+ir:ic+ir+mr], store)
 				}
@@ -787,13 +797,23 @@ func (p *GemmProblemOf[T]) block(s *gemmScratch[T], kern *gemmKernelOf[T], kl, p
 				tileRows[r] = r * nr
 			}
 			if direct {
-				kern.direct(kl, data, rowBase[ic+ir:ic+ir+mr], koff, bp, tile, tileRows, true)
+				kern.direct(kl, data, rowsA, koff, bp, tile, tileRows, true)
 			} else {
 				kern.fn(kl, ap, bp, tile, tileRows, true)
 			}
 			addTile(cq, rowOff[ic+ir:ic+ir+rows], tile, nr, cols, store)
 		}
 	}
+}
+
+// edgeRowTable fills dst (a panel's mr entries) with rows, then the last of them repeated: a direct
+// panel of fewer rows than the tile reads only real rows, and the tile's extra rows are not stored.
+func edgeRowTable(dst, rows []int) []int {
+	n := copy(dst, rows)
+	for i := n; i < len(dst); i++ {
+		dst[i] = rows[n-1]
+	}
+	return dst
 }
 
 // addTile adds the first cols values of each of the tile's rows (nr apart) into c's rows at rowOff, or

@@ -145,6 +145,41 @@ func BenchmarkCifar8Convs(b *testing.B) {
 	}
 }
 
+// Packing B of CIFAR-8's kernel gradients at batch 32 (the output gradient [32, s, s, cout], its row for
+// contracting index (y, x, batch) at [batch, y, x, :]) into one 64-column panel per K block, as the
+// 7×64 tile's packing does, K block by K block: the copy whose row order read a new page per row.
+// GB/s counts the bytes copied.
+// Rerun: go test ./gobackend/kernels/ -run XXX -bench KernelGradCopyB -benchtime 20x -cpu 1
+func BenchmarkKernelGradCopyB(b *testing.B) {
+	const batch, w = 32, 64
+	for _, layer := range []struct{ size, cout int }{{32, 64}, {16, 128}, {8, 256}} {
+		s, co := layer.size, layer.cout
+		b.Run(fmt.Sprintf("%dpx-%d", s, co), func(b *testing.B) {
+			src := make([]float32, batch*s*s*co)
+			for i := range src {
+				src[i] = float32(i)
+			}
+			offs := make([]int, 0, s*s*batch)
+			for pos := range s * s {
+				for n := range batch {
+					offs = append(offs, (n*s*s+pos)*co)
+				}
+			}
+			dst := make([]float32, gemmKC*w)
+			kb := kBlocks(0, len(offs))
+			b.ResetTimer()
+			for range b.N {
+				for q := 0; q < co; q += w { // Each 64-column panel of B.
+					for blk := range len(kb) - 1 {
+						copyRows(dst, src, q, offs[kb[blk]:kb[blk+1]], w)
+					}
+				}
+			}
+			b.ReportMetric(float64(len(src)*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
 // Batched small products of attention (ViT-Tiny at batch 8, 64 px: 24 heads of 17 tokens × 64; Swin-T's
 // 49-token windows), float32, one thread: the per-item costs around the micro-kernel dominate.
 // Rerun: go test ./gobackend/kernels/ -run XXX -bench BatchedSmallGemm -benchtime 200x -cpu 1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -122,7 +123,8 @@ func TestConvPlansReused(t *testing.T) {
 }
 
 // The kernel's direct form (A read in place: whole-window panels of a convolution's input) gives the
-// packed form's bits on every fused-convolution case, and did read panels in place.
+// packed form's bits on every fused-convolution case, and did read panels in place, a last panel of
+// fewer rows than the tile among them.
 func TestConvDirectPanelsMatchPacked(t *testing.T) {
 	kern := defaultKernelOf[float32]()
 	if kern.direct == nil {
@@ -131,9 +133,11 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 	packedOnly := *kern
 	packedOnly.direct = nil
 	rng := rand.New(rand.NewSource(65))
-	anyDirect := false
+	anyDirect, edgeDirect := false, false
 	for _, cc := range append(fusedConvCases(), convCase{name: "interior-heavy", inDims: []int{2, 12, 12, 16},
-		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}}) {
+		kDims: []int{3, 3, 16, 24}, axes: channelsLast(2), paddings: [][2]int{{1, 1}, {1, 1}}},
+		// 25 rows, all interior: a last panel of 1, 4 or 11 rows under 6-, 7- and 14-row tiles.
+		convCase{name: "unpadded-25-rows", inDims: []int{1, 7, 7, 3}, kDims: []int{3, 3, 3, 4}, axes: channelsLast(2)}) {
 		if cc.axes.OutputChannels != len(cc.inDims)-1 {
 			continue
 		}
@@ -146,7 +150,9 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 		got, want := make([]float32, Prod(outDims)), make([]float32, Prod(outDims))
 		for _, p := range probs {
 			mark := make([]bool, (p.m+kern.mr-1)/kern.mr)
-			anyDirect = anyDirect || p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
+			marked := p.lhs.(*convOperand[float32]).markDirect(mark, 0, p.m, kern.mr)
+			anyDirect = anyDirect || marked
+			edgeDirect = edgeDirect || p.m%kern.mr != 0 && mark[len(mark)-1]
 			for _, split := range []gemmSplit{splitNone, splitShared} {
 				q := *p
 				q.forceSplit, q.threads = split, 2
@@ -162,8 +168,8 @@ func TestConvDirectPanelsMatchPacked(t *testing.T) {
 			}
 		}
 	}
-	if !anyDirect {
-		t.Fatal("no panel was read in place")
+	if !anyDirect || !edgeDirect {
+		t.Fatalf("panels read in place: some %v, a last partial one %v", anyDirect, edgeDirect)
 	}
 }
 
@@ -368,6 +374,46 @@ func TestRunConvOverwritesStaleOutput(t *testing.T) {
 		"deeper-than-a-block": true, "dgrad-stride2-1x1": false, "all-padding-rows": false} {
 		if covering[name] != want {
 			t.Errorf("%s: problems cover the output %v, want %v", name, covering[name], want)
+		}
+	}
+}
+
+// copyRows copies a kernel gradient's B (rows of w values, the batches of one output position far
+// apart, then the next position's) in source order: every row lands where row order puts it, whether
+// the block starts at a position's first batch or in the middle of its batches, and whatever its
+// length; and interleavedRun finds the sequences only where they are.
+func TestCopyRowsInterleaved(t *testing.T) {
+	const batch, positions, w = 20, 7, 64
+	stride := positions * w * 3 // Far apart: more than interleavedFar.
+	src := make([]float32, batch*stride)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	var offs []int
+	for p := range positions {
+		for b := range batch {
+			offs = append(offs, b*stride+p*w)
+		}
+	}
+	for _, r := range [][2]int{{0, len(offs)}, {0, 3 * batch}, {0, 2*batch + 5}, {7, len(offs)}, {batch, 3*batch + 1}} {
+		ks := offs[r[0]:r[1]]
+		if g := interleavedRun(ks, w); (r[0]%batch == 0) != (g == batch) {
+			t.Errorf("rows [%d, %d): interleavedRun %d", r[0], r[1], g)
+		}
+		got := make([]float32, len(ks)*w)
+		copyRows(got, src, 0, ks, w)
+		for j, o := range ks {
+			if !slices.Equal(got[j*w:j*w+w], src[o:o+w]) {
+				t.Fatalf("rows [%d, %d): row %d is not src[%d:]", r[0], r[1], j, o)
+			}
+		}
+	}
+	for _, c := range []struct {
+		ks   []int
+		want int
+	}{{[]int{0, 4096, 8192, 64}, 3}, {[]int{0, 64, 128, 192}, 0}, {[]int{0, 4096, 8192}, 0}, {[]int{0, 4096, 8192, 8192 + 4096 + 64}, 0}, {[]int{0, 4096, 8192, 32}, 0}, {[]int{0, 4096, 8192, 128}, 0}} {
+		if g := interleavedRun(c.ks, w); g != c.want {
+			t.Errorf("interleavedRun(%v) = %d, want %d", c.ks, g, c.want)
 		}
 	}
 }
