@@ -34,6 +34,7 @@ func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
 	m[backends.OpTypeReduceSum] = execFastReduceSum
 	m[backends.OpTypeReduceMax] = execFastReduceMax
 	m[backends.OpTypeGreaterThan] = execFastGreaterThan
+	m[backends.OpTypeEqual] = execFastEqual
 	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic, vecLogistic)
 	// GELU's (ConvNeXt, ViT) and softmax's transcendentals, simplego's formula T(math.F(float64(x))).
 	m[backends.OpTypeExp] = fastUnaryExecutor(backends.OpTypeExp, math.Exp, vecExp)
@@ -158,7 +159,13 @@ type stridedLoop struct {
 // newStridedLoop drops the axes of size 1 and merges adjacent axes that are contiguous for every
 // operand (stride[a] == stride[a+1]·dims[a+1], which includes two broadcast axes).
 func newStridedLoop(dims []int, strides ...[]int) stridedLoop {
-	l := stridedLoop{strides: make([][]int, len(strides))}
+	// One array holds the dims and every operand's strides (ops run this per call).
+	r := max(len(dims), 1)
+	backing := make([]int, 0, r*(1+len(strides)))
+	l := stridedLoop{strides: make([][]int, len(strides)), dims: backing[:0:r]}
+	for o := range strides {
+		l.strides[o] = backing[r*(1+o) : r*(1+o) : r*(2+o)]
+	}
 	for a, d := range dims {
 		if d == 1 {
 			continue
@@ -185,9 +192,9 @@ func newStridedLoop(dims []int, strides ...[]int) stridedLoop {
 		}
 	}
 	if len(l.dims) == 0 { // One element.
-		l.dims = []int{1}
+		l.dims = append(l.dims, 1)
 		for o := range strides {
-			l.strides[o] = []int{0}
+			l.strides[o] = append(l.strides[o], 0)
 		}
 	}
 	return l
@@ -199,22 +206,32 @@ func (l *stridedLoop) rowStride(o int) int { return l.strides[o][len(l.dims)-1] 
 // run calls row for every row of the space with axis restricted to [lo, hi), in row-major order,
 // with each operand's offset at the row's start and the row's length.
 func (l *stridedLoop) run(axis, lo, hi int, row func(off []int, n int)) {
+	l.runScratch(axis, lo, hi, row, nil)
+}
+
+// runScratch is run with its indices and offsets kept in scratch when it holds
+// 3·len(l.dims) + len(l.strides) values (a caller running the same loop every step keeps one).
+func (l *stridedLoop) runScratch(axis, lo, hi int, row func(off []int, n int), scratch []int) {
 	if lo >= hi {
 		return
 	}
 	last := len(l.dims) - 1
-	begin := make([]int, len(l.dims))
-	end := make([]int, len(l.dims))
+	if need := 3*len(l.dims) + len(l.strides); len(scratch) < need {
+		scratch = make([]int, need)
+	}
+	begin, scratch := scratch[:len(l.dims)], scratch[len(l.dims):]
+	end, scratch := scratch[:len(l.dims)], scratch[len(l.dims):]
+	idx, off := scratch[:last], scratch[len(l.dims):len(l.dims)+len(l.strides)]
+	clear(begin)
 	copy(end, l.dims)
 	begin[axis], end[axis] = lo, hi
-	off := make([]int, len(l.strides))
 	for o := range off {
+		off[o] = 0
 		for a, b := range begin {
 			off[o] += b * l.strides[o][a]
 		}
 	}
 	n := end[last] - begin[last]
-	idx := make([]int, last)
 	copy(idx, begin)
 	for {
 		row(off, n)
@@ -247,17 +264,27 @@ func (l *stridedLoop) runParallel(axis int, row func(off []int, n int)) {
 // runChunks splits axis into chunks of at least elementwiseGrain elements and runs chunk(lo, hi) for
 // each, on up to GOMAXPROCS goroutines (the caller's included) taking chunks dynamically.
 func (l *stridedLoop) runChunks(axis int, chunk func(lo, hi int)) {
+	chunks, workers := l.chunking(axis)
+	if workers <= 1 {
+		chunk(0, l.dims[axis])
+		return
+	}
+	kernels.ParallelChunks(kernels.SplitRange(l.dims[axis], chunks, 1), workers, chunk)
+}
+
+// chunking is how runChunks shares axis out: in chunks among workers goroutines, or (workers 1) not
+// at all.
+func (l *stridedLoop) chunking(axis int) (chunks, workers int) {
 	total := kernels.Prod(l.dims)
 	n := l.dims[axis]
 	perUnit := max(total/n, 1)
 	grainUnits := max((elementwiseGrain+perUnit-1)/perUnit, 1)
 	threads := runtime.GOMAXPROCS(0)
-	chunks := min(n/grainUnits, 4*threads)
+	chunks = min(n/grainUnits, 4*threads)
 	if threads == 1 || chunks <= 1 || !kernels.WorthSplitting(float64(total)*kernels.ElementNs) {
-		chunk(0, n)
-		return
+		return 1, 1
 	}
-	kernels.ParallelChunks(kernels.SplitRange(n, chunks, 1), min(threads, chunks), chunk)
+	return chunks, min(threads, chunks)
 }
 
 // splitAxisElementwise picks the axis to split an element-wise loop on: the outermost when it has
@@ -829,6 +856,78 @@ func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs 
 func greaterRows[T kernels.Float](loop *stridedLoop, out []bool, lhs, rhs []T, ra, rb int) {
 	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
 		kernels.GreaterRow(out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
+	})
+}
+
+// execFastEqual replaces simplego's Equal for int32, float32 and float64 operands broadcast along
+// whole axes (the one-hot comparison of labels [batch, 1] with the classes [1, classes] in every
+// classifier's loss): simplego walks such broadcasts through an index iterator, a few ns a value.
+// Equality is Go's ==, as simplego's (NaN equals nothing).
+func execFastEqual(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeEqual]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 2 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	outShape := nodeShape(node)
+	lhsShape, err1 := backend.BufferShape(inputs[0])
+	rhsShape, err2 := backend.BufferShape(inputs[1])
+	dt := lhsShape.DType
+	if err1 != nil || err2 != nil || outShape.DType != dtypes.Bool || (dt != dtypes.Int32 && dt != dtypes.Float32 && dt != dtypes.Float64) || rhsShape.DType != dt {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	sa, ok1 := broadcastStrides(lhsShape, outShape)
+	sb, ok2 := broadcastStrides(rhsShape, outShape)
+	if !ok1 || !ok2 || outShape.Size() == 0 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	lhsAny, err1 := backend.BufferData(inputs[0])
+	rhsAny, err2 := backend.BufferData(inputs[1])
+	if err1 != nil || err2 != nil {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	loop := newStridedLoop(outShape.Dimensions, kernels.RowMajorStrides(outShape.Dimensions), sa, sb)
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	switch dt {
+	case dtypes.Int32:
+		equalRows(&loop, outAny.([]bool), lhsAny.([]int32), rhsAny.([]int32))
+	case dtypes.Float64:
+		equalRows(&loop, outAny.([]bool), lhsAny.([]float64), rhsAny.([]float64))
+	default:
+		equalRows(&loop, outAny.([]bool), lhsAny.([]float32), rhsAny.([]float32))
+	}
+	return output, nil
+}
+
+// equalRows compares the loop's rows value by value, split over the cores.
+func equalRows[T int32 | float32 | float64](loop *stridedLoop, out []bool, lhs, rhs []T) {
+	ra, rb := loop.rowStride(1), loop.rowStride(2)
+	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
+		o, a, b := out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:]
+		switch {
+		case ra == 1 && rb == 1:
+			a, b = a[:n], b[:n]
+			for j := range o {
+				o[j] = a[j] == b[j]
+			}
+		case ra == 1 && rb == 0:
+			a, c := a[:n], b[0]
+			for j := range o {
+				o[j] = a[j] == c
+			}
+		case ra == 0 && rb == 1:
+			c, b := a[0], b[:n]
+			for j := range o {
+				o[j] = c == b[j]
+			}
+		default:
+			for j := range o {
+				o[j] = a[j*ra] == b[j*rb]
+			}
+		}
 	})
 }
 

@@ -138,6 +138,56 @@ func TestFastBinaryMatchesSimplego(t *testing.T) {
 	}
 }
 
+// Equal gives exactly simplego's results for int32, float32 and float64 operands of equal shapes,
+// per-axis broadcasts and scalars on either side (the labels-against-classes comparison among them),
+// with many equal pairs, and NaN, zeros of both signs and infinities in the floats.
+func TestFastEqualMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(43))
+	for trial := range 96 {
+		dtype := []dtypes.DType{dtypes.Int32, dtypes.Float32, dtypes.Float64}[trial%3]
+		dims := randOutDims(rng, trial/3)
+		lDims, rDims := dims, dims
+		switch trial / 3 % 4 {
+		case 1:
+			rDims = randBroadcastDims(rng, dims)
+		case 2:
+			lDims = randBroadcastDims(rng, dims)
+		case 3:
+			lDims, rDims = randBroadcastDims(rng, dims), randBroadcastDims(rng, dims)
+		}
+		if trial%24 == 0 { // Labels [batch, 1] against the classes [1, classes].
+			dims, lDims, rDims = []int{128, 10}, []int{128, 1}, []int{1, 10}
+		}
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			x, err := b.ConvertDType(in[0], dtype)
+			if err != nil {
+				return nil, err
+			}
+			y, err := b.ConvertDType(in[1], dtype)
+			if err != nil {
+				return nil, err
+			}
+			z, err := b.Equal(x, y)
+			if err != nil {
+				return nil, err
+			}
+			out, err := b.ConvertDType(z, dtypes.Float64)
+			return []backends.Op{out}, err
+		}
+		x, y := specialTT(rng, lDims...), specialTT(rng, rDims...)
+		for _, v := range []tt{x, y} {
+			for i := range v.data {
+				if dtype == dtypes.Int32 || rng.Intn(2) == 0 {
+					v.data[i] = float64(rng.Intn(3)) // Many equal pairs.
+				}
+			}
+		}
+		got, want := runOps(t, fast, build, x, y), runOps(t, slow, build, x, y)
+		assertSameBits(t, fmt.Sprintf("%d/%s/%v/%v", trial, dtype, lDims, rDims), got[0], want[0])
+	}
+}
+
 // Short rows times a per-channel row (the depthwise convolution's products), large enough to be split
 // over the cores, on either side: exactly simplego's values in float32 and float64.
 func TestFastBinaryShortRowsMatchesSimplego(t *testing.T) {
