@@ -40,6 +40,8 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 		backends.OpTypeSlice:      execFastSlice,
 		backends.OpTypeTranspose:  execFastTranspose,
 		backends.OpTypeGather:     execFastGather,
+		// A flattened graph input read only by products is viewed, not copied (reshape.go).
+		backends.OpTypeReshape: execFastReshape,
 		// DenseNet's feature concatenations (and the composed Pad), output row by output row (concat.go).
 		backends.OpTypeConcatenate: execFastConcatenate,
 		// Runs only the nodes goBuilder.ReduceWindow gave a *poolSpec (pool.go), whatever the backend.

@@ -40,6 +40,9 @@ func (b *goBuilder) compileFused(outputs []backends.Op, shardings []*backends.Sh
 		if b.fuse {
 			fuseElementwise(sb, outputs)
 		}
+		if b.backend.fastDot {
+			markReshapeViews(builderNodesOf(sb), outputs)
+		}
 	}
 	return b.Builder.Compile(outputs, shardings)
 }

@@ -19,6 +19,8 @@ import (
 //   - the unexported fields of simplego.Node (inputs, opType, shape, data) and simplego.Builder (nodes),
 //     read and written through offsets looked up once by reflection, their types checked (reflection
 //     by name costs about a microsecond per call, and a ResNet step runs ~17,000 ops);
+//   - the unexported fields of simplego.Buffer (shape, valid, flat), written once to make a buffer that
+//     views a graph input's values under another shape (reshape.go);
 //   - two op types simplego never builds nor executes, reused as the backend's own fused nodes, and the
 //     AllReduce and SelectAndScatterMax/Min op types, which simplego doesn't build, for the backend's
 //     collective nodes (spmd.go) and max-pool gradient nodes (pool_grad.go);
@@ -80,6 +82,28 @@ var nodeInputsOff, builderNodesOff, fuseFieldsOK = func() (inOff, nodesOff uintp
 	nodes, ok2 := reflect.TypeOf(simplego.Builder{}).FieldByName("nodes")
 	return in.Offset, nodes.Offset, nodeFieldsOK && ok1 && ok2 && in.Type == nodeSlice && nodes.Type == nodeSlice
 }()
+
+// Offsets of simplego.Buffer's shape, valid and flat fields, for the buffers that view another's values
+// (reshape.go); bufferFieldsOK is false if any is missing or of another type, and no view is made.
+var bufShapeOff, bufValidOff, bufFlatOff, bufferFieldsOK = func() (shapeOff, validOff, flatOff uintptr, ok bool) {
+	t := reflect.TypeOf(simplego.Buffer{})
+	shapeF, ok1 := t.FieldByName("shape")
+	validF, ok2 := t.FieldByName("valid")
+	flatF, ok3 := t.FieldByName("flat")
+	ok = ok1 && ok2 && ok3 && shapeF.Type == reflect.TypeOf(shapes.Shape{}) && validF.Type == reflect.TypeOf(false) &&
+		flatF.Type == reflect.TypeOf((*any)(nil)).Elem()
+	return shapeF.Offset, validF.Offset, flatF.Offset, ok
+}()
+
+// newBufferOver returns a valid simplego buffer of the given shape over flat, which it does not own
+// (callers check bufferFieldsOK first, and keep it out of simplego's buffer pools).
+func newBufferOver(shape shapes.Shape, flat any) *simplego.Buffer {
+	b := new(simplego.Buffer)
+	*(*shapes.Shape)(unsafe.Add(unsafe.Pointer(b), bufShapeOff)) = shape
+	*(*bool)(unsafe.Add(unsafe.Pointer(b), bufValidOff)) = true
+	*(*any)(unsafe.Add(unsafe.Pointer(b), bufFlatOff)) = flat
+	return b
+}
 
 // nodeShape is the node's output shape (callers check nodeFieldsOK first).
 func nodeShape(n *simplego.Node) shapes.Shape {
