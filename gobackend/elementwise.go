@@ -35,6 +35,8 @@ func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
 	m[backends.OpTypeReduceMax] = execFastReduceMax
 	m[backends.OpTypeGreaterThan] = execFastGreaterThan
 	m[backends.OpTypeEqual] = execFastEqual
+	m[backends.OpTypeArgMinMax] = execFastArgMinMax
+	m[backends.OpTypeConvertDType] = execFastConvertDType
 	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic, vecLogistic)
 	// GELU's (ConvNeXt, ViT) and softmax's transcendentals, simplego's formula T(math.F(float64(x))).
 	m[backends.OpTypeExp] = fastUnaryExecutor(backends.OpTypeExp, math.Exp, vecExp)
@@ -787,6 +789,13 @@ func reduceSumRows[T kernels.Float](loop *stridedLoop, out, in []T) {
 		sumRowBlocks(loop, out, in)
 		return
 	}
+	if len(loop.dims) == 2 && so == 0 && loop.strides[0][0] == 1 && loop.strides[1][1] == 1 && loop.strides[1][0] == loop.dims[1] {
+		// Contiguous short rows each to the next output (a loss's per-example sums over the classes):
+		// four rows at a time, each still summed in order, instead of one call per row.
+		n := loop.dims[1]
+		loop.runChunks(0, func(lo, hi int) { kernels.AddRowSums(out[lo:hi], in[lo*n:hi*n], n) })
+		return
+	}
 	row := func(off []int, n int) {
 		x := in[off[1] : off[1]+n]
 		if so == 0 {
@@ -929,6 +938,99 @@ func equalRows[T int32 | float32 | float64](loop *stridedLoop, out []bool, lhs, 
 			}
 		}
 	})
+}
+
+// execFastArgMinMax takes the index of each float32 or float64 row's maximum or minimum over the last
+// axis (the predicted classes of a batch's logits) into int32s, as simplego does value by value: the
+// first extreme wins a tie, and a NaN takes the place of any value before it (so the last NaN wins).
+// simplego's loop carries a running best per position of the axes after the reduced one, which for the
+// last axis is one position, at a few ns a value.
+func execFastArgMinMax(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeArgMinMax]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	p, ok := readArgMinMaxParams(node)
+	inShape, err := backend.BufferShape(inputs[0])
+	outShape := nodeShape(node)
+	dt := inShape.DType
+	if !ok || err != nil || p.axis != inShape.Rank()-1 || outShape.DType != dtypes.Int32 || (dt != dtypes.Float32 && dt != dtypes.Float64) ||
+		inShape.Size() == 0 || inShape.Dimensions[p.axis] >= 1<<31 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inAny, err := backend.BufferData(inputs[0])
+	if err != nil {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	n := inShape.Dimensions[p.axis]
+	if dt == dtypes.Float64 {
+		argExtremeRows(outAny.([]int32), inAny.([]float64), n, p.isMin)
+	} else {
+		argExtremeRows(outAny.([]int32), inAny.([]float32), n, p.isMin)
+	}
+	return output, nil
+}
+
+// argExtremeRows sets out[i] to the index of the maximum (isMin: minimum) of row i of x's rows of n
+// values, with simplego's rule for ties and NaNs.
+func argExtremeRows[T kernels.Float](out []int32, x []T, n int, isMin bool) {
+	for i := range out {
+		row := x[i*n : i*n+n]
+		best, arg := row[0], int32(0)
+		for j := 1; j < len(row); j++ {
+			v := row[j]
+			if v != v || (isMin && v < best) || (!isMin && v > best) {
+				best, arg = v, int32(j)
+			}
+		}
+		out[i] = arg
+	}
+}
+
+// execFastConvertDType converts bools to float32 or float64 (1 and 0: a one-hot mask, a count of
+// correct predictions) in one plain loop; every other pair goes to simplego's.
+func execFastConvertDType(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeConvertDType]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inShape, err := backend.BufferShape(inputs[0])
+	outShape := nodeShape(node)
+	if err != nil || inShape.DType != dtypes.Bool || (outShape.DType != dtypes.Float32 && outShape.DType != dtypes.Float64) {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inAny, err := backend.BufferData(inputs[0])
+	if err != nil {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	if outShape.DType == dtypes.Float64 {
+		boolsAsFloats(outAny.([]float64), inAny.([]bool))
+	} else {
+		boolsAsFloats(outAny.([]float32), inAny.([]bool))
+	}
+	return output, nil
+}
+
+// boolsAsFloats sets out[i] to 1 where in[i] holds and 0 elsewhere.
+func boolsAsFloats[T kernels.Float](out []T, in []bool) {
+	out = out[:len(in)]
+	for i, b := range in {
+		var v T
+		if b {
+			v = 1
+		}
+		out[i] = v
+	}
 }
 
 // sumRowBlocks reduces a loop whose last two axes are (reduced, kept) with contiguous rows: for each

@@ -24,7 +24,8 @@ import (
 //   - two op types simplego never builds nor executes, reused as the backend's own fused nodes, and the
 //     AllReduce and SelectAndScatterMax/Min op types, which simplego doesn't build, for the backend's
 //     collective nodes (spmd.go) and max-pool gradient nodes (pool_grad.go);
-//   - the unexported parameter structs simplego keeps in Node.data (DotGeneral's, Slice's, Gather's),
+//   - the unexported parameter structs simplego keeps in Node.data (DotGeneral's, Slice's, Gather's,
+//     ArgMinMax's),
 //     read at offsets looked up by field name once per struct type (structFields), and the plain values it keeps there for other ops (Transpose's permutation,
 //     the reduced or broadcast axes, Concatenate's axis).
 //
@@ -225,8 +226,8 @@ var gatherFields = newStructFields([]string{"offsetOutputAxes", "collapsedSlices
 // node's parameters on every execution, and reflection by name allocated and took about a microsecond
 // a field.
 type structFields struct {
-	ints, scalars []string // The []int fields, then the int fields, in the order of the offsets.
-	layout        atomic.Pointer[fieldLayout]
+	ints, scalars, bools []string // The []int, int and bool fields, in the order of the offsets.
+	layout               atomic.Pointer[fieldLayout]
 }
 
 // fieldLayout is the offsets of a structFields' fields in one struct type (ok false: not all there).
@@ -236,8 +237,8 @@ type fieldLayout struct {
 	ok   bool
 }
 
-func newStructFields(ints, scalars []string) *structFields {
-	return &structFields{ints: ints, scalars: scalars}
+func newStructFields(ints, scalars []string, bools ...string) *structFields {
+	return &structFields{ints: ints, scalars: scalars, bools: bools}
 }
 
 // find returns the address of the struct node.data points to and the offsets of the fields; ok is
@@ -272,10 +273,13 @@ func (sf *structFields) lookup(t reflect.Type) *fieldLayout {
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return l
 	}
-	for i, name := range append(slices.Clone(sf.ints), sf.scalars...) {
+	for i, name := range slices.Concat(sf.ints, sf.scalars, sf.bools) {
 		f, found := t.Elem().FieldByName(name)
 		want := reflect.TypeOf([]int(nil))
-		if i >= len(sf.ints) {
+		switch {
+		case i >= len(sf.ints)+len(sf.scalars):
+			want = reflect.TypeOf(false)
+		case i >= len(sf.ints):
 			want = reflect.TypeOf(0)
 		}
 		if !found || f.Type != want || len(f.Index) != 1 {
@@ -286,6 +290,24 @@ func (sf *structFields) lookup(t reflect.Type) *fieldLayout {
 	l.ok = true
 	return l
 }
+
+// argMinMaxParams are the fields of simplego's argMinMaxNode.
+type argMinMaxParams struct {
+	axis  int
+	isMin bool
+}
+
+// readArgMinMaxParams reads an ArgMinMax node's parameters; ok is false if simplego's layout changed.
+func readArgMinMaxParams(node *simplego.Node) (p argMinMaxParams, ok bool) {
+	base, offs, ok := argMinMaxFields.find(node)
+	if !ok {
+		return p, false
+	}
+	p.axis, p.isMin = fieldInt(base, offs[0]), *(*bool)(unsafe.Add(base, offs[1]))
+	return p, true
+}
+
+var argMinMaxFields = newStructFields(nil, []string{"axis"}, "isMin")
 
 // fieldInts is the []int at offset off of the struct at base.
 func fieldInts(base unsafe.Pointer, off uintptr) []int { return *(*[]int)(unsafe.Add(base, off)) }
