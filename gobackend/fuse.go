@@ -40,7 +40,7 @@ func (b *goBuilder) compileFused(outputs []backends.Op, shardings []*backends.Sh
 		if b.fuse {
 			fuseElementwise(sb, outputs)
 		}
-		if b.backend.fastDot {
+		if b.backend.fastDot && !parallelOps(b.backend.config) {
 			markReshapeViews(builderNodesOf(sb), outputs)
 		}
 	}

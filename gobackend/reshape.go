@@ -14,7 +14,8 @@ import (
 // values instead of a copy. Such a buffer must never reach simplego's buffer pools (a later op would
 // write over the caller's input): the DotGeneral that uses it last takes it out of simplego's hands
 // (releaseViews), as an executor that consumes an input does; a Reshape below it that is its last user
-// takes it over as simplego's Reshape takes any buffer it owns.
+// takes it over as simplego's Reshape takes any buffer it owns. Not under ops_parallel: there two users
+// running at once may each see the other as the last one, and simplego then pools the buffer itself.
 
 // reshapeView is the data of a Reshape node marked as a view (simplego keeps no data for Reshape).
 type reshapeView struct{}

@@ -15,7 +15,8 @@ import (
 // copied: the products give the values of the same executable run on a donated copy of the input
 // (simplego's Reshape then takes the buffer over) on every run, and the caller's input buffer is never
 // handed out by simplego's pools (another executable's outputs of the view's size, written between the
-// runs, leave it as it was). A backend without the fast products marks no view.
+// runs, leave it as it was). A backend without the fast products marks no view, nor one running ops in
+// parallel.
 func TestReshapeViewOfInput(t *testing.T) {
 	fast, slow := testBackend(t), simplegoOps(t)
 	rng := rand.New(rand.NewSource(71))
@@ -64,10 +65,15 @@ func TestReshapeViewOfInput(t *testing.T) {
 		}
 		return compiled{exec, views}
 	}
-	f, s := compile(fast), compile(slow)
-	_ = s.exec
-	if f.views != 2 || s.views != 0 {
-		t.Fatalf("%d Reshapes marked views on the fast backend, %d on simplego's; want 2 and 0", f.views, s.views)
+	parallel, err := newBackend("ops_parallel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(parallel.Finalize)
+	f, s, p := compile(fast), compile(slow), compile(parallel)
+	if f.views != 2 || s.views != 0 || p.views != 0 {
+		t.Fatalf("%d Reshapes marked views on the fast backend, %d on simplego's, %d under ops_parallel; want 2, 0 and 0",
+			f.views, s.views, p.views)
 	}
 	// Another executable whose output has the view's size and dtype: it takes its buffer from the pool
 	// the view would wrongly have joined, and writes over it.
