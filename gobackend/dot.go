@@ -12,7 +12,14 @@ import (
 // execFastDotGeneral replaces simplego's DotGeneral executor: float32 and float64 products of the
 // backends that enabled it go to the packed GEMM; everything else to simplego's kernel. The output is
 // simplego's normalised [batch, lhsCross, rhsCross] (the builder reshapes it).
+// The last user of a Reshape view (reshape.go) takes it out of simplego's hands.
 func execFastDotGeneral(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	out, err := dotGeneral(backend, node, inputs, inputsOwned)
+	releaseViews(node, inputs, inputsOwned)
+	return out, err
+}
+
+func dotGeneral(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
 	if !ownsFastOps(backend) || len(inputs) != 2 {
 		return sgDotGeneral(backend, node, inputs, inputsOwned)
 	}

@@ -34,6 +34,9 @@ func addElementwiseExecutors(m map[backends.OpType]sgNodeExecutor) {
 	m[backends.OpTypeReduceSum] = execFastReduceSum
 	m[backends.OpTypeReduceMax] = execFastReduceMax
 	m[backends.OpTypeGreaterThan] = execFastGreaterThan
+	m[backends.OpTypeEqual] = execFastEqual
+	m[backends.OpTypeArgMinMax] = execFastArgMinMax
+	m[backends.OpTypeConvertDType] = execFastConvertDType
 	m[backends.OpTypeLogistic] = fastUnaryExecutor(backends.OpTypeLogistic, sgLogistic, vecLogistic)
 	// GELU's (ConvNeXt, ViT) and softmax's transcendentals, simplego's formula T(math.F(float64(x))).
 	m[backends.OpTypeExp] = fastUnaryExecutor(backends.OpTypeExp, math.Exp, vecExp)
@@ -158,7 +161,13 @@ type stridedLoop struct {
 // newStridedLoop drops the axes of size 1 and merges adjacent axes that are contiguous for every
 // operand (stride[a] == stride[a+1]·dims[a+1], which includes two broadcast axes).
 func newStridedLoop(dims []int, strides ...[]int) stridedLoop {
-	l := stridedLoop{strides: make([][]int, len(strides))}
+	// One array holds the dims and every operand's strides (ops run this per call).
+	r := max(len(dims), 1)
+	backing := make([]int, 0, r*(1+len(strides)))
+	l := stridedLoop{strides: make([][]int, len(strides)), dims: backing[:0:r]}
+	for o := range strides {
+		l.strides[o] = backing[r*(1+o) : r*(1+o) : r*(2+o)]
+	}
 	for a, d := range dims {
 		if d == 1 {
 			continue
@@ -185,9 +194,9 @@ func newStridedLoop(dims []int, strides ...[]int) stridedLoop {
 		}
 	}
 	if len(l.dims) == 0 { // One element.
-		l.dims = []int{1}
+		l.dims = append(l.dims, 1)
 		for o := range strides {
-			l.strides[o] = []int{0}
+			l.strides[o] = append(l.strides[o], 0)
 		}
 	}
 	return l
@@ -199,22 +208,32 @@ func (l *stridedLoop) rowStride(o int) int { return l.strides[o][len(l.dims)-1] 
 // run calls row for every row of the space with axis restricted to [lo, hi), in row-major order,
 // with each operand's offset at the row's start and the row's length.
 func (l *stridedLoop) run(axis, lo, hi int, row func(off []int, n int)) {
+	l.runScratch(axis, lo, hi, row, nil)
+}
+
+// runScratch is run with its indices and offsets kept in scratch when it holds
+// 3·len(l.dims) + len(l.strides) values (a caller running the same loop every step keeps one).
+func (l *stridedLoop) runScratch(axis, lo, hi int, row func(off []int, n int), scratch []int) {
 	if lo >= hi {
 		return
 	}
 	last := len(l.dims) - 1
-	begin := make([]int, len(l.dims))
-	end := make([]int, len(l.dims))
+	if need := 3*len(l.dims) + len(l.strides); len(scratch) < need {
+		scratch = make([]int, need)
+	}
+	begin, scratch := scratch[:len(l.dims)], scratch[len(l.dims):]
+	end, scratch := scratch[:len(l.dims)], scratch[len(l.dims):]
+	idx, off := scratch[:last], scratch[len(l.dims):len(l.dims)+len(l.strides)]
+	clear(begin)
 	copy(end, l.dims)
 	begin[axis], end[axis] = lo, hi
-	off := make([]int, len(l.strides))
 	for o := range off {
+		off[o] = 0
 		for a, b := range begin {
 			off[o] += b * l.strides[o][a]
 		}
 	}
 	n := end[last] - begin[last]
-	idx := make([]int, last)
 	copy(idx, begin)
 	for {
 		row(off, n)
@@ -247,17 +266,27 @@ func (l *stridedLoop) runParallel(axis int, row func(off []int, n int)) {
 // runChunks splits axis into chunks of at least elementwiseGrain elements and runs chunk(lo, hi) for
 // each, on up to GOMAXPROCS goroutines (the caller's included) taking chunks dynamically.
 func (l *stridedLoop) runChunks(axis int, chunk func(lo, hi int)) {
+	chunks, workers := l.chunking(axis)
+	if workers <= 1 {
+		chunk(0, l.dims[axis])
+		return
+	}
+	kernels.ParallelChunks(kernels.SplitRange(l.dims[axis], chunks, 1), workers, chunk)
+}
+
+// chunking is how runChunks shares axis out: in chunks among workers goroutines, or (workers 1) not
+// at all.
+func (l *stridedLoop) chunking(axis int) (chunks, workers int) {
 	total := kernels.Prod(l.dims)
 	n := l.dims[axis]
 	perUnit := max(total/n, 1)
 	grainUnits := max((elementwiseGrain+perUnit-1)/perUnit, 1)
 	threads := runtime.GOMAXPROCS(0)
-	chunks := min(n/grainUnits, 4*threads)
+	chunks = min(n/grainUnits, 4*threads)
 	if threads == 1 || chunks <= 1 || !kernels.WorthSplitting(float64(total)*kernels.ElementNs) {
-		chunk(0, n)
-		return
+		return 1, 1
 	}
-	kernels.ParallelChunks(kernels.SplitRange(n, chunks, 1), min(threads, chunks), chunk)
+	return chunks, min(threads, chunks)
 }
 
 // splitAxisElementwise picks the axis to split an element-wise loop on: the outermost when it has
@@ -760,6 +789,13 @@ func reduceSumRows[T kernels.Float](loop *stridedLoop, out, in []T) {
 		sumRowBlocks(loop, out, in)
 		return
 	}
+	if len(loop.dims) == 2 && so == 0 && loop.strides[0][0] == 1 && loop.strides[1][1] == 1 && loop.strides[1][0] == loop.dims[1] {
+		// Contiguous short rows each to the next output (a loss's per-example sums over the classes):
+		// four rows at a time, each still summed in order, instead of one call per row.
+		n := loop.dims[1]
+		loop.runChunks(0, func(lo, hi int) { kernels.AddRowSums(out[lo:hi], in[lo*n:hi*n], n) })
+		return
+	}
 	row := func(off []int, n int) {
 		x := in[off[1] : off[1]+n]
 		if so == 0 {
@@ -830,6 +866,171 @@ func greaterRows[T kernels.Float](loop *stridedLoop, out []bool, lhs, rhs []T, r
 	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
 		kernels.GreaterRow(out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:], ra, rb)
 	})
+}
+
+// execFastEqual replaces simplego's Equal for int32, float32 and float64 operands broadcast along
+// whole axes (the one-hot comparison of labels [batch, 1] with the classes [1, classes] in every
+// classifier's loss): simplego walks such broadcasts through an index iterator, a few ns a value.
+// Equality is Go's ==, as simplego's (NaN equals nothing).
+func execFastEqual(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeEqual]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 2 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	outShape := nodeShape(node)
+	lhsShape, err1 := backend.BufferShape(inputs[0])
+	rhsShape, err2 := backend.BufferShape(inputs[1])
+	dt := lhsShape.DType
+	if err1 != nil || err2 != nil || outShape.DType != dtypes.Bool || (dt != dtypes.Int32 && dt != dtypes.Float32 && dt != dtypes.Float64) || rhsShape.DType != dt {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	sa, ok1 := broadcastStrides(lhsShape, outShape)
+	sb, ok2 := broadcastStrides(rhsShape, outShape)
+	if !ok1 || !ok2 || outShape.Size() == 0 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	lhsAny, err1 := backend.BufferData(inputs[0])
+	rhsAny, err2 := backend.BufferData(inputs[1])
+	if err1 != nil || err2 != nil {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	loop := newStridedLoop(outShape.Dimensions, kernels.RowMajorStrides(outShape.Dimensions), sa, sb)
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	switch dt {
+	case dtypes.Int32:
+		equalRows(&loop, outAny.([]bool), lhsAny.([]int32), rhsAny.([]int32))
+	case dtypes.Float64:
+		equalRows(&loop, outAny.([]bool), lhsAny.([]float64), rhsAny.([]float64))
+	default:
+		equalRows(&loop, outAny.([]bool), lhsAny.([]float32), rhsAny.([]float32))
+	}
+	return output, nil
+}
+
+// equalRows compares the loop's rows value by value, split over the cores.
+func equalRows[T int32 | float32 | float64](loop *stridedLoop, out []bool, lhs, rhs []T) {
+	ra, rb := loop.rowStride(1), loop.rowStride(2)
+	loop.runParallel(loop.splitAxisElementwise(), func(off []int, n int) {
+		o, a, b := out[off[0]:off[0]+n], lhs[off[1]:], rhs[off[2]:]
+		switch {
+		case ra == 1 && rb == 1:
+			a, b = a[:n], b[:n]
+			for j := range o {
+				o[j] = a[j] == b[j]
+			}
+		case ra == 1 && rb == 0:
+			a, c := a[:n], b[0]
+			for j := range o {
+				o[j] = a[j] == c
+			}
+		case ra == 0 && rb == 1:
+			c, b := a[0], b[:n]
+			for j := range o {
+				o[j] = c == b[j]
+			}
+		default:
+			for j := range o {
+				o[j] = a[j*ra] == b[j*rb]
+			}
+		}
+	})
+}
+
+// execFastArgMinMax takes the index of each float32 or float64 row's maximum or minimum over the last
+// axis (the predicted classes of a batch's logits) into int32s, as simplego does value by value: the
+// first extreme wins a tie, and a NaN takes the place of any value before it (so the last NaN wins).
+// simplego's loop carries a running best per position of the axes after the reduced one, which for the
+// last axis is one position, at a few ns a value.
+func execFastArgMinMax(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeArgMinMax]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	p, ok := readArgMinMaxParams(node)
+	inShape, err := backend.BufferShape(inputs[0])
+	outShape := nodeShape(node)
+	dt := inShape.DType
+	if !ok || err != nil || p.axis != inShape.Rank()-1 || outShape.DType != dtypes.Int32 || (dt != dtypes.Float32 && dt != dtypes.Float64) ||
+		inShape.Size() == 0 || inShape.Dimensions[p.axis] >= 1<<31 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inAny, err := backend.BufferData(inputs[0])
+	if err != nil {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	n := inShape.Dimensions[p.axis]
+	if dt == dtypes.Float64 {
+		argExtremeRows(outAny.([]int32), inAny.([]float64), n, p.isMin)
+	} else {
+		argExtremeRows(outAny.([]int32), inAny.([]float32), n, p.isMin)
+	}
+	return output, nil
+}
+
+// argExtremeRows sets out[i] to the index of the maximum (isMin: minimum) of row i of x's rows of n
+// values, with simplego's rule for ties and NaNs.
+func argExtremeRows[T kernels.Float](out []int32, x []T, n int, isMin bool) {
+	for i := range out {
+		row := x[i*n : i*n+n]
+		best, arg := row[0], int32(0)
+		for j := 1; j < len(row); j++ {
+			v := row[j]
+			if v != v || (isMin && v < best) || (!isMin && v > best) {
+				best, arg = v, int32(j)
+			}
+		}
+		out[i] = arg
+	}
+}
+
+// execFastConvertDType converts bools to float32 or float64 (1 and 0: a one-hot mask, a count of
+// correct predictions) in one plain loop; every other pair goes to simplego's.
+func execFastConvertDType(backend *simplego.Backend, node *simplego.Node, inputs []*simplego.Buffer, inputsOwned []bool) (*simplego.Buffer, error) {
+	orig := sgExecutors[backends.OpTypeConvertDType]
+	if !nodeFieldsOK || !ownsFastOps(backend) || len(inputs) != 1 {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inShape, err := backend.BufferShape(inputs[0])
+	outShape := nodeShape(node)
+	if err != nil || inShape.DType != dtypes.Bool || (outShape.DType != dtypes.Float32 && outShape.DType != dtypes.Float64) {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	inAny, err := backend.BufferData(inputs[0])
+	if err != nil {
+		return orig(backend, node, inputs, inputsOwned)
+	}
+	output := backend.NewBuffer(outShape)
+	outAny, err := backend.BufferData(output)
+	if err != nil {
+		return nil, err
+	}
+	if outShape.DType == dtypes.Float64 {
+		boolsAsFloats(outAny.([]float64), inAny.([]bool))
+	} else {
+		boolsAsFloats(outAny.([]float32), inAny.([]bool))
+	}
+	return output, nil
+}
+
+// boolsAsFloats sets out[i] to 1 where in[i] holds and 0 elsewhere.
+func boolsAsFloats[T kernels.Float](out []T, in []bool) {
+	out = out[:len(in)]
+	for i, b := range in {
+		var v T
+		if b {
+			v = 1
+		}
+		out[i] = v
+	}
 }
 
 // sumRowBlocks reduces a loop whose last two axes are (reduced, kept) with contiguous rows: for each

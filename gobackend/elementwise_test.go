@@ -138,6 +138,115 @@ func TestFastBinaryMatchesSimplego(t *testing.T) {
 	}
 }
 
+// Equal gives exactly simplego's results for int32, float32 and float64 operands of equal shapes,
+// per-axis broadcasts and scalars on either side (the labels-against-classes comparison among them),
+// with many equal pairs, and NaN, zeros of both signs and infinities in the floats.
+func TestFastEqualMatchesSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(43))
+	for trial := range 96 {
+		dtype := []dtypes.DType{dtypes.Int32, dtypes.Float32, dtypes.Float64}[trial%3]
+		dims := randOutDims(rng, trial/3)
+		lDims, rDims := dims, dims
+		switch trial / 3 % 4 {
+		case 1:
+			rDims = randBroadcastDims(rng, dims)
+		case 2:
+			lDims = randBroadcastDims(rng, dims)
+		case 3:
+			lDims, rDims = randBroadcastDims(rng, dims), randBroadcastDims(rng, dims)
+		}
+		if trial%24 == 0 { // Labels [batch, 1] against the classes [1, classes].
+			dims, lDims, rDims = []int{128, 10}, []int{128, 1}, []int{1, 10}
+		}
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			x, err := b.ConvertDType(in[0], dtype)
+			if err != nil {
+				return nil, err
+			}
+			y, err := b.ConvertDType(in[1], dtype)
+			if err != nil {
+				return nil, err
+			}
+			z, err := b.Equal(x, y)
+			if err != nil {
+				return nil, err
+			}
+			out, err := b.ConvertDType(z, dtypes.Float64)
+			return []backends.Op{out}, err
+		}
+		x, y := specialTT(rng, lDims...), specialTT(rng, rDims...)
+		for _, v := range []tt{x, y} {
+			for i := range v.data {
+				if dtype == dtypes.Int32 || rng.Intn(2) == 0 {
+					v.data[i] = float64(rng.Intn(3)) // Many equal pairs.
+				}
+			}
+		}
+		got, want := runOps(t, fast, build, x, y), runOps(t, slow, build, x, y)
+		assertSameBits(t, fmt.Sprintf("%d/%s/%v/%v", trial, dtype, lDims, rDims), got[0], want[0])
+	}
+}
+
+// ArgMax and ArgMin over the last axis of float32 and float64 rows (ties, NaNs, infinities and zeros
+// of both signs among them) and over another axis (left to simplego), and bools converted to float32
+// and float64, give exactly simplego's values.
+func TestFastArgMinMaxAndBoolsMatchSimplego(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(44))
+	for trial := range 48 {
+		dtype := []dtypes.DType{dtypes.Float32, dtypes.Float64}[trial%2]
+		isMin := trial/2%2 == 1
+		dims := [][]int{{128, 10}, {7, 1}, {3, 5, 9}, {1, 300}, {6}, {4, 2, 3}}[trial/4%6]
+		axis := len(dims) - 1
+		if trial >= 24 {
+			axis = 0 // Left to simplego unless the rank is 1.
+		}
+		build := func(b backends.Builder, in []backends.Op) ([]backends.Op, error) {
+			x, err := b.ConvertDType(in[0], dtype)
+			if err != nil {
+				return nil, err
+			}
+			arg, err := b.ArgMinMax(x, axis, dtypes.Int32, isMin)
+			if err != nil {
+				return nil, err
+			}
+			zero, err := b.Constant([]float64{0})
+			if err != nil {
+				return nil, err
+			}
+			if zero, err = b.ConvertDType(zero, dtype); err != nil {
+				return nil, err
+			}
+			positive, err := b.GreaterThan(x, zero)
+			if err != nil {
+				return nil, err
+			}
+			mask, err := b.ConvertDType(positive, dtype)
+			if err != nil {
+				return nil, err
+			}
+			outs := []backends.Op{arg, mask}
+			for i, o := range outs {
+				if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
+					return nil, err
+				}
+			}
+			return outs, nil
+		}
+		x := specialTT(rng, dims...)
+		for i := range x.data {
+			if rng.Intn(4) == 0 {
+				x.data[i] = float64(rng.Intn(3)) // Ties.
+			}
+		}
+		got, want := runOps(t, fast, build, x), runOps(t, slow, build, x)
+		for i := range want {
+			assertSameBits(t, fmt.Sprintf("%d/%s/%v/axis %d/min %v/out%d", trial, dtype, dims, axis, isMin, i), got[i], want[i])
+		}
+	}
+}
+
 // Short rows times a per-channel row (the depthwise convolution's products), large enough to be split
 // over the cores, on either side: exactly simplego's values in float32 and float64.
 func TestFastBinaryShortRowsMatchesSimplego(t *testing.T) {
@@ -270,6 +379,9 @@ func TestFastReduceSumMatchesSimplego(t *testing.T) {
 		}
 		if trial%8 == 0 && len(dims) == 4 {
 			axes = []int{0, 1, 2} // BatchNorm's statistics.
+		}
+		if trial%8 == 4 {
+			dims, axes = []int{131 + trial%3, 10}, []int{1} // A loss's per-example sums over the classes.
 		}
 		build := inDType(dtype, func(b backends.Builder, x backends.Op) (backends.Op, error) {
 			return b.ReduceSum(x, axes...)

@@ -1,7 +1,9 @@
 package gobackend
 
 import (
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -20,7 +22,8 @@ var (
 	sgSlice        sgNodeExecutor
 	sgTranspose    sgNodeExecutor
 	sgExecutors    [backends.OpTypeLast]sgNodeExecutor // Every replaced entry's original, by op type.
-	fastOpsOwners  sync.Map                            // *simplego.Backend -> struct{}: the backends whose executors are ours.
+	fastOpsMu      sync.Mutex                          // Serialises changes to fastOpsOwners.
+	fastOpsOwners  atomic.Pointer[[]*simplego.Backend] // The backends whose executors are ours, replaced whole on change.
 	installFastOps sync.Once
 
 	fusionInstalled    bool // execFused is in simplego's table (set once by enableFastOps).
@@ -37,6 +40,8 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 		backends.OpTypeSlice:      execFastSlice,
 		backends.OpTypeTranspose:  execFastTranspose,
 		backends.OpTypeGather:     execFastGather,
+		// A flattened graph input read only by products is viewed, not copied (reshape.go).
+		backends.OpTypeReshape: execFastReshape,
 		// DenseNet's feature concatenations (and the composed Pad), output row by output row (concat.go).
 		backends.OpTypeConcatenate: execFastConcatenate,
 		// Runs only the nodes goBuilder.ReduceWindow gave a *poolSpec (pool.go), whatever the backend.
@@ -51,7 +56,14 @@ func fastExecutors() map[backends.OpType]sgNodeExecutor {
 // elementwise.go; it installs the fused nodes' executors once.
 func enableFastOps(sg *simplego.Backend) {
 	installExecutors()
-	fastOpsOwners.Store(sg, struct{}{})
+	fastOpsMu.Lock()
+	defer fastOpsMu.Unlock()
+	var owners []*simplego.Backend
+	if p := fastOpsOwners.Load(); p != nil {
+		owners = slices.Clone(*p)
+	}
+	owners = append(owners, sg)
+	fastOpsOwners.Store(&owners)
 }
 
 // installExecutors puts the fast executors in simplego's table, once. Every backend of this package
@@ -93,9 +105,25 @@ func installExecutors() {
 }
 
 // disableFastOps forgets sg (called when its Backend is finalized).
-func disableFastOps(sg *simplego.Backend) { fastOpsOwners.Delete(sg) }
+func disableFastOps(sg *simplego.Backend) {
+	fastOpsMu.Lock()
+	defer fastOpsMu.Unlock()
+	if p := fastOpsOwners.Load(); p != nil {
+		owners := slices.DeleteFunc(slices.Clone(*p), func(b *simplego.Backend) bool { return b == sg })
+		fastOpsOwners.Store(&owners)
+	}
+}
 
+// ownsFastOps reports whether sg belongs to a Backend of this package. Every fast executor asks on
+// every call, so it reads a list (a process has a few backends: one per in-process device) instead
+// of hashing sg into a map.
 func ownsFastOps(sg *simplego.Backend) bool {
-	_, ok := fastOpsOwners.Load(sg)
-	return ok
+	if p := fastOpsOwners.Load(); p != nil {
+		for _, b := range *p {
+			if b == sg {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -40,6 +40,9 @@ func (b *goBuilder) compileFused(outputs []backends.Op, shardings []*backends.Sh
 		if b.fuse {
 			fuseElementwise(sb, outputs)
 		}
+		if b.backend.fastDot && !parallelOps(b.backend.config) {
+			markReshapeViews(builderNodesOf(sb), outputs)
+		}
 	}
 	return b.Builder.Compile(outputs, shardings)
 }
@@ -103,6 +106,9 @@ type fusedProgram struct {
 	reduce     bool
 	outStrides []int
 	name       string // e.g. "Fused(Sub,Mul,Add)" or "Fused(Mul)+ReduceSum", for op statistics.
+
+	planOnce sync.Once
+	plan     *fusedPlan // Derived on the first execution (planOf).
 }
 
 var fuseBinaryKinds = map[backends.OpType]fuseKind{
@@ -492,32 +498,32 @@ func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simpleg
 	if !ok {
 		return nil, errors.Errorf("fused node without its program")
 	}
+	pl := prog.planOf()
 	outShape := nodeShape(node)
-	f32 := make([][]float32, len(prog.leaves))
-	bools := make([][]bool, len(prog.leaves))
+	ev := pl.getEval()
+	defer pl.putEval(ev)
 	for i, l := range prog.leaves {
 		flat, err := backend.BufferData(inputs[l.input])
 		if err != nil {
 			return nil, err
 		}
 		if l.isBool {
-			bools[i] = flat.([]bool)
+			ev.bools[i] = flat.([]bool)
 		} else {
-			f32[i] = flat.([]float32)
+			ev.f32[i] = flat.([]float32)
 		}
 	}
 	var output *simplego.Buffer
 	if !prog.reduce {
 		// Write over an input this node is the last user of, if every leaf reading it has the output's
 		// layout: each block is read before its place in the output is written.
-		rowMajor := kernels.RowMajorStrides(prog.dims)
 		for i, buf := range inputs {
 			if s, err := backend.BufferShape(buf); !inputsOwned[i] || err != nil || !s.Equal(outShape) {
 				continue
 			}
 			sameLayout := true
 			for _, l := range prog.leaves {
-				if l.input == i && !slices.Equal(l.strides, rowMajor) {
+				if l.input == i && !slices.Equal(l.strides, pl.rowMajor) {
 					sameLayout = false
 				}
 			}
@@ -534,51 +540,103 @@ func execFused(backend *simplego.Backend, node *simplego.Node, inputs []*simpleg
 	if err != nil {
 		return nil, err
 	}
-	out := outAny.([]float32)
+	ev.out = outAny.([]float32)
+	if prog.reduce {
+		clear(ev.out)
+	}
+	if pl.empty {
+		return output, nil
+	}
+	runFused(pl, ev)
+	return output, nil
+}
+
+// fusedPlan is what every execution of a program shares, derived from it once: the merged iteration
+// space, how it is walked, and evaluators kept for reuse. A small net's step runs each fused node once
+// per step, and building the loop and an evaluator anew per call (a dozen allocations) cost about as
+// much as evaluating a short chain.
+type fusedPlan struct {
+	prog     *fusedProgram
+	rowMajor []int // The row-major strides of prog.dims: the output's, unless it is a reduction's.
+	empty    bool  // No values to evaluate.
+	loop     stridedLoop
+	// walk is the loop the evaluator's body runs over: loop itself, or (blocked) loop without its last
+	// axis, whose rows are evaluated in blocks of several at once.
+	walk    *stridedLoop
+	outer   stridedLoop
+	blocked bool
+	evals   sync.Pool // *fusedEval of this plan, without their slab.
+}
+
+// planOf returns the program's plan, derived on first use.
+func (prog *fusedProgram) planOf() *fusedPlan {
+	prog.planOnce.Do(func() { prog.plan = newFusedPlan(prog) })
+	return prog.plan
+}
+
+func newFusedPlan(prog *fusedProgram) *fusedPlan {
+	pl := &fusedPlan{prog: prog, rowMajor: kernels.RowMajorStrides(prog.dims), empty: kernels.Prod(prog.dims) == 0}
 	outStrides := prog.outStrides
 	if !prog.reduce {
-		outStrides = kernels.RowMajorStrides(prog.dims)
-	} else {
-		clear(out)
+		outStrides = pl.rowMajor
 	}
 	strides := make([][]int, 1+len(prog.leaves))
 	strides[0] = outStrides
 	for i, l := range prog.leaves {
 		strides[1+i] = l.strides
 	}
-	if kernels.Prod(prog.dims) == 0 {
-		return output, nil
+	pl.loop = newStridedLoop(prog.dims, strides...)
+	pl.walk = &pl.loop
+	if pl.empty {
+		return pl
 	}
-	loop := newStridedLoop(prog.dims, strides...)
+	loop := &pl.loop
 	last := len(loop.dims) - 1
-	blocked := last >= 1 && loop.dims[last] < fusedChunk/2
+	pl.blocked = last >= 1 && loop.dims[last] < fusedChunk/2
 	if prog.reduce && last >= 1 && loop.dims[last] < fusedChunk {
 		// A reduction keeping only (part of) the row: splitting the row would cut it into short pieces.
 		keptOuter := false
 		for a := range last {
 			keptOuter = keptOuter || loop.strides[0][a] != 0
 		}
-		blocked = blocked || !keptOuter
+		pl.blocked = pl.blocked || !keptOuter
 	}
-	if blocked {
+	if pl.blocked {
 		// Short rows (a channels axis): evaluate blocks of several rows at once.
-		outer := stridedLoop{dims: loop.dims[:last], strides: make([][]int, len(loop.strides))}
+		pl.outer = stridedLoop{dims: loop.dims[:last], strides: make([][]int, len(loop.strides))}
 		for o, st := range loop.strides {
-			outer.strides[o] = st[:last]
+			pl.outer.strides[o] = st[:last]
 		}
-		runFused(&outer, prog.reduce, false, func(ev *fusedEval) func(off []int, n int) { return ev.blockRows },
-			func() *fusedEval { return newFusedEval(prog, &loop, out, f32, bools) })
-		return output, nil
+		pl.walk = &pl.outer
 	}
-	runFused(&loop, prog.reduce, true, func(ev *fusedEval) func(off []int, n int) { return ev.row },
-		func() *fusedEval { return newFusedEval(prog, &loop, out, f32, bools) })
-	return output, nil
+	return pl
 }
 
-// runFused runs loop with one evaluator per worker, split on an axis (for a reduction, a kept one:
-// each output is then summed by one goroutine, in order) or not at all. columnSums says loop's last axis
-// is the row a body call evaluates (not a list of rows, as for blocks of short rows).
-func runFused(loop *stridedLoop, reduce, columnSums bool, body func(ev *fusedEval) func(off []int, n int), newEval func() *fusedEval) {
+// getEval returns an evaluator of the plan with its scratch attached; putEval gives it back.
+func (pl *fusedPlan) getEval() *fusedEval {
+	ev, _ := pl.evals.Get().(*fusedEval)
+	if ev == nil {
+		ev = newFusedEval(pl)
+	}
+	ev.attachSlab()
+	return ev
+}
+
+// putEval returns ev's scratch to the shared pool and ev to the plan's, dropping its references to
+// the call's data.
+func (pl *fusedPlan) putEval(ev *fusedEval) {
+	ev.release()
+	ev.out = nil
+	clear(ev.f32)
+	clear(ev.bools)
+	pl.evals.Put(ev)
+}
+
+// runFused runs the plan's loop with one evaluator per worker, split on an axis (for a reduction, a
+// kept one: each output is then summed by one goroutine, in order) or not at all; ev is the caller's
+// evaluator, bound to the call's operands.
+func runFused(pl *fusedPlan, ev *fusedEval) {
+	loop, reduce := pl.walk, pl.prog.reduce
 	split := loop.splitAxisElementwise()
 	if reduce {
 		split = -1
@@ -588,29 +646,43 @@ func runFused(loop *stridedLoop, reduce, columnSums bool, body func(ev *fusedEva
 			}
 		}
 	}
-	chunk := func(lo, hi int) {
-		ev := newEval()
-		loop.run(max(split, 0), lo, hi, body(ev))
-		ev.release()
-	}
 	last := len(loop.dims) - 1
 	switch {
 	case split < 0:
-		chunk(0, loop.dims[0])
-	case reduce && split == last && columnSums:
+		ev.walk(0, 0, loop.dims[0])
+	case reduce && split == last && !pl.blocked:
 		// Per-column sums over many rows of 512 or more values (the guard's Σg² of a kernel gradient,
 		// per-channel sums of 512-channel maps) run on one core, walking whole rows: sharing the columns
 		// out between two cores, each reading part of every row, took 2.5-6× one core's time on Zen 4
 		// (64-column chunks), and still 2.5-3× with one half per core.
-		chunk(0, loop.dims[last])
+		ev.walk(last, 0, loop.dims[last])
 	default:
-		loop.runChunks(split, chunk)
+		if chunks, workers := loop.chunking(split); workers > 1 {
+			runFusedChunks(pl, ev, split, chunks, workers)
+		} else {
+			ev.walk(split, 0, loop.dims[split])
+		}
 	}
+}
+
+// runFusedChunks shares the loop's split axis out in chunks, each worker with an evaluator of its own
+// bound to ev's operands.
+func runFusedChunks(pl *fusedPlan, ev *fusedEval, split, chunks, workers int) {
+	kernels.ParallelChunks(kernels.SplitRange(pl.walk.dims[split], chunks, 1), workers, func(lo, hi int) {
+		w := pl.getEval()
+		w.out = ev.out
+		copy(w.f32, ev.f32)
+		copy(w.bools, ev.bools)
+		w.walk(split, lo, hi)
+		pl.putEval(w)
+	})
 }
 
 // fusedEval holds one goroutine's temporaries.
 type fusedEval struct {
 	prog      *fusedProgram
+	loop      *stridedLoop // The loop the body runs over.
+	body      func(off []int, n int)
 	out       []float32
 	f32       [][]float32
 	bools     [][]bool
@@ -619,6 +691,7 @@ type fusedEval struct {
 	bt        [][]bool
 	gather    [3][]float32
 	gatherB   [2][]bool
+	scratch   []int // The loop walk's indices and offsets.
 
 	// Blocks of short rows: the row length, each operand's stride between rows, and per leaf a buffer
 	// holding its block when it is neither contiguous nor constant (a per-channel vector repeated for
@@ -632,6 +705,11 @@ type fusedEval struct {
 	slab *fusedSlab // Where the buffers above come from, back to fusedSlabs when done.
 }
 
+// walk runs the evaluator's body over its loop with axis restricted to [lo, hi).
+func (ev *fusedEval) walk(axis, lo, hi int) {
+	ev.loop.runScratch(axis, lo, hi, ev.body, ev.scratch)
+}
+
 // fusedSlab is the memory of an evaluator's buffers, kept in a pool: a step runs about a thousand
 // fused nodes, most of them small, and allocating their buffers anew cost more than evaluating some.
 type fusedSlab struct {
@@ -641,25 +719,32 @@ type fusedSlab struct {
 
 var fusedSlabs = sync.Pool{New: func() any { return &fusedSlab{} }}
 
-// carve returns n buffers of fusedChunk values from the front of *slab, advancing it.
-func carve[T any](slab *[]T, n int) [][]T {
-	bufs := make([][]T, n)
+// carve points each of bufs at the next fusedChunk values of *slab, advancing it.
+func carve[T any](bufs [][]T, slab *[]T) {
 	for i := range bufs {
 		bufs[i] = (*slab)[:fusedChunk:fusedChunk]
 		*slab = (*slab)[fusedChunk:]
 	}
-	return bufs
 }
 
-// release returns the evaluator's buffers to the pool; it must not be used afterwards.
+// release returns the evaluator's buffers to the pool; they must not be used until attachSlab.
 func (ev *fusedEval) release() {
 	fusedSlabs.Put(ev.slab)
 	ev.slab = nil
 }
 
-func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]float32, bools [][]bool) *fusedEval {
-	ev := &fusedEval{prog: prog, out: out, f32: f32, bools: bools,
-		ft: make([][]float32, len(prog.instrs)), bt: make([][]bool, len(prog.instrs))}
+// newFusedEval builds an evaluator of pl without its slab (attachSlab gives it one).
+func newFusedEval(pl *fusedPlan) *fusedEval {
+	prog, loop := pl.prog, &pl.loop
+	nLeaves := len(prog.leaves)
+	ev := &fusedEval{prog: prog, loop: pl.walk, ft: make([][]float32, len(prog.instrs)), bt: make([][]bool, len(prog.instrs)),
+		f32: make([][]float32, nLeaves), bools: make([][]bool, nLeaves),
+		blockBuf: make([][]float32, nLeaves), blockBufB: make([][]bool, nLeaves), blockBase: make([]int, nLeaves),
+		scratch: make([]int, 3*len(pl.walk.dims)+len(pl.walk.strides))}
+	ev.body = ev.row
+	if pl.blocked {
+		ev.body = ev.blockRows
+	}
 	last := len(loop.dims) - 1
 	for o := range loop.strides {
 		ev.rowStride = append(ev.rowStride, loop.rowStride(o))
@@ -668,6 +753,12 @@ func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]
 		}
 	}
 	ev.rowLen = loop.dims[last]
+	return ev
+}
+
+// attachSlab gives the evaluator its temporaries, carved from a pooled slab.
+func (ev *fusedEval) attachSlab() {
+	prog := ev.prog
 	nBool := 0
 	for _, ins := range prog.instrs {
 		if boolKind(ins.kind) {
@@ -687,17 +778,16 @@ func newFusedEval(prog *fusedProgram, loop *stridedLoop, out []float32, f32 [][]
 	fs, bs := ev.slab.f, ev.slab.b
 	for i, ins := range prog.instrs {
 		if boolKind(ins.kind) {
-			ev.bt[i] = carve(&bs, 1)[0]
+			carve(ev.bt[i:i+1], &bs)
 		} else {
-			ev.ft[i] = carve(&fs, 1)[0]
+			carve(ev.ft[i:i+1], &fs)
 		}
 	}
-	copy(ev.gather[:], carve(&fs, len(ev.gather)))
-	copy(ev.gatherB[:], carve(&bs, len(ev.gatherB)))
-	ev.blockBuf = carve(&fs, nLeaves)
-	ev.blockBufB = carve(&bs, nLeaves)
-	ev.blockBase = make([]int, nLeaves)
-	return ev
+	carve(ev.gather[:], &fs)
+	carve(ev.gatherB[:], &bs)
+	carve(ev.blockBuf, &fs)
+	carve(ev.blockBufB, &bs)
+	clear(ev.blockBase) // The blocks built for another call's operands are stale.
 }
 
 // blockLeaf returns leaf l's values over a block of g rows (row-major g×rowLen) starting at base, and

@@ -97,6 +97,42 @@ func specialFreeTT(rng *rand.Rand, dims ...int) tt {
 	return t
 }
 
+// A compiled step runs its fused nodes once per execution, with evaluators kept between executions:
+// running one executable on new inputs (per-channel vectors repeated over short rows, a per-row value,
+// a column sum, at any GOMAXPROCS) gives simplego's values every time, nothing of the previous
+// execution's operands left in the evaluators.
+func TestFusedNodesRerunOnNewInputs(t *testing.T) {
+	fast, slow := testBackend(t), simplegoOps(t)
+	rng := rand.New(rand.NewSource(69))
+	fn := func(in []*Node) []*Node {
+		x, scale, shift := ConvertDType(in[0], dtypes.Float32), ConvertDType(in[1], dtypes.Float32), ConvertDType(in[2], dtypes.Float32)
+		y := Add(Mul(x, Reshape(scale, 1, 1, 8)), Reshape(shift, 1, 1, 8))
+		rows := Sub(y, ReduceAndKeep(x, ReduceMax, 2))
+		sums := ReduceSum(Mul(y, rows), 0, 1)
+		return []*Node{ConvertDType(rows, dtypes.Float64), ConvertDType(sums, dtypes.Float64)}
+	}
+	exec, err := NewExecAny(fast, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Finalize()
+	for _, procs := range []int{1, 2} {
+		prev := runtime.GOMAXPROCS(procs)
+		for run := range 4 {
+			x, scale, shift := randTT(rng, 30, 40, 8), randTT(rng, 8), randTT(rng, 8)
+			outs, err := exec.Exec(x.tensor(), scale.tensor(), shift.tensor())
+			if err != nil {
+				t.Fatalf("%+v", err)
+			}
+			want := runGraph(t, slow, fn, x, scale, shift)
+			for i, o := range outs {
+				assertSameBits(t, fmt.Sprintf("GOMAXPROCS %d, run %d, output %d", procs, run, i), fromTensor(t, o), want[i])
+			}
+		}
+		runtime.GOMAXPROCS(prev)
+	}
+}
+
 // BatchNorm's centred input, used by the variance's sum and by the normalised output, is computed in
 // both chains from the input instead of being written out: the graph runs two fused nodes and no
 // separate subtraction, and the values are simplego's.

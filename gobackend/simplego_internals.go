@@ -2,6 +2,8 @@ package gobackend
 
 import (
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
@@ -17,11 +19,14 @@ import (
 //   - the unexported fields of simplego.Node (inputs, opType, shape, data) and simplego.Builder (nodes),
 //     read and written through offsets looked up once by reflection, their types checked (reflection
 //     by name costs about a microsecond per call, and a ResNet step runs ~17,000 ops);
+//   - the unexported fields of simplego.Buffer (shape, valid, flat), written once to make a buffer that
+//     views a graph input's values under another shape (reshape.go);
 //   - two op types simplego never builds nor executes, reused as the backend's own fused nodes, and the
 //     AllReduce and SelectAndScatterMax/Min op types, which simplego doesn't build, for the backend's
 //     collective nodes (spmd.go) and max-pool gradient nodes (pool_grad.go);
-//   - the unexported parameter structs simplego keeps in Node.data (DotGeneral's, Slice's, Gather's),
-//     read by field name, and the plain values it keeps there for other ops (Transpose's permutation,
+//   - the unexported parameter structs simplego keeps in Node.data (DotGeneral's, Slice's, Gather's,
+//     ArgMinMax's),
+//     read at offsets looked up by field name once per struct type (structFields), and the plain values it keeps there for other ops (Transpose's permutation,
 //     the reduced or broadcast axes, Concatenate's axis).
 //
 // Why no public API serves: simplego exports no way to register or replace an executor (its
@@ -78,6 +83,28 @@ var nodeInputsOff, builderNodesOff, fuseFieldsOK = func() (inOff, nodesOff uintp
 	nodes, ok2 := reflect.TypeOf(simplego.Builder{}).FieldByName("nodes")
 	return in.Offset, nodes.Offset, nodeFieldsOK && ok1 && ok2 && in.Type == nodeSlice && nodes.Type == nodeSlice
 }()
+
+// Offsets of simplego.Buffer's shape, valid and flat fields, for the buffers that view another's values
+// (reshape.go); bufferFieldsOK is false if any is missing or of another type, and no view is made.
+var bufShapeOff, bufValidOff, bufFlatOff, bufferFieldsOK = func() (shapeOff, validOff, flatOff uintptr, ok bool) {
+	t := reflect.TypeOf(simplego.Buffer{})
+	shapeF, ok1 := t.FieldByName("shape")
+	validF, ok2 := t.FieldByName("valid")
+	flatF, ok3 := t.FieldByName("flat")
+	ok = ok1 && ok2 && ok3 && shapeF.Type == reflect.TypeOf(shapes.Shape{}) && validF.Type == reflect.TypeOf(false) &&
+		flatF.Type == reflect.TypeOf((*any)(nil)).Elem()
+	return shapeF.Offset, validF.Offset, flatF.Offset, ok
+}()
+
+// newBufferOver returns a valid simplego buffer of the given shape over flat, which it does not own
+// (callers check bufferFieldsOK first, and keep it out of simplego's buffer pools).
+func newBufferOver(shape shapes.Shape, flat any) *simplego.Buffer {
+	b := new(simplego.Buffer)
+	*(*shapes.Shape)(unsafe.Add(unsafe.Pointer(b), bufShapeOff)) = shape
+	*(*bool)(unsafe.Add(unsafe.Pointer(b), bufValidOff)) = true
+	*(*any)(unsafe.Add(unsafe.Pointer(b), bufFlatOff)) = flat
+	return b
+}
 
 // nodeShape is the node's output shape (callers check nodeFieldsOK first).
 func nodeShape(n *simplego.Node) shapes.Shape {
@@ -142,26 +169,35 @@ type dotParams struct {
 
 // readDotParams reads a DotGeneral node's parameters; ok is false if simplego's layout changed.
 func readDotParams(node *simplego.Node) (p dotParams, ok bool) {
-	v, ok := nodeData(node)
+	base, offs, ok := dotFields.find(node)
 	if !ok {
 		return p, false
 	}
-	ok = intsField(v, "lhsContractingAxes", &p.lhsContracting) && intsField(v, "lhsBatchAxes", &p.lhsBatch) &&
-		intsField(v, "rhsContractingAxes", &p.rhsContracting) && intsField(v, "rhsBatchAxes", &p.rhsBatch) &&
-		intField(v, "batchSize", &p.batch) && intField(v, "lhsCrossSize", &p.lhsCross) &&
-		intField(v, "rhsCrossSize", &p.rhsCross) && intField(v, "contractingSize", &p.contracting)
-	return p, ok
+	p.lhsContracting, p.lhsBatch = fieldInts(base, offs[0]), fieldInts(base, offs[1])
+	p.rhsContracting, p.rhsBatch = fieldInts(base, offs[2]), fieldInts(base, offs[3])
+	p.batch, p.lhsCross = fieldInt(base, offs[4]), fieldInt(base, offs[5])
+	p.rhsCross, p.contracting = fieldInt(base, offs[6]), fieldInt(base, offs[7])
+	return p, true
 }
+
+var dotFields = newStructFields(
+	[]string{"lhsContractingAxes", "lhsBatchAxes", "rhsContractingAxes", "rhsBatchAxes"},
+	[]string{"batchSize", "lhsCrossSize", "rhsCrossSize", "contractingSize"})
 
 // sliceParams are the fields of simplego's sliceNode.
 type sliceParams struct{ starts, limits, strides []int }
 
 // readSliceParams reads a Slice node's parameters; ok is false if simplego's layout changed.
 func readSliceParams(node *simplego.Node) (p sliceParams, ok bool) {
-	v, ok := nodeData(node)
-	ok = ok && intsField(v, "starts", &p.starts) && intsField(v, "limits", &p.limits) && intsField(v, "strides", &p.strides)
-	return p, ok
+	base, offs, ok := sliceFields.find(node)
+	if !ok {
+		return p, false
+	}
+	p.starts, p.limits, p.strides = fieldInts(base, offs[0]), fieldInts(base, offs[1]), fieldInts(base, offs[2])
+	return p, true
 }
+
+var sliceFields = newStructFields([]string{"starts", "limits", "strides"}, nil)
 
 // gatherParams are the fields of simplego's gatherNode.
 type gatherParams struct {
@@ -172,45 +208,112 @@ type gatherParams struct {
 
 // readGatherParams reads a Gather node's parameters; ok is false if simplego's layout changed.
 func readGatherParams(node *simplego.Node) (p gatherParams, ok bool) {
-	v, ok := nodeData(node)
-	ok = ok && intsField(v, "offsetOutputAxes", &p.offsetOutputAxes) && intsField(v, "collapsedSlicesAxes", &p.collapsedSlicesAxes) &&
-		intsField(v, "startIndexMap", &p.startIndexMap) && intsField(v, "sliceSizes", &p.sliceSizes) &&
-		intField(v, "indexVectorAxis", &p.indexVectorAxis)
-	return p, ok
+	base, offs, ok := gatherFields.find(node)
+	if !ok {
+		return p, false
+	}
+	p.offsetOutputAxes, p.collapsedSlicesAxes = fieldInts(base, offs[0]), fieldInts(base, offs[1])
+	p.startIndexMap, p.sliceSizes = fieldInts(base, offs[2]), fieldInts(base, offs[3])
+	p.indexVectorAxis = fieldInt(base, offs[4])
+	return p, true
 }
 
-// nodeData returns the struct node.data points to; ok is false if simplego's layout changed.
-func nodeData(node *simplego.Node) (v reflect.Value, ok bool) {
-	data := unexportedField(reflect.ValueOf(node).Elem(), "data")
-	if !data.IsValid() || data.Kind() != reflect.Interface || data.IsNil() {
-		return v, false
-	}
-	v = data.Elem()
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return v, false
-	}
-	return v.Elem(), true
+var gatherFields = newStructFields([]string{"offsetOutputAxes", "collapsedSlicesAxes", "startIndexMap", "sliceSizes"},
+	[]string{"indexVectorAxis"})
+
+// structFields finds named []int and int fields of the struct a node's data points to. Their offsets
+// are looked up by reflection once per struct type and checked there; a fast executor reads its
+// node's parameters on every execution, and reflection by name allocated and took about a microsecond
+// a field.
+type structFields struct {
+	ints, scalars, bools []string // The []int, int and bool fields, in the order of the offsets.
+	layout               atomic.Pointer[fieldLayout]
 }
 
-// intsField reads the []int field name of struct v.
-func intsField(v reflect.Value, name string, dst *[]int) bool {
-	f := unexportedField(v, name)
-	if !f.IsValid() || f.Type() != reflect.TypeOf([]int(nil)) {
-		return false
-	}
-	*dst = f.Interface().([]int)
-	return true
+// fieldLayout is the offsets of a structFields' fields in one struct type (ok false: not all there).
+type fieldLayout struct {
+	typ  reflect.Type // The pointer-to-struct type of the node's data.
+	offs []uintptr
+	ok   bool
 }
 
-// intField reads the int field name of struct v.
-func intField(v reflect.Value, name string, dst *int) bool {
-	f := unexportedField(v, name)
-	if !f.IsValid() || f.Kind() != reflect.Int {
-		return false
-	}
-	*dst = int(f.Int())
-	return true
+func newStructFields(ints, scalars []string, bools ...string) *structFields {
+	return &structFields{ints: ints, scalars: scalars, bools: bools}
 }
+
+// find returns the address of the struct node.data points to and the offsets of the fields; ok is
+// false if the data isn't a pointer to a struct holding them with those types.
+func (sf *structFields) find(node *simplego.Node) (base unsafe.Pointer, offs []uintptr, ok bool) {
+	if !nodeFieldsOK {
+		return nil, nil, false
+	}
+	data := nodeDataOf(node)
+	t := reflect.TypeOf(data)
+	if t == nil {
+		return nil, nil, false
+	}
+	l := sf.layout.Load()
+	if l == nil || l.typ != t {
+		l = sf.lookup(t)
+		sf.layout.Store(l)
+	}
+	if !l.ok {
+		return nil, nil, false
+	}
+	v := reflect.ValueOf(data)
+	if v.IsNil() {
+		return nil, nil, false
+	}
+	return v.UnsafePointer(), l.offs, true
+}
+
+// lookup finds the fields' offsets in the struct t points to.
+func (sf *structFields) lookup(t reflect.Type) *fieldLayout {
+	l := &fieldLayout{typ: t}
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return l
+	}
+	for i, name := range slices.Concat(sf.ints, sf.scalars, sf.bools) {
+		f, found := t.Elem().FieldByName(name)
+		want := reflect.TypeOf([]int(nil))
+		switch {
+		case i >= len(sf.ints)+len(sf.scalars):
+			want = reflect.TypeOf(false)
+		case i >= len(sf.ints):
+			want = reflect.TypeOf(0)
+		}
+		if !found || f.Type != want || len(f.Index) != 1 {
+			return l
+		}
+		l.offs = append(l.offs, f.Offset)
+	}
+	l.ok = true
+	return l
+}
+
+// argMinMaxParams are the fields of simplego's argMinMaxNode.
+type argMinMaxParams struct {
+	axis  int
+	isMin bool
+}
+
+// readArgMinMaxParams reads an ArgMinMax node's parameters; ok is false if simplego's layout changed.
+func readArgMinMaxParams(node *simplego.Node) (p argMinMaxParams, ok bool) {
+	base, offs, ok := argMinMaxFields.find(node)
+	if !ok {
+		return p, false
+	}
+	p.axis, p.isMin = fieldInt(base, offs[0]), *(*bool)(unsafe.Add(base, offs[1]))
+	return p, true
+}
+
+var argMinMaxFields = newStructFields(nil, []string{"axis"}, "isMin")
+
+// fieldInts is the []int at offset off of the struct at base.
+func fieldInts(base unsafe.Pointer, off uintptr) []int { return *(*[]int)(unsafe.Add(base, off)) }
+
+// fieldInt is the int at offset off of the struct at base.
+func fieldInt(base unsafe.Pointer, off uintptr) int { return *(*int)(unsafe.Add(base, off)) }
 
 // unexportedField returns struct field name of v, readable; the zero Value if there is none.
 func unexportedField(v reflect.Value, name string) reflect.Value {

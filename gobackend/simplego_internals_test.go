@@ -40,6 +40,9 @@ func TestSimplegoInternals(t *testing.T) {
 	if !nodeFieldsOK || !fuseFieldsOK {
 		broke("node field offsets not found (nodeFieldsOK %v, fuseFieldsOK %v)", nodeFieldsOK, fuseFieldsOK)
 	}
+	if !bufferFieldsOK {
+		broke("simplego.Buffer has no fields shape shapes.Shape, valid bool and flat any: Reshape views are off")
+	}
 	for op := range fastExecutors() {
 		if sgExecutors[op] == nil {
 			broke("simplego's executor table (nodeExecutors, reached by go:linkname) has no executor for %s", op)
