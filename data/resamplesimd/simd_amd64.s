@@ -420,3 +420,67 @@ nloop:
 
 DATA f255<>+0(SB)/4, $255.0
 GLOBL f255<>(SB), RODATA|NOPTR, $4
+
+// func normalizeFMA(dst *float32, pix *byte, n int, ms *float32)
+// normalizeAVX2 without its two divisions: a/b as q = a·y, then q + (a - q·b)·y with y = 1/b
+// rounded to float32 and both corrections fused (Markstein's correction, which gives the rounded
+// quotient a/b for such b and a's range; NewNormalizer checks every input byte of every channel
+// against Go's division before choosing this kernel). ms holds the 24 m, 24 s, 24 1/s.
+TEXT ·normalizeFMA(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         pix+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         ms+24(FP), DX
+	VMOVUPS      (DX), Y10
+	VMOVUPS      32(DX), Y11
+	VMOVUPS      64(DX), Y12
+	VMOVUPS      96(DX), Y13
+	VMOVUPS      128(DX), Y14
+	VMOVUPS      160(DX), Y15
+	VBROADCASTSS f255<>(SB), Y6
+	VBROADCASTSS r255<>(SB), Y7
+
+floop:
+	VPMOVZXBD    (SI), Y0
+	VPMOVZXBD    8(SI), Y1
+	VPMOVZXBD    16(SI), Y2
+	VCVTDQ2PS    Y0, Y0
+	VCVTDQ2PS    Y1, Y1
+	VCVTDQ2PS    Y2, Y2
+	// t = v/255: q = v·(1/255), r = v - q·255 (exact), t = q + r·(1/255).
+	VMULPS       Y7, Y0, Y3
+	VMULPS       Y7, Y1, Y4
+	VMULPS       Y7, Y2, Y5
+	VFNMADD231PS Y6, Y3, Y0
+	VFNMADD231PS Y6, Y4, Y1
+	VFNMADD231PS Y6, Y5, Y2
+	VFMADD231PS  Y7, Y0, Y3
+	VFMADD231PS  Y7, Y1, Y4
+	VFMADD231PS  Y7, Y2, Y5
+	// d = t - m, then d/s the same way.
+	VSUBPS       Y10, Y3, Y3
+	VSUBPS       Y11, Y4, Y4
+	VSUBPS       Y12, Y5, Y5
+	VMULPS       192(DX), Y3, Y0
+	VMULPS       224(DX), Y4, Y1
+	VMULPS       256(DX), Y5, Y2
+	VFNMADD231PS Y13, Y0, Y3
+	VFNMADD231PS Y14, Y1, Y4
+	VFNMADD231PS Y15, Y2, Y5
+	VFMADD231PS  192(DX), Y3, Y0
+	VFMADD231PS  224(DX), Y4, Y1
+	VFMADD231PS  256(DX), Y5, Y2
+	VMOVNTPS     Y0, (DI)
+	VMOVNTPS     Y1, 32(DI)
+	VMOVNTPS     Y2, 64(DI)
+	ADDQ         $24, SI
+	ADDQ         $96, DI
+	SUBQ         $24, CX
+	JNZ          floop
+	SFENCE
+	VZEROUPPER
+	RET
+
+// 1/255 rounded to float32.
+DATA r255<>+0(SB)/4, $0x3b808081
+GLOBL r255<>(SB), RODATA|NOPTR, $4

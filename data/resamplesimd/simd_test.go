@@ -1,6 +1,7 @@
 package resamplesimd
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -202,10 +203,11 @@ func TestBoundsChecked(t *testing.T) {
 	}
 }
 
-// TestNormalize: (v/255 - mean)/std in float32 for 1 and 3 channels, at every 4-byte alignment of
-// dst (the Go head up to 32 bytes, the kernel, the Go tail) and lengths around the kernel's 24-value
-// steps, against Go's scalar float32 arithmetic: ImageNet's constants, none (0 and 1), random ones,
-// and stds so small or so large that results overflow or go subnormal. Nothing is written past the
+// TestNormalize: (v/255 - mean)/std in float32 for 1 and 3 channels, with each kernel (the
+// division-free one where FMA is there, the dividing one), at every 4-byte alignment of dst (the Go
+// head up to 32 bytes, the kernel, the Go tail) and lengths around the kernel's 24-value steps,
+// against Go's scalar float32 arithmetic: ImageNet's constants, none (0 and 1), random ones, and
+// stds so small or so large that results overflow or go subnormal. Nothing is written past the
 // end; other channel counts and mismatched lengths are refused.
 func TestNormalize(t *testing.T) {
 	if !available {
@@ -216,7 +218,9 @@ func TestNormalize(t *testing.T) {
 		{{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}},
 		{{0, 0, 0}, {1, 1, 1}},
 		{{0.5, -3, 1e-3}, {1e-38, 3e38, 1e-30}},
+		{{0.25, 0.5, 0.75}, {1e-45, 1.592664e-39, 1}}, // 1/std overflows; a subnormal std
 	}
+	const inexactFMA = 3 // params[3]: the division-free kernel's floats differ, the dividing one runs
 	for range 5 {
 		params = append(params, [2][]float32{
 			{rng.Float32()*4 - 2, rng.Float32(), rng.Float32()},
@@ -226,42 +230,102 @@ func TestNormalize(t *testing.T) {
 	for pi, ms := range params {
 		for _, c := range []int{1, 3} {
 			mean, std := ms[0][:c], ms[1][:c]
-			for _, n := range []int{0, 1, 5, 23, 24, 25, 47, 48, 49, 96 + 7, 3 * 256, 224 * 224 * c} {
-				for shift := range 8 {
-					pix := make([]byte, n)
-					for i := range pix {
-						pix[i] = byte(i / 3) // every value of every channel when n >= 768
-						if n > 3*256 {
-							pix[i] = byte(rng.IntN(256))
+			norm, ok := NewNormalizer(mean, std)
+			if !ok {
+				t.Fatalf("%d channels: refused", c)
+			}
+			if want := fmaAvailable && pi != inexactFMA; norm.FMA() != want {
+				t.Errorf("parameters %d, %d channels: division-free kernel %v, want %v (FMA here: %v)", pi, c, norm.FMA(), want, fmaAvailable)
+			}
+			kernels := []bool{false}
+			if norm.FMA() {
+				kernels = append(kernels, true)
+			}
+			for _, fma := range kernels {
+				norm.fma = fma
+				for _, n := range []int{0, 1, 5, 23, 24, 25, 47, 48, 49, 96 + 7, 3 * 256, 224 * 224 * c} {
+					for shift := range 8 {
+						pix := make([]byte, n)
+						for i := range pix {
+							pix[i] = byte(i / 3) // every value of every channel when n >= 768
+							if n > 3*256 {
+								pix[i] = byte(rng.IntN(256))
+							}
 						}
-					}
-					buf := make([]float32, n+16)
-					for i := range buf {
-						buf[i] = -7
-					}
-					dst := buf[shift : shift+n]
-					if !Normalize(dst, pix, mean, std) {
-						t.Fatalf("%d channels: refused", c)
-					}
-					for i, v := range pix {
-						want := (float32(v)/255 - mean[i%c]) / std[i%c]
-						if math.Float32bits(dst[i]) != math.Float32bits(want) {
-							t.Fatalf("parameters %d, %d channels, %d values at float offset %d: dst[%d] = %g, want %g", pi, c, n, shift, i, dst[i], want)
+						buf := make([]float32, n+16)
+						for i := range buf {
+							buf[i] = -7
 						}
-					}
-					for i := range buf {
-						if (i < shift || i >= shift+n) && buf[i] != -7 {
-							t.Fatalf("%d channels, %d values at offset %d: buf[%d] written", c, n, shift, i)
+						dst := buf[shift : shift+n]
+						norm.Apply(dst, pix)
+						for i, v := range pix {
+							want := (float32(v)/255 - mean[i%c]) / std[i%c]
+							if math.Float32bits(dst[i]) != math.Float32bits(want) {
+								t.Fatalf("parameters %d, %d channels, FMA kernel %v, %d values at float offset %d: dst[%d] = %g, want %g",
+									pi, c, fma, n, shift, i, dst[i], want)
+							}
+						}
+						for i := range buf {
+							if (i < shift || i >= shift+n) && buf[i] != -7 {
+								t.Fatalf("%d channels, %d values at offset %d: buf[%d] written", c, n, shift, i)
+							}
 						}
 					}
 				}
 			}
 		}
 	}
-	if Normalize(make([]float32, 48), make([]byte, 48), make([]float32, 4), make([]float32, 4)) {
+	if _, ok := NewNormalizer(make([]float32, 4), make([]float32, 4)); ok {
 		t.Error("4 channels accepted")
 	}
-	if Normalize(make([]float32, 48), make([]byte, 48), make([]float32, 3), make([]float32, 1)) {
+	if _, ok := NewNormalizer(make([]float32, 3), make([]float32, 1)); ok {
 		t.Error("3 means with 1 std accepted")
+	}
+}
+
+// TestNormalizerRefusesInexactFMA: where 1/std overflows (std 1e-45) or std is subnormal, the
+// division-free kernel's floats are not the division's, and NewNormalizer keeps the dividing kernel.
+func TestNormalizerRefusesInexactFMA(t *testing.T) {
+	if !fmaAvailable {
+		t.Skip("no AVX2 with FMA here")
+	}
+	for _, std := range []float32{1e-45, 1.592664e-39} {
+		norm, _ := NewNormalizer([]float32{0.5993351}, []float32{std})
+		if norm.FMA() {
+			t.Errorf("std %g: division-free kernel chosen", std)
+		}
+		norm.fma = true
+		if norm.fmaExact() {
+			t.Errorf("std %g: the division-free kernel gives the division's floats: this test needs another std", std)
+		}
+	}
+}
+
+// BenchmarkNormalize: one 224×224 RGB example into a batch of 64 (38.5 MB, far beyond the caches),
+// row after row, with each kernel.
+func BenchmarkNormalize(b *testing.B) {
+	if !available {
+		b.Skip("no AVX2 here")
+	}
+	const size, rows = 224 * 224 * 3, 64
+	pix := make([]byte, size)
+	for i := range pix {
+		pix[i] = byte(i * 7)
+	}
+	batch := make([]float32, size*rows)
+	for _, fma := range []bool{false, true} {
+		if fma && !fmaAvailable {
+			continue
+		}
+		b.Run(fmt.Sprintf("fma=%v", fma), func(b *testing.B) {
+			norm, _ := NewNormalizer([]float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225})
+			norm.fma = fma
+			b.SetBytes(size)
+			row := 0
+			for b.Loop() {
+				norm.Apply(batch[row*size:(row+1)*size], pix)
+				row = (row + 1) % rows
+			}
+		})
 	}
 }
