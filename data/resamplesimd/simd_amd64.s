@@ -29,7 +29,7 @@ GLOBL hcompact<>(SB), RODATA|NOPTR, $32
 DATA rbias<>+0(SB)/4, $0x00200000
 GLOBL rbias<>(SB), RODATA|NOPTR, $4
 
-// Straight-line bodies for one register (2 pixels) of a group, for 2-5 tap pairs: R its result,
+// Straight-line bodies for one register (2 pixels) of a group, for 1-5 tap pairs: R its result,
 // Y9 the hi sum, q the offsets' displacement in BX, w the weights' in DX. Lane 0 reads at SI+AX,
 // lane 1 at SI+R14.
 #define HLOAD(off) \
@@ -48,6 +48,14 @@ GLOBL rbias<>(SB), RODATA|NOPTR, $4
 	VPMADDWD w+32(DX), Y7, Y9; \
 	VPMADDWD w+96(DX), Y6, Y6; \
 	VPADDD   Y6, Y9, Y9
+
+#define H2FIRST(R, q, w) \
+	MOVLQSX  q(BX), AX; \
+	MOVLQSX  q+4(BX), R14; \
+	HLOAD(0); \
+	VPSHUFB  Y13, Y6, Y7; \
+	VPMADDWD w(DX), Y7, R; \
+	VPMADDWD w+32(DX), Y7, Y9
 
 #define H2MORE(R, off, w) \
 	HLOAD(off); \
@@ -111,6 +119,8 @@ hrow:
 	MOVQ wts+48(FP), DX
 	MOVQ groups+56(FP), CX
 	MOVQ DI, R12
+	CMPQ R11, $1
+	JEQ  hp1
 	CMPQ R11, $2
 	JEQ  hp2
 	CMPQ R11, $3
@@ -120,6 +130,25 @@ hrow:
 	CMPQ R11, $5
 	JEQ  hp5
 	JMP  hgroup
+
+hp1:
+	// Up to 2 taps (an enlargement, bilinear): a RandomResizedCrop box narrower than its output.
+	HPREFETCH
+	H2FIRST(Y0, 0, 0)
+	HEND(Y0)
+	H2FIRST(Y1, 8, 64)
+	HEND(Y1)
+	H2FIRST(Y2, 16, 128)
+	HEND(Y2)
+	H2FIRST(Y3, 24, 192)
+	HEND(Y3)
+	HSTORE
+	ADDQ $32, BX
+	ADDQ $256, DX
+	ADDQ $24, R12
+	DECQ CX
+	JNZ  hp1
+	JMP  hnext
 
 hp2:
 	HPREFETCH

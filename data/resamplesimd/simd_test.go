@@ -39,7 +39,7 @@ func clip(v int32) byte { return byte(min(max(v>>22, 0), 255)) }
 
 const canary = 0xa5
 
-// TestHorizontalTables runs the kernel on random tables (any tap pairs, the specialised counts 2-5
+// TestHorizontalTables runs the kernel on random tables (any tap pairs, the specialised counts 1-5
 // and the loop for the rest, negative weights, saturating sums) against the tables' meaning
 // computed here, and checks that nothing is written past each row's 24·groups + 4 bytes.
 func TestHorizontalTables(t *testing.T) {
