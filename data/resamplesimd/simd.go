@@ -51,6 +51,10 @@ func Horizontal(dst []byte, dstStride int, src []byte, srcStride, rows int, offs
 		panic(fmt.Sprintf("resamplesimd: Horizontal: %d rows of %d groups, %d pairs: reads %d of %d bytes, writes %d of %d, %d weights (AVX2 %v)",
 			rows, groups, pairs, reads, len(src), writes, len(dst), len(wts), available))
 	}
+	if vnni {
+		horizontalVNNI(&dst[0], dstStride, &src[0], srcStride, rows, &offs[0], &wts[0], groups, pairs)
+		return
+	}
 	horizontalAVX2(&dst[0], dstStride, &src[0], srcStride, rows, &offs[0], &wts[0], groups, pairs)
 }
 
@@ -73,6 +77,10 @@ func Vertical(dst, src []byte, pairs []Pair) {
 		if p.A < 0 || p.B < 0 || p.A+int64(n) > int64(len(src)) || p.B+int64(n) > int64(len(src)) {
 			panic(fmt.Sprintf("resamplesimd: Vertical: rows at %d, %d of %d bytes outside the %d-byte source", p.A, p.B, n, len(src)))
 		}
+	}
+	if vnni {
+		verticalVNNI(&dst[0], n, &src[0], &pairs[0], len(pairs))
+		return
 	}
 	verticalAVX2(&dst[0], n, &src[0], &pairs[0], len(pairs))
 }

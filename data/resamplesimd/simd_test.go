@@ -46,6 +46,10 @@ func TestHorizontalTables(t *testing.T) {
 	if !available {
 		t.Skip("no AVX2 here")
 	}
+	kernels := []bool{false}
+	if vnni {
+		kernels = append(kernels, true)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for it := range 300 {
 		pairs, groups, rows := 1+it%9, 1+rng.IntN(5), 1+rng.IntN(4)
@@ -79,33 +83,35 @@ func TestHorizontalTables(t *testing.T) {
 			}
 		}
 		dstStride := 24*groups + 4 + rng.IntN(8)
-		dst := make([]byte, rows*dstStride+16)
-		for i := range dst {
-			dst[i] = canary
-		}
-		Horizontal(dst, dstStride, src, srcStride, rows, offs, wts, groups, pairs)
-		for r := range rows {
-			for g := range groups {
-				for j := range 8 {
-					q, lane := j%4, j/4
-					off := r*srcStride + int(offs[g*8+2*q+lane])
-					for ch := range 3 {
-						sum := int32(1 << 21)
-						for p := range pairs {
-							e := ((g*4+q)*pairs+p)*16 + 4*lane
-							for i := range 2 {
-								sum += int32(src[off+3*(2*p+i)+ch]) * weight(wts[e], wts[e+8], i)
+		for _, k := range kernels {
+			dst := make([]byte, rows*dstStride+16)
+			for i := range dst {
+				dst[i] = canary
+			}
+			withVNNI(k, func() { Horizontal(dst, dstStride, src, srcStride, rows, offs, wts, groups, pairs) })
+			for r := range rows {
+				for g := range groups {
+					for j := range 8 {
+						q, lane := j%4, j/4
+						off := r*srcStride + int(offs[g*8+2*q+lane])
+						for ch := range 3 {
+							sum := int32(1 << 21)
+							for p := range pairs {
+								e := ((g*4+q)*pairs+p)*16 + 4*lane
+								for i := range 2 {
+									sum += int32(src[off+3*(2*p+i)+ch]) * weight(wts[e], wts[e+8], i)
+								}
 							}
-						}
-						if got, want := dst[r*dstStride+24*g+3*j+ch], clip(sum); got != want {
-							t.Fatalf("case %d (%d pairs, %d groups): row %d pixel %d channel %d = %d, want %d", it, pairs, groups, r, 8*g+j, ch, got, want)
+							if got, want := dst[r*dstStride+24*g+3*j+ch], clip(sum); got != want {
+								t.Fatalf("case %d (%d pairs, %d groups, VNNI %v): row %d pixel %d channel %d = %d, want %d", it, pairs, groups, k, r, 8*g+j, ch, got, want)
+							}
 						}
 					}
 				}
-			}
-			for i := r*dstStride + 24*groups + 4; i < (r+1)*dstStride; i++ {
-				if dst[i] != canary {
-					t.Fatalf("case %d: byte %d of row %d written (row is %d bytes + 4)", it, i-r*dstStride, r, 24*groups)
+				for i := r*dstStride + 24*groups + 4; i < (r+1)*dstStride; i++ {
+					if dst[i] != canary {
+						t.Fatalf("case %d: byte %d of row %d written (row is %d bytes + 4)", it, i-r*dstStride, r, 24*groups)
+					}
 				}
 			}
 		}
@@ -117,6 +123,10 @@ func TestHorizontalTables(t *testing.T) {
 func TestVertical(t *testing.T) {
 	if !available {
 		t.Skip("no AVX2 here")
+	}
+	kernels := []bool{false}
+	if vnni {
+		kernels = append(kernels, true)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for it := range 300 {
@@ -149,25 +159,69 @@ func TestVertical(t *testing.T) {
 			lo, hi := SplitWeights(ks[p], k1)
 			pairs = append(pairs, Pair{A: a, B: b, Lo: lo, Hi: hi})
 		}
-		buf := make([]byte, n+40)
-		for i := range buf {
-			buf[i] = canary
-		}
-		Vertical(buf[:n], src, pairs)
-		for i := range n {
-			sum := int32(1 << 21)
-			for j, k := range ks {
-				sum += int32(src[(s+j)*stride+i]) * k
+		for _, k := range kernels {
+			buf := make([]byte, n+40)
+			for i := range buf {
+				buf[i] = canary
 			}
-			if got, want := buf[i], clip(sum); got != want {
-				t.Fatalf("case %d (%d bytes, %d taps): byte %d = %d, want %d", it, n, taps, i, got, want)
+			withVNNI(k, func() { Vertical(buf[:n], src, pairs) })
+			for i := range n {
+				sum := int32(1 << 21)
+				for j, k := range ks {
+					sum += int32(src[(s+j)*stride+i]) * k
+				}
+				if got, want := buf[i], clip(sum); got != want {
+					t.Fatalf("case %d (%d bytes, %d taps, VNNI %v): byte %d = %d, want %d", it, n, taps, k, i, got, want)
+				}
+			}
+			for i := n; i < len(buf); i++ {
+				if buf[i] != canary {
+					t.Fatalf("case %d: byte %d written past the %d of dst", it, i, n)
+				}
 			}
 		}
-		for i := n; i < len(buf); i++ {
-			if buf[i] != canary {
-				t.Fatalf("case %d: byte %d written past the %d of dst", it, i, n)
-			}
+	}
+}
+
+// withVNNI runs f with Vertical's VNNI kernel on or off (on only where the CPU has it).
+func withVNNI(on bool, f func()) {
+	old := vnni
+	vnni = on && old
+	defer func() { vnni = old }()
+	f()
+}
+
+// BenchmarkVertical: the vertical pass of a RandomResizedCrop, 250 rows of 224 RGB pixels to 224
+// (2 tap pairs a row), with each kernel.
+func BenchmarkVertical(b *testing.B) {
+	if !available {
+		b.Skip("no AVX2 here")
+	}
+	const row, in, out = 224 * 3, 250, 224
+	src := make([]byte, row*in)
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	dst := make([]byte, row*out)
+	pairs := make([][]Pair, out)
+	for y := range pairs {
+		s := min(y*in/out, in-4)
+		lo, hi := SplitWeights(1<<20, 1<<21)
+		pairs[y] = []Pair{{A: int64(s * row), B: int64((s + 1) * row), Lo: lo, Hi: hi}, {A: int64((s + 2) * row), B: int64((s + 3) * row), Lo: lo, Hi: hi}}
+	}
+	for _, k := range []bool{false, true} {
+		if k && !vnni {
+			continue
 		}
+		b.Run(fmt.Sprintf("vnni=%v", k), func(b *testing.B) {
+			withVNNI(k, func() {
+				for b.Loop() {
+					for y := range out {
+						Vertical(dst[y*row:(y+1)*row], src, pairs[y])
+					}
+				}
+			})
+		})
 	}
 }
 
