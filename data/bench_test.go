@@ -226,7 +226,8 @@ func BenchmarkShardRecordCRC(b *testing.B) {
 // N workers should give N times one worker's images/s. -benchmem shows allocations per image.
 func BenchmarkLoaderWorkers(b *testing.B) {
 	paths := pipelineJPEGs(b)
-	// 16 passes over the files per epoch, so each epoch's batch buffers weigh little per image.
+	// 16 passes over the files per epoch, so the batch buffers (allocated in the first epoch, reused
+	// by the next) weigh little per image.
 	files := &ImageFolder{Root: "/", Classes: []string{"x"}}
 	for range 16 {
 		for _, p := range paths {

@@ -100,6 +100,9 @@ type Loader struct {
 	order      []int
 
 	skipped atomic.Int64 // bad records skipped so far (SkipBadRecords)
+
+	spareMu sync.Mutex // guards spare
+	spare   []*slot    // batch buffers of closed iterators, for the next Iterate (at most Prefetch)
 }
 
 // NewLoader checks opts against the in-memory ds and returns a Loader over it.
@@ -117,7 +120,7 @@ func NewLoader(ds *Dataset, opts LoaderOptions) (*Loader, error) {
 
 // Bounds of the loader's options, checked before anything is allocated (data.batch_size,
 // data.prefetch and data.workers take them): an epoch's iterator allocates Prefetch whole batches
-// up front and starts Workers goroutines (prefetch=100000 allocated 100,000 batches).
+// up front (or takes those of a closed one, which the loader keeps) and starts Workers goroutines (prefetch=100000 allocated 100,000 batches).
 const (
 	MaxBatchSize = 1 << 16
 	MaxPrefetch  = 16
@@ -590,6 +593,7 @@ type Iterator struct {
 	once  sync.Once
 	held  *slot // the batch the consumer holds
 	err   error
+	spare sync.Once // the buffers go back to the loader once
 }
 
 // slot is one reusable batch buffer and the state of its decoding.
@@ -617,7 +621,17 @@ func (l *Loader) Iterate(epoch, startStep int) *Iterator {
 	p, bs := l.opts.Prefetch, l.opts.BatchSize
 	it := &Iterator{l: l, free: make(chan *slot, p), ready: make(chan *slot, p),
 		tasks: make(chan task, p*l.opts.Workers), stop: make(chan struct{})}
-	for range p {
+	// The buffers of an earlier epoch's closed iterator when there are some: a new one costs its
+	// first touch (a page fault every 4 KiB of a 38.5 MB float batch at 224²) and garbage.
+	l.spareMu.Lock()
+	reused := min(p, len(l.spare))
+	for _, s := range l.spare[len(l.spare)-reused:] {
+		it.free <- s
+	}
+	clear(l.spare[len(l.spare)-reused:])
+	l.spare = l.spare[:len(l.spare)-reused]
+	l.spareMu.Unlock()
+	for range p - reused {
 		it.free <- &slot{b: l.newBatch()}
 	}
 	// Chunks of a few rows: enough of them to balance the workers, few enough to keep overhead low.
@@ -738,8 +752,36 @@ func (it *Iterator) Next() (Batch, bool) {
 // Err returns the decoding error that ended the iteration, if any.
 func (it *Iterator) Err() error { return it.err }
 
-// Close stops the producer and the workers and waits for them to exit. It is safe to call more than once.
+// Close stops the producer and the workers and waits for them to exit, then hands the batch buffers
+// to the loader for its next Iterate (the last batch Next returned is then no longer valid). It is
+// safe to call more than once.
 func (it *Iterator) Close() {
 	it.once.Do(func() { close(it.stop) })
 	it.wg.Wait()
+	it.spare.Do(it.giveBack)
+}
+
+// giveBack puts the iterator's slots, with the producer and workers gone, on its loader's spare list:
+// the one the consumer held, those handed back, and those decoded or half-decoded but not taken (ready
+// is closed when the producer exits). A slot the producer had taken when it stopped is dropped.
+func (it *Iterator) giveBack() {
+	var slots []*slot
+	if it.held != nil {
+		slots, it.held = append(slots, it.held), nil
+	}
+	for more := true; more; {
+		select {
+		case s := <-it.free:
+			slots = append(slots, s)
+		default:
+			more = false
+		}
+	}
+	for s := range it.ready {
+		slots = append(slots, s)
+	}
+	l := it.l
+	l.spareMu.Lock()
+	l.spare = append(l.spare, slots[:min(len(slots), l.opts.Prefetch-len(l.spare))]...)
+	l.spareMu.Unlock()
 }

@@ -231,6 +231,52 @@ func TestIteratorMatchesBatch(t *testing.T) {
 	}
 }
 
+// TestIteratorReusesBuffers: a closed iterator's batch buffers serve the loader's next Iterate,
+// and every batch still equals Batch: after an iterator closed mid-epoch, one closed before its
+// first batch (slots still being decoded), and with two iterators open at once on one loader.
+func TestIteratorReusesBuffers(t *testing.T) {
+	l := mustLoader(t, synthDataset(103), LoaderOptions{BatchSize: 10, Shuffle: true, Seed: 5, Prefetch: 2, Workers: 2})
+	seen := map[*float32]bool{}
+	check := func(it *Iterator, epoch, batches int, record bool) (reused int) {
+		t.Helper()
+		for range batches {
+			b, ok := it.Next()
+			if !ok {
+				t.Fatalf("epoch %d: iterator ended early", epoch)
+			}
+			if !batchesEqual(b, mustBatch(t, l, epoch, b.Step)) {
+				t.Fatalf("epoch %d: iterator batch %d differs from Batch", epoch, b.Step)
+			}
+			if seen[&b.Images[0]] {
+				reused++
+			}
+			if record {
+				seen[&b.Images[0]] = true
+			}
+		}
+		return reused
+	}
+	it := l.Iterate(0, 0)
+	check(it, 0, 4, true)
+	it.Close()
+	it = l.Iterate(1, 0)
+	if reused := check(it, 1, l.StepsPerEpoch(), false); reused == 0 {
+		t.Error("no buffer of the closed iterator reused")
+	}
+	it.Close()
+	l.Iterate(2, 0).Close() // before its first batch
+	a, b := l.Iterate(3, 0), l.Iterate(4, 2)
+	for range 4 {
+		check(a, 3, 1, false)
+		check(b, 4, 1, false)
+	}
+	a.Close()
+	b.Close()
+	if n := len(l.spare); n > 2 {
+		t.Errorf("%d spare buffers kept, want at most Prefetch (2)", n)
+	}
+}
+
 func TestIteratorCloseLeaksNothing(t *testing.T) {
 	l := mustLoader(t, synthDataset(200), LoaderOptions{BatchSize: 4, Shuffle: true, Prefetch: 2})
 	before := runtime.NumGoroutine()

@@ -10,10 +10,15 @@ import (
 // tables, int32 accumulators (as Pillow's own; 255·Σ|k| stays below 2³¹), three channels a pixel
 // in the horizontal pass and two to four rows at once in the vertical one. Its bytes equal resize's.
 type resampler struct {
-	tmp, dst       []uint8
-	into           []uint8 // when set and large enough, where the output goes instead of dst
+	tmp, dst []uint8
+	into     []uint8 // when set and large enough, where the output goes instead of dst
+	// The last coeffs call's tables: views of tables (a cached table) or of the scratch below.
 	starts, counts []int32
 	weights        []int32
+	tables         coeffCache
+	ownStarts      []int32
+	ownCounts      []int32
+	ownWeights     []int32
 	acc            []int32
 	k              []float64
 	// The AVX2 kernels' tables (resample_simd.go): the horizontal pass's input offsets and
@@ -23,24 +28,100 @@ type resampler struct {
 	pad       []uint8
 }
 
-// coeffs fills the tables for in -> out samples: for output o, counts[o] weights from input starts[o]
-// at weights[o*ks:], with the same float arithmetic as resampleCoeffs.
+// coeffs sets the tables for in -> out samples: for output o, counts[o] weights from input starts[o]
+// at weights[o*ks:], with the same float arithmetic as resampleCoeffs. They come from the
+// resampler's cache when it has them (a RandomResizedCrop's box sizes recur image after image).
 func (r *resampler) coeffs(in, out int, filter Interp) (ks int) {
+	if t, ok := r.tables.get(in, out, filter); ok {
+		r.starts, r.counts, r.weights = t.starts, t.counts, t.weights
+		return t.ks
+	}
 	scale := float64(in) / float64(out)
 	filterScale := max(scale, 1)
 	support := filter.support() * filterScale
 	ks = int(math.Ceil(support))*2 + 1
-	r.starts, r.counts = growInt32(r.starts, out), growInt32(r.counts, out)
-	r.weights = growInt32(r.weights, out*ks)
+	r.ownStarts, r.ownCounts = growInt32(r.ownStarts, out), growInt32(r.ownCounts, out)
+	r.ownWeights = growInt32(r.ownWeights, out*ks)
 	if cap(r.k) < ks {
 		r.k = make([]float64, ks)
 	}
 	for o := range out {
 		lo, taps := pillowTaps(filter, o, scale, support, filterScale, in, r.k)
-		fixedWeights(taps, r.weights[o*ks:o*ks+len(taps)])
-		r.starts[o], r.counts[o] = int32(lo), int32(len(taps))
+		fixedWeights(taps, r.ownWeights[o*ks:o*ks+len(taps)])
+		r.ownStarts[o], r.ownCounts[o] = int32(lo), int32(len(taps))
+	}
+	r.starts, r.counts, r.weights = r.ownStarts, r.ownCounts, r.ownWeights
+	if t, ok := r.tables.put(in, out, filter, ks, r.ownStarts, r.ownCounts, r.ownWeights); ok {
+		r.starts, r.counts, r.weights = t.starts, t.counts, t.weights
 	}
 	return ks
+}
+
+// coeffCache keeps a resampler's coefficient tables by input size, for whichever output size and
+// filter first asked for each: recomputing them (a float division per tap, as Pillow's) was 1.4% of
+// a training image's CPU. Its memory is allocated once, at the first put, so that a worker does not
+// allocate per image; when it is full, further sizes are computed each time.
+type coeffCache struct {
+	slab []int32      // the cached tables, back to back: starts, counts, weights
+	used int          // of slab
+	byIn []coeffEntry // by input size
+}
+
+// coeffEntry is where the tables for one input size start in the slab; ks 0: none.
+type coeffEntry struct {
+	off, out, ks int32
+	filter       Interp
+}
+
+// coeffTable is a cached table's views.
+type coeffTable struct {
+	ks                      int
+	starts, counts, weights []int32
+}
+
+const (
+	coeffCacheInts  = 1 << 20 // 4 MiB: about 600 tables of 224 outputs from up to 450 inputs
+	coeffCacheMaxIn = 4096    // inputs wider or taller are not cached
+)
+
+func (c *coeffCache) get(in, out int, filter Interp) (coeffTable, bool) {
+	if in >= len(c.byIn) {
+		return coeffTable{}, false
+	}
+	e := c.byIn[in]
+	if e.ks == 0 || int(e.out) != out || e.filter != filter {
+		return coeffTable{}, false
+	}
+	return c.table(e), true
+}
+
+func (c *coeffCache) table(e coeffEntry) coeffTable {
+	off, out, ks := int(e.off), int(e.out), int(e.ks)
+	t := c.slab[off : off+out*(2+ks) : off+out*(2+ks)]
+	return coeffTable{ks: ks, starts: t[:out:out], counts: t[out : 2*out : 2*out], weights: t[2*out:]}
+}
+
+// put copies the tables for (in, out, filter) into the cache, if there is room and no table for in.
+func (c *coeffCache) put(in, out int, filter Interp, ks int, starts, counts, weights []int32) (coeffTable, bool) {
+	n := out * (2 + ks)
+	if in >= coeffCacheMaxIn || n > coeffCacheInts-c.used {
+		return coeffTable{}, false
+	}
+	if c.slab == nil {
+		c.slab = make([]int32, coeffCacheInts)
+		c.byIn = make([]coeffEntry, coeffCacheMaxIn)
+	}
+	if c.byIn[in].ks > 0 {
+		return coeffTable{}, false
+	}
+	e := coeffEntry{off: int32(c.used), out: int32(out), ks: int32(ks), filter: filter}
+	t := c.table(e)
+	copy(t.starts, starts[:out])
+	copy(t.counts, counts[:out])
+	copy(t.weights, weights[:out*ks])
+	c.used += n
+	c.byIn[in] = e
+	return t, true
 }
 
 func growInt32(buf []int32, n int) []int32 {

@@ -127,10 +127,11 @@ func (r *resampler) verticalSIMD(mid pixels, stride int, out pixels, ks int) boo
 
 // normalizer is the loader's normalisation, (v/255 - mean[ch]) / std[ch] in float32: as the
 // table lut[ch][v] (NormalizeTable's floats) for the Go loop, and as the per-channel constants for
-// the AVX2 kernel, which computes the same floats.
+// the AVX2 kernels, which compute the same floats (simd, nil where they do not apply).
 type normalizer struct {
 	lut       [][256]float32
 	mean, std []float32
+	simd      *resamplesimd.Normalizer
 }
 
 // newNormalizer is NormalizeTable's normalisation for c channels, table is NormalizeTable's result.
@@ -145,15 +146,17 @@ func newNormalizer(mean, std, table []float32, c int) normalizer {
 	for ch := range c {
 		n.mean[ch], n.std[ch] = mean[min(ch, len(mean)-1)], std[min(ch, len(std)-1)]
 	}
+	n.simd, _ = resamplesimd.NewNormalizer(n.mean, n.std)
 	return n
 }
 
 // normalizeInto writes the normalised value of each byte v of pix (channel ch = index mod
-// channels) into dst: with AVX2 resamplesimd.Normalize (the arithmetic 8 values a step, streaming
+// channels) into dst: with AVX2 resamplesimd's Normalizer (the arithmetic 8 values a step, streaming
 // stores); else the table lookup, the RGB loop written for Go's compiler: the three tables in
 // registers, four pixels a step through fixed-size subslices (no bounds check inside).
 func normalizeInto(dst []float32, pix []uint8, n normalizer) {
-	if resampleAVX2 && resamplesimd.Normalize(dst, pix, n.mean, n.std) {
+	if resampleAVX2 && n.simd != nil {
+		n.simd.Apply(dst, pix)
 		return
 	}
 	lut := n.lut

@@ -134,13 +134,16 @@ func TestResampleAVX2Allocs(t *testing.T) {
 	}
 }
 
-// BenchmarkResampler: one RandomResizedCrop's resampling (265×250 RGB to 224², flipped), the
-// kernels against the Go passes.
+// BenchmarkResampler: one RandomResizedCrop's resampling (265×250 RGB to 224², flipped; and a box
+// narrower than the output, 150×170, enlarged), the kernels against the Go passes.
 func BenchmarkResampler(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	src := pixels{w: 265, h: 250, c: 3, pix: make([]uint8, 265*250*3)}
-	for i := range src.pix {
-		src.pix[i] = uint8(rng.IntN(256))
+	shrink := pixels{w: 265, h: 250, c: 3, pix: make([]uint8, 265*250*3)}
+	enlarge := pixels{w: 150, h: 170, c: 3, pix: make([]uint8, 150*170*3)}
+	for _, p := range [][]uint8{shrink.pix, enlarge.pix} {
+		for i := range p {
+			p[i] = uint8(rng.IntN(256))
+		}
 	}
 	for _, avx := range []bool{true, false} {
 		if avx && !resampleAVX2 {
@@ -151,16 +154,24 @@ func BenchmarkResampler(b *testing.B) {
 				withAVX2(avx, func() {
 					var r resampler
 					for b.Loop() {
-						r.resize(src, 224, 224, f, true)
+						r.resize(shrink, 224, 224, f, true)
 					}
 				})
 			})
 		}
+		b.Run(fmt.Sprintf("enlarge/avx2=%v", avx), func(b *testing.B) {
+			withAVX2(avx, func() {
+				var r resampler
+				for b.Loop() {
+					r.resize(enlarge, 224, 224, Bilinear, true)
+				}
+			})
+		})
 	}
 }
 
 // TestResampleAVX2EveryTapCount sweeps source widths so that the horizontal kernel runs with every
-// tap-pair count it takes (1 to hMaxPairs: its straight-line bodies for 2-5 and its loop for the
+// tap-pair count it takes (1 to hMaxPairs: its straight-line bodies for 1-5 and its loop for the
 // rest), for both filters, flipped, against the Go passes.
 func TestResampleAVX2EveryTapCount(t *testing.T) {
 	if !resampleAVX2 {
@@ -237,5 +248,91 @@ func TestNormalizeInto(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCoeffCache: the resampler's tables, computed (a miss, then cached) and read back from its
+// cache (a hit), are resampleCoeffs' for each input size, both filters, two output sizes sharing
+// the cache (a size cached for one output is computed for the other), and inputs past the cache's
+// range; once the cache is full, new sizes are still computed right and nothing is overwritten.
+func TestCoeffCache(t *testing.T) {
+	check := func(r *resampler, in, out int, f Interp, pass string) {
+		t.Helper()
+		ks := r.coeffs(in, out, f)
+		starts, weights := resampleCoeffs(in, out, f)
+		for o := range out {
+			n := int(r.counts[o])
+			if int(r.starts[o]) != starts[o] || n != len(weights[o]) || n > ks {
+				t.Fatalf("%s: %d -> %d %v, output %d: start %d, %d taps (ks %d), want %d, %d",
+					pass, in, out, f, o, r.starts[o], n, ks, starts[o], len(weights[o]))
+			}
+			for i, w := range weights[o] {
+				if r.weights[o*ks+i] != w {
+					t.Fatalf("%s: %d -> %d %v, output %d: weight %d = %d, want %d", pass, in, out, f, o, i, r.weights[o*ks+i], w)
+				}
+			}
+		}
+	}
+	var r resampler
+	ins := []int{1, 2, 3, 50, 223, 224, 225, 301, 449, 1000, coeffCacheMaxIn - 1, coeffCacheMaxIn, 5000}
+	for _, f := range []Interp{Bilinear, Bicubic} {
+		for _, out := range []int{224, 97} {
+			for _, in := range ins {
+				check(&r, in, out, f, "first")
+				check(&r, in, out, f, "again")
+			}
+		}
+	}
+	if r.tables.used == 0 {
+		t.Fatal("nothing cached")
+	}
+	if _, ok := r.tables.get(224, 224, Bilinear); !ok {
+		t.Error("224 -> 224 bilinear not cached")
+	}
+	if _, ok := r.tables.get(coeffCacheMaxIn, 224, Bilinear); ok {
+		t.Errorf("input %d cached", coeffCacheMaxIn)
+	}
+	// Fill it: 1000 outputs from 3000+ inputs, bicubic, 15,000 ints a table, until one is refused.
+	in := 3000
+	for used := -1; used != r.tables.used; in++ {
+		used = r.tables.used
+		check(&r, in, 1000, Bicubic, "filling")
+	}
+	used := r.tables.used
+	if used < coeffCacheInts-1000*(2+13) {
+		t.Fatalf("a table refused with %d of %d ints used", used, coeffCacheInts)
+	}
+	for i := range 5 {
+		check(&r, in+i, 1000, Bicubic, "full")
+		check(&r, in+i, 1000, Bicubic, "full, again")
+	}
+	if r.tables.used != used {
+		t.Errorf("full cache grew from %d to %d ints", used, r.tables.used)
+	}
+	for _, f := range []Interp{Bilinear, Bicubic} {
+		for _, in := range ins {
+			check(&r, in, 224, f, "after filling")
+		}
+	}
+}
+
+// BenchmarkCoeffs: the tables of a RandomResizedCrop's two passes (box sides 100-449, 224
+// outputs), from the cache once it holds every size, against computing them each time.
+func BenchmarkCoeffs(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
+			var r resampler
+			if !cached {
+				r.tables.used = coeffCacheInts // full from the start
+			}
+			in := 100
+			for b.Loop() {
+				r.coeffs(in, 224, Bilinear)
+				r.coeffs(449-in+100, 224, Bilinear)
+				if in++; in == 450 {
+					in = 100
+				}
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ package resamplesimd
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -50,6 +51,10 @@ func Horizontal(dst []byte, dstStride int, src []byte, srcStride, rows int, offs
 		panic(fmt.Sprintf("resamplesimd: Horizontal: %d rows of %d groups, %d pairs: reads %d of %d bytes, writes %d of %d, %d weights (AVX2 %v)",
 			rows, groups, pairs, reads, len(src), writes, len(dst), len(wts), available))
 	}
+	if vnni {
+		horizontalVNNI(&dst[0], dstStride, &src[0], srcStride, rows, &offs[0], &wts[0], groups, pairs)
+		return
+	}
 	horizontalAVX2(&dst[0], dstStride, &src[0], srcStride, rows, &offs[0], &wts[0], groups, pairs)
 }
 
@@ -73,44 +78,108 @@ func Vertical(dst, src []byte, pairs []Pair) {
 			panic(fmt.Sprintf("resamplesimd: Vertical: rows at %d, %d of %d bytes outside the %d-byte source", p.A, p.B, n, len(src)))
 		}
 	}
+	if vnni {
+		verticalVNNI(&dst[0], n, &src[0], &pairs[0], len(pairs))
+		return
+	}
 	verticalAVX2(&dst[0], n, &src[0], &pairs[0], len(pairs))
 }
 
 // Available reports whether the kernels run on this machine (amd64 with AVX2).
 func Available() bool { return available }
 
-// Normalize writes (float32(pix[i])/255 - mean[ch])/std[ch] into dst[i], channel ch = i mod c
-// (c = len(mean) = len(std), 1 or 3), each operation rounded to float32 in that order: the
-// loader's normalisation of a resampled example into its batch, the floats of package data's
-// NormalizeTable bit for bit (IEEE division and subtraction are exactly rounded, vectors or not).
-// The kernel converts and divides 8 values a step (a table lookup would need VPGATHERDD, which
-// takes twice as long) and stores with VMOVNTPS, skipping the read of the batch's cache lines
-// before writing them (a batch is far larger than the caches). The first few values, up to dst's
-// 32-byte alignment, and the last < 24 are done in Go. It returns false, doing nothing, for other
-// channel counts or without AVX2.
-func Normalize(dst []float32, pix []byte, mean, std []float32) bool {
+// Normalizer is Normalize's arithmetic for one (mean, std), prepared once: the kernels' per-lane
+// constants for each start channel, and which kernel gives Go's floats.
+type Normalizer struct {
+	c         int
+	mean, std [3]float32
+	// ms[k]: for a kernel run starting at channel k, the 24 means, 24 stds and 24 reciprocals
+	// 1/std of its three registers' lanes.
+	ms  [3][72]float32
+	fma bool // normalizeFMA's floats are Go's for every byte of every channel
+}
+
+// NewNormalizer prepares Normalize's arithmetic for c = len(mean) = len(std) channels (1 or 3); ok
+// is false, and Apply unusable, for other counts or without AVX2. With FMA it runs the
+// division-free kernel over every byte value of every channel and keeps it only when each float
+// equals Go's (v/255 - mean)/std bit for bit; else, and without FMA, the dividing kernel runs.
+func NewNormalizer(mean, std []float32) (n *Normalizer, ok bool) {
 	c := len(mean)
-	if !available || (c != 1 && c != 3) || len(std) != c || len(dst) < len(pix) {
-		return false
+	if !available || (c != 1 && c != 3) || len(std) != c {
+		return nil, false
 	}
+	n = &Normalizer{c: c}
+	copy(n.mean[:], mean)
+	copy(n.std[:], std)
+	for k := range c {
+		for i := range 24 {
+			ch := (k + i) % c
+			n.ms[k][i], n.ms[k][24+i], n.ms[k][48+i] = mean[ch], std[ch], 1/std[ch]
+		}
+	}
+	if fmaAvailable {
+		n.fma = n.fmaExact()
+	}
+	return n, true
+}
+
+// fmaExact runs normalizeFMA over 768 values, every byte value of every channel (its floats depend
+// on nothing else), and compares them with Go's division.
+func (n *Normalizer) fmaExact() bool {
+	const size = 768 // a multiple of 24 and of 256·c
+	var pix [size]byte
+	for i := range pix {
+		pix[i] = byte(i / n.c)
+	}
+	var buf [size + 8]float32
+	dst := aligned32(buf[:])[:size]
+	normalizeFMA(&dst[0], &pix[0], size, &n.ms[0][0])
+	for i, v := range pix {
+		want := (float32(v)/255 - n.mean[i%n.c]) / n.std[i%n.c]
+		if math.Float32bits(dst[i]) != math.Float32bits(want) {
+			return false
+		}
+	}
+	return true
+}
+
+// aligned32 is buf from its first 32-byte aligned float (buf at least 4-byte aligned, 8 floats longer
+// than needed).
+func aligned32(buf []float32) []float32 {
+	return buf[int((32-uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%32)%32/4):]
+}
+
+// FMA reports whether Apply runs the division-free kernel.
+func (n *Normalizer) FMA() bool { return n.fma }
+
+// Apply writes (float32(pix[i])/255 - mean[ch])/std[ch] into dst[i], channel ch = i mod c, each
+// operation rounded to float32 in that order: the loader's normalisation of a resampled example
+// into its batch, the floats of package data's NormalizeTable bit for bit. The kernels do 8 values
+// a step (a table lookup would need VPGATHERDD, which takes twice as long): the two divisions
+// replaced by multiplications and fused corrections where NewNormalizer found that exact (twice
+// as fast: a VDIVPS takes several cycles), else divisions (IEEE division and subtraction are
+// exactly rounded, vectors or not). Both store with VMOVNTPS, skipping the read of the batch's cache
+// lines before writing them (a batch is far larger than the caches). The first few values, up to
+// dst's 32-byte alignment, and the last < 24 are done in Go. len(dst) >= len(pix).
+func (n *Normalizer) Apply(dst []float32, pix []byte) {
+	c := n.c
 	dst = dst[:len(pix)]
 	// Head: to a 32-byte boundary (dst is at least 4-byte aligned).
-	head := int((32 - uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%32) % 32 / 4)
-	head = min(head, len(pix))
+	head := min(int((32-uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%32)%32/4), len(pix))
 	for i := range head {
-		dst[i] = (float32(pix[i])/255 - mean[i%c]) / std[i%c]
+		dst[i] = (float32(pix[i])/255 - n.mean[i%c]) / n.std[i%c]
 	}
 	body := (len(pix) - head) / 24 * 24
 	if body > 0 {
-		// Each register's 8 values start at channel (head + 8k) mod c: the 24 means, then the 24 stds.
-		var ms [48]float32
-		for i := range 24 {
-			ms[i], ms[24+i] = mean[(head+i)%c], std[(head+i)%c]
+		// Each register's 8 values start at channel (head + 8k) mod c.
+		ms := &n.ms[head%c]
+		if n.fma {
+			normalizeFMA(&dst[head], &pix[head], body, &ms[0])
+		} else {
+			normalizeAVX2(&dst[head], &pix[head], body, &ms[0])
 		}
-		normalizeAVX2(&dst[head], &pix[head], body, &ms[0])
 	}
 	for i := head + body; i < len(pix); i++ {
-		dst[i] = (float32(pix[i])/255 - mean[i%c]) / std[i%c]
+		dst[i] = (float32(pix[i])/255 - n.mean[i%c]) / n.std[i%c]
 	}
-	return true
 }

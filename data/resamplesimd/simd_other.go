@@ -16,3 +16,19 @@ func verticalAVX2(dst *byte, n int, src *byte, pairs *Pair, npairs int) {
 func normalizeAVX2(dst *float32, pix *byte, n int, ms *float32) {
 	panic("resamplesimd: no AVX2 kernels on this architecture")
 }
+
+const fmaAvailable = false
+
+func normalizeFMA(dst *float32, pix *byte, n int, ms *float32) {
+	panic("resamplesimd: no AVX2 kernels on this architecture")
+}
+
+var vnni = false
+
+func verticalVNNI(dst *byte, n int, src *byte, pairs *Pair, npairs int) {
+	panic("resamplesimd: no AVX2 kernels on this architecture")
+}
+
+func horizontalVNNI(dst *byte, dstStride int, src *byte, srcStride int, rows int, offs, wts *int32, groups, pairs int) {
+	panic("resamplesimd: no AVX2 kernels on this architecture")
+}

@@ -1,6 +1,7 @@
 package resamplesimd
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -38,12 +39,16 @@ func clip(v int32) byte { return byte(min(max(v>>22, 0), 255)) }
 
 const canary = 0xa5
 
-// TestHorizontalTables runs the kernel on random tables (any tap pairs, the specialised counts 2-5
+// TestHorizontalTables runs the kernel on random tables (any tap pairs, the specialised counts 1-5
 // and the loop for the rest, negative weights, saturating sums) against the tables' meaning
 // computed here, and checks that nothing is written past each row's 24·groups + 4 bytes.
 func TestHorizontalTables(t *testing.T) {
 	if !available {
 		t.Skip("no AVX2 here")
+	}
+	kernels := []bool{false}
+	if vnni {
+		kernels = append(kernels, true)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for it := range 300 {
@@ -78,33 +83,35 @@ func TestHorizontalTables(t *testing.T) {
 			}
 		}
 		dstStride := 24*groups + 4 + rng.IntN(8)
-		dst := make([]byte, rows*dstStride+16)
-		for i := range dst {
-			dst[i] = canary
-		}
-		Horizontal(dst, dstStride, src, srcStride, rows, offs, wts, groups, pairs)
-		for r := range rows {
-			for g := range groups {
-				for j := range 8 {
-					q, lane := j%4, j/4
-					off := r*srcStride + int(offs[g*8+2*q+lane])
-					for ch := range 3 {
-						sum := int32(1 << 21)
-						for p := range pairs {
-							e := ((g*4+q)*pairs+p)*16 + 4*lane
-							for i := range 2 {
-								sum += int32(src[off+3*(2*p+i)+ch]) * weight(wts[e], wts[e+8], i)
+		for _, k := range kernels {
+			dst := make([]byte, rows*dstStride+16)
+			for i := range dst {
+				dst[i] = canary
+			}
+			withVNNI(k, func() { Horizontal(dst, dstStride, src, srcStride, rows, offs, wts, groups, pairs) })
+			for r := range rows {
+				for g := range groups {
+					for j := range 8 {
+						q, lane := j%4, j/4
+						off := r*srcStride + int(offs[g*8+2*q+lane])
+						for ch := range 3 {
+							sum := int32(1 << 21)
+							for p := range pairs {
+								e := ((g*4+q)*pairs+p)*16 + 4*lane
+								for i := range 2 {
+									sum += int32(src[off+3*(2*p+i)+ch]) * weight(wts[e], wts[e+8], i)
+								}
 							}
-						}
-						if got, want := dst[r*dstStride+24*g+3*j+ch], clip(sum); got != want {
-							t.Fatalf("case %d (%d pairs, %d groups): row %d pixel %d channel %d = %d, want %d", it, pairs, groups, r, 8*g+j, ch, got, want)
+							if got, want := dst[r*dstStride+24*g+3*j+ch], clip(sum); got != want {
+								t.Fatalf("case %d (%d pairs, %d groups, VNNI %v): row %d pixel %d channel %d = %d, want %d", it, pairs, groups, k, r, 8*g+j, ch, got, want)
+							}
 						}
 					}
 				}
-			}
-			for i := r*dstStride + 24*groups + 4; i < (r+1)*dstStride; i++ {
-				if dst[i] != canary {
-					t.Fatalf("case %d: byte %d of row %d written (row is %d bytes + 4)", it, i-r*dstStride, r, 24*groups)
+				for i := r*dstStride + 24*groups + 4; i < (r+1)*dstStride; i++ {
+					if dst[i] != canary {
+						t.Fatalf("case %d: byte %d of row %d written (row is %d bytes + 4)", it, i-r*dstStride, r, 24*groups)
+					}
 				}
 			}
 		}
@@ -116,6 +123,10 @@ func TestHorizontalTables(t *testing.T) {
 func TestVertical(t *testing.T) {
 	if !available {
 		t.Skip("no AVX2 here")
+	}
+	kernels := []bool{false}
+	if vnni {
+		kernels = append(kernels, true)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for it := range 300 {
@@ -148,25 +159,69 @@ func TestVertical(t *testing.T) {
 			lo, hi := SplitWeights(ks[p], k1)
 			pairs = append(pairs, Pair{A: a, B: b, Lo: lo, Hi: hi})
 		}
-		buf := make([]byte, n+40)
-		for i := range buf {
-			buf[i] = canary
-		}
-		Vertical(buf[:n], src, pairs)
-		for i := range n {
-			sum := int32(1 << 21)
-			for j, k := range ks {
-				sum += int32(src[(s+j)*stride+i]) * k
+		for _, k := range kernels {
+			buf := make([]byte, n+40)
+			for i := range buf {
+				buf[i] = canary
 			}
-			if got, want := buf[i], clip(sum); got != want {
-				t.Fatalf("case %d (%d bytes, %d taps): byte %d = %d, want %d", it, n, taps, i, got, want)
+			withVNNI(k, func() { Vertical(buf[:n], src, pairs) })
+			for i := range n {
+				sum := int32(1 << 21)
+				for j, k := range ks {
+					sum += int32(src[(s+j)*stride+i]) * k
+				}
+				if got, want := buf[i], clip(sum); got != want {
+					t.Fatalf("case %d (%d bytes, %d taps, VNNI %v): byte %d = %d, want %d", it, n, taps, k, i, got, want)
+				}
+			}
+			for i := n; i < len(buf); i++ {
+				if buf[i] != canary {
+					t.Fatalf("case %d: byte %d written past the %d of dst", it, i, n)
+				}
 			}
 		}
-		for i := n; i < len(buf); i++ {
-			if buf[i] != canary {
-				t.Fatalf("case %d: byte %d written past the %d of dst", it, i, n)
-			}
+	}
+}
+
+// withVNNI runs f with Vertical's VNNI kernel on or off (on only where the CPU has it).
+func withVNNI(on bool, f func()) {
+	old := vnni
+	vnni = on && old
+	defer func() { vnni = old }()
+	f()
+}
+
+// BenchmarkVertical: the vertical pass of a RandomResizedCrop, 250 rows of 224 RGB pixels to 224
+// (2 tap pairs a row), with each kernel.
+func BenchmarkVertical(b *testing.B) {
+	if !available {
+		b.Skip("no AVX2 here")
+	}
+	const row, in, out = 224 * 3, 250, 224
+	src := make([]byte, row*in)
+	for i := range src {
+		src[i] = byte(i * 13)
+	}
+	dst := make([]byte, row*out)
+	pairs := make([][]Pair, out)
+	for y := range pairs {
+		s := min(y*in/out, in-4)
+		lo, hi := SplitWeights(1<<20, 1<<21)
+		pairs[y] = []Pair{{A: int64(s * row), B: int64((s + 1) * row), Lo: lo, Hi: hi}, {A: int64((s + 2) * row), B: int64((s + 3) * row), Lo: lo, Hi: hi}}
+	}
+	for _, k := range []bool{false, true} {
+		if k && !vnni {
+			continue
 		}
+		b.Run(fmt.Sprintf("vnni=%v", k), func(b *testing.B) {
+			withVNNI(k, func() {
+				for b.Loop() {
+					for y := range out {
+						Vertical(dst[y*row:(y+1)*row], src, pairs[y])
+					}
+				}
+			})
+		})
 	}
 }
 
@@ -202,10 +257,11 @@ func TestBoundsChecked(t *testing.T) {
 	}
 }
 
-// TestNormalize: (v/255 - mean)/std in float32 for 1 and 3 channels, at every 4-byte alignment of
-// dst (the Go head up to 32 bytes, the kernel, the Go tail) and lengths around the kernel's 24-value
-// steps, against Go's scalar float32 arithmetic: ImageNet's constants, none (0 and 1), random ones,
-// and stds so small or so large that results overflow or go subnormal. Nothing is written past the
+// TestNormalize: (v/255 - mean)/std in float32 for 1 and 3 channels, with each kernel (the
+// division-free one where FMA is there, the dividing one), at every 4-byte alignment of dst (the Go
+// head up to 32 bytes, the kernel, the Go tail) and lengths around the kernel's 24-value steps,
+// against Go's scalar float32 arithmetic: ImageNet's constants, none (0 and 1), random ones, and
+// stds so small or so large that results overflow or go subnormal. Nothing is written past the
 // end; other channel counts and mismatched lengths are refused.
 func TestNormalize(t *testing.T) {
 	if !available {
@@ -216,7 +272,9 @@ func TestNormalize(t *testing.T) {
 		{{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}},
 		{{0, 0, 0}, {1, 1, 1}},
 		{{0.5, -3, 1e-3}, {1e-38, 3e38, 1e-30}},
+		{{0.25, 0.5, 0.75}, {1e-45, 1.592664e-39, 1}}, // 1/std overflows; a subnormal std
 	}
+	const inexactFMA = 3 // params[3]: the division-free kernel's floats differ, the dividing one runs
 	for range 5 {
 		params = append(params, [2][]float32{
 			{rng.Float32()*4 - 2, rng.Float32(), rng.Float32()},
@@ -226,42 +284,102 @@ func TestNormalize(t *testing.T) {
 	for pi, ms := range params {
 		for _, c := range []int{1, 3} {
 			mean, std := ms[0][:c], ms[1][:c]
-			for _, n := range []int{0, 1, 5, 23, 24, 25, 47, 48, 49, 96 + 7, 3 * 256, 224 * 224 * c} {
-				for shift := range 8 {
-					pix := make([]byte, n)
-					for i := range pix {
-						pix[i] = byte(i / 3) // every value of every channel when n >= 768
-						if n > 3*256 {
-							pix[i] = byte(rng.IntN(256))
+			norm, ok := NewNormalizer(mean, std)
+			if !ok {
+				t.Fatalf("%d channels: refused", c)
+			}
+			if want := fmaAvailable && pi != inexactFMA; norm.FMA() != want {
+				t.Errorf("parameters %d, %d channels: division-free kernel %v, want %v (FMA here: %v)", pi, c, norm.FMA(), want, fmaAvailable)
+			}
+			kernels := []bool{false}
+			if norm.FMA() {
+				kernels = append(kernels, true)
+			}
+			for _, fma := range kernels {
+				norm.fma = fma
+				for _, n := range []int{0, 1, 5, 23, 24, 25, 47, 48, 49, 96 + 7, 3 * 256, 224 * 224 * c} {
+					for shift := range 8 {
+						pix := make([]byte, n)
+						for i := range pix {
+							pix[i] = byte(i / 3) // every value of every channel when n >= 768
+							if n > 3*256 {
+								pix[i] = byte(rng.IntN(256))
+							}
 						}
-					}
-					buf := make([]float32, n+16)
-					for i := range buf {
-						buf[i] = -7
-					}
-					dst := buf[shift : shift+n]
-					if !Normalize(dst, pix, mean, std) {
-						t.Fatalf("%d channels: refused", c)
-					}
-					for i, v := range pix {
-						want := (float32(v)/255 - mean[i%c]) / std[i%c]
-						if math.Float32bits(dst[i]) != math.Float32bits(want) {
-							t.Fatalf("parameters %d, %d channels, %d values at float offset %d: dst[%d] = %g, want %g", pi, c, n, shift, i, dst[i], want)
+						buf := make([]float32, n+16)
+						for i := range buf {
+							buf[i] = -7
 						}
-					}
-					for i := range buf {
-						if (i < shift || i >= shift+n) && buf[i] != -7 {
-							t.Fatalf("%d channels, %d values at offset %d: buf[%d] written", c, n, shift, i)
+						dst := buf[shift : shift+n]
+						norm.Apply(dst, pix)
+						for i, v := range pix {
+							want := (float32(v)/255 - mean[i%c]) / std[i%c]
+							if math.Float32bits(dst[i]) != math.Float32bits(want) {
+								t.Fatalf("parameters %d, %d channels, FMA kernel %v, %d values at float offset %d: dst[%d] = %g, want %g",
+									pi, c, fma, n, shift, i, dst[i], want)
+							}
+						}
+						for i := range buf {
+							if (i < shift || i >= shift+n) && buf[i] != -7 {
+								t.Fatalf("%d channels, %d values at offset %d: buf[%d] written", c, n, shift, i)
+							}
 						}
 					}
 				}
 			}
 		}
 	}
-	if Normalize(make([]float32, 48), make([]byte, 48), make([]float32, 4), make([]float32, 4)) {
+	if _, ok := NewNormalizer(make([]float32, 4), make([]float32, 4)); ok {
 		t.Error("4 channels accepted")
 	}
-	if Normalize(make([]float32, 48), make([]byte, 48), make([]float32, 3), make([]float32, 1)) {
+	if _, ok := NewNormalizer(make([]float32, 3), make([]float32, 1)); ok {
 		t.Error("3 means with 1 std accepted")
+	}
+}
+
+// TestNormalizerRefusesInexactFMA: where 1/std overflows (std 1e-45) or std is subnormal, the
+// division-free kernel's floats are not the division's, and NewNormalizer keeps the dividing kernel.
+func TestNormalizerRefusesInexactFMA(t *testing.T) {
+	if !fmaAvailable {
+		t.Skip("no AVX2 with FMA here")
+	}
+	for _, std := range []float32{1e-45, 1.592664e-39} {
+		norm, _ := NewNormalizer([]float32{0.5993351}, []float32{std})
+		if norm.FMA() {
+			t.Errorf("std %g: division-free kernel chosen", std)
+		}
+		norm.fma = true
+		if norm.fmaExact() {
+			t.Errorf("std %g: the division-free kernel gives the division's floats: this test needs another std", std)
+		}
+	}
+}
+
+// BenchmarkNormalize: one 224×224 RGB example into a batch of 64 (38.5 MB, far beyond the caches),
+// row after row, with each kernel.
+func BenchmarkNormalize(b *testing.B) {
+	if !available {
+		b.Skip("no AVX2 here")
+	}
+	const size, rows = 224 * 224 * 3, 64
+	pix := make([]byte, size)
+	for i := range pix {
+		pix[i] = byte(i * 7)
+	}
+	batch := make([]float32, size*rows)
+	for _, fma := range []bool{false, true} {
+		if fma && !fmaAvailable {
+			continue
+		}
+		b.Run(fmt.Sprintf("fma=%v", fma), func(b *testing.B) {
+			norm, _ := NewNormalizer([]float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225})
+			norm.fma = fma
+			b.SetBytes(size)
+			row := 0
+			for b.Loop() {
+				norm.Apply(batch[row*size:(row+1)*size], pix)
+				row = (row + 1) % rows
+			}
+		})
 	}
 }
