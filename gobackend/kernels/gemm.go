@@ -425,28 +425,19 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 	}
 	kern := p.kernel
 	if kern == nil {
-		kern = defaultKernelOf[T]()
-		if !IsFloat64[T]() && gemmNarrowKernel != nil && narrowFits(p.m, p.n, kern.mr, kern.nr) {
-			kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
-			if small := smallProductKernel(p.m, p.n); small != nil {
-				kern = any(small).(*gemmKernelOf[T])
-			}
-		} else if gemmHalfKernel != nil && !IsFloat64[T]() && p.n <= gemmHalfKernel.nr {
-			kern = any(gemmHalfKernel).(*gemmKernelOf[T])
-		} else if gemmWideKernel != nil && !IsFloat64[T]() && wideColumns(p.n) {
-			kern = any(gemmWideKernel).(*gemmKernelOf[T])
-		}
+		kern = productKernel[T](p.m, p.n)
 	}
 	threads := p.threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	if p.swapWins(out, kern, threads) {
+		p.runSwapped(out, threads)
+		return
+	}
 	rowOff := p.rowOff
 	if rowOff == nil {
-		rowOff = make([]int, p.m)
-		for i := range rowOff {
-			rowOff[i] = i * p.n
-		}
+		rowOff = rowMajorOffsets(p.m, p.n)
 	}
 	bs := p.batchStride
 	if bs == 0 {
@@ -574,6 +565,111 @@ func (p *GemmProblemOf[T]) Run(out []T) {
 	}
 }
 
+// productKernel is the kernel for an m×n float32 product (the default one for float64): the narrow or
+// a 7-row one for the small products they pad least, the 7×32 one for a single 32-wide column panel,
+// the 7×64 one where its panels pad no further than 32-wide ones.
+func productKernel[T Float](m, n int) *gemmKernelOf[T] {
+	kern := defaultKernelOf[T]()
+	if IsFloat64[T]() {
+		return kern
+	}
+	if gemmNarrowKernel != nil && narrowFits(m, n, kern.mr, kern.nr) {
+		kern = any(gemmNarrowKernel).(*gemmKernelOf[T])
+		if small := smallProductKernel(m, n); small != nil {
+			kern = any(small).(*gemmKernelOf[T])
+		}
+	} else if gemmHalfKernel != nil && n <= gemmHalfKernel.nr {
+		kern = any(gemmHalfKernel).(*gemmKernelOf[T])
+	} else if gemmWideKernel != nil && wideColumns(n) {
+		kern = any(gemmWideKernel).(*gemmKernelOf[T])
+	}
+	return kern
+}
+
+// rowMajorOffsets is the row offsets of a row-major m×n output.
+func rowMajorOffsets(m, n int) []int {
+	rows := make([]int, m)
+	for i := range rows {
+		rows[i] = i * n
+	}
+	return rows
+}
+
+// paddedArea is the number of values kern's tiles compute for an m×n product.
+func paddedArea[T Float](kern *gemmKernelOf[T], m, n int) int {
+	return (m + kern.mr - 1) / kern.mr * kern.mr * ((n + kern.nr - 1) / kern.nr * kern.nr)
+}
+
+// swapWins reports whether Run computes each product of this small float32 problem (rows, columns and
+// depth under gemmNarrowSmall) as its transpose, B·Aᵀ, whose tiles pad it less, each head's result
+// transposed into out from L1. Attention's v gradient, [head dim × tokens], is such a product: Swin-T's
+// 32×49 is five 7-row tiles by two 32-wide panels (30% of the values computed are padding, six edge
+// tiles go through the scratch tile) where 49×32 is seven whole 7×32 tiles; ViT-Tiny's 64×17 is 11
+// narrow row tiles by two 16-wide panels against three by four. Only for a plain output (row-major,
+// overwritten) that one worker writes a whole head of (no split, or split by batch); a deeper product
+// would pack the swapped B, read in place before, at more cost. Swapping the operands changes no bits:
+// each output adds the same products, a·b = b·a, in the same order.
+func (p *GemmProblemOf[T]) swapWins(out []T, kern *gemmKernelOf[T], threads int) bool {
+	if p.kernel != nil || p.forceSplit != splitAuto || IsFloat64[T]() || p.accumulate || p.rowsOnly || p.rowOff != nil ||
+		(p.batchStride != 0 && p.batchStride != p.m*p.n) || len(out) != p.batch*p.m*p.n || p.k == 0 ||
+		max(p.m, p.n, p.k) >= gemmNarrowSmall {
+		return false
+	}
+	if threads > 1 && WorthSplitting(float64(p.batch*p.m*p.n*p.k)*GemmNsPerMAC) && p.batch < threads {
+		return false // Run would split a product: its workers would share heads.
+	}
+	return paddedArea(productKernel[T](p.n, p.m), p.n, p.m) < paddedArea(kern, p.m, p.n)
+}
+
+// runSwapped computes out as swapWins says: per head, the n×m product of B by A into a worker's
+// scratch, then transposed into the head's m×n rows of out. Heads are split over the workers when
+// Run would split them.
+func (p *GemmProblemOf[T]) runSwapped(out []T, threads int) {
+	q := *p
+	q.lhs, q.rhs, q.m, q.n = p.rhs, p.lhs, p.n, p.m
+	kern := productKernel[T](q.m, q.n)
+	rowMajor := rowMajorOffsets(q.m, q.n)
+	mn := p.m * p.n
+	heads := func(b0, b1 int) {
+		s := getScratch[T]()
+		packB := getPackB[T]()
+		tmp := getPartial[T](mn)
+		for b := b0; b < b1; b++ {
+			q.serial(s, packB, kern, b, 0, q.m, 0, q.k, 0, q.n, tmp, rowMajor, true)
+			transposeInto(out[b*mn:(b+1)*mn], tmp, q.m, q.n)
+		}
+		putPartial(tmp)
+		putPackB(packB)
+		putScratch(s)
+	}
+	if threads == 1 || !WorthSplitting(float64(p.batch*p.m*p.n*p.k)*GemmNsPerMAC) {
+		heads(0, p.batch)
+		return
+	}
+	ParallelChunks(SplitRange(p.batch, p.batch, 1), min(threads, p.batch), heads)
+}
+
+// transposeInto writes the rows×cols row-major src transposed into dst (cols×rows): 8 rows of src at a
+// time through the 8×8 transposes, the rest one value at a time.
+func transposeInto[T Float](dst, src []T, rows, cols int) {
+	_, _ = dst[rows*cols-1], src[rows*cols-1]
+	r0 := 0
+	if !IsFloat64[T]() {
+		var offs [8]int
+		for ; r0+8 <= rows; r0 += 8 {
+			for i := range offs {
+				offs[i] = (r0 + i) * cols
+			}
+			Transpose8Rows(AsFloat32(dst[r0:]), rows, AsFloat32(src), &offs, cols)
+		}
+	}
+	for r := r0; r < rows; r++ {
+		for c, v := range src[r*cols : (r+1)*cols] {
+			dst[c*rows+r] = v
+		}
+	}
+}
+
 // partialPools keeps split K's private sums between products, by element type and power of two of
 // capacity: each split product took a fresh m×n buffer, which the allocator cleared (its first K block
 // stores every value, so a reused buffer needs no clearing).
@@ -620,7 +716,13 @@ func kBlocks(k0, k1 int) []int {
 // [k0, k1), into c; with store the first K block writes them instead (c's values there are not read).
 func (p *GemmProblemOf[T]) serial(s *gemmScratch[T], packB []T, kern *gemmKernelOf[T], b, m0, m1, k0, k1, n0, n1 int, c []T, rowOff []int, store bool) {
 	mc, nc, nr := kern.mc(), kern.nc(), kern.nr
-	kb := kBlocks(k0, k1)
+	var oneBlock [2]int
+	kb := oneBlock[:]
+	if k1-k0 > 0 && k1-k0 <= gemmKC {
+		oneBlock = [2]int{k0, k1} // No allocation per call: a batch of small products calls this per item.
+	} else {
+		kb = kBlocks(k0, k1)
+	}
 	for blk := range len(kb) - 1 {
 		pc, pcEnd := kb[blk], kb[blk+1]
 		kl := pcEnd - pc
@@ -893,6 +995,11 @@ func packRun[T Float](panel, data []T, base int, rows []int, n, w int) {
 		packColumnsNarrow(panel, data, &offs, n, w)
 		return
 	}
+	if valid < w {
+		// The rows past the operand's end are zeros: the whole run cleared at once (one call, where a
+		// clear of each step's tail was one per step), the rows given written over it.
+		clear(panel[:n*w])
+	}
 	r0 := 0
 	if w >= 8 {
 		// Eight rows at a time through the 8×8 transpose.
@@ -902,12 +1009,6 @@ func packRun[T Float](panel, data []T, base int, rows []int, n, w int) {
 				offs[i] = base + rows[r0+i]
 			}
 			packColumns8(panel[r0:], data, &offs, n, w)
-		}
-	}
-	if valid < w {
-		// The rows past the operand's end are zeros: each step's tail of the panel, contiguous.
-		for k := range n {
-			clear(panel[k*w+valid : k*w+w])
 		}
 	}
 	for r := r0; r < valid; r++ {

@@ -180,8 +180,13 @@ func BenchmarkKernelGradCopyB(b *testing.B) {
 	}
 }
 
-// Batched small products of attention (ViT-Tiny at batch 8, 64 px: 24 heads of 17 tokens × 64; Swin-T's
-// 49-token windows), float32, one thread: the per-item costs around the micro-kernel dominate.
+// Batched small products of attention, every form a training step emits, with the operands' layouts
+// and axes as the step passes them (ViT-Tiny at batch 8, 64 px: 24 heads of 17 tokens × 64; Swin-T at
+// batch 8, 64 px: 96 heads of its third stage's 49-token windows × 32), float32, one thread: the
+// per-head costs around the micro-kernel dominate. qk is q·kᵀ (B read across its contracting axis;
+// also the gradient of the weights, dO·vᵀ); av the weights times v (also q's gradient, dS·k); dk is
+// k's gradient dSᵀ·q (A read down its columns); dv is v's gradient, transposed (dOᵀ·weights). Names are
+// batch×m×k×n.
 // Rerun: go test ./gobackend/kernels/ -run XXX -bench BatchedSmallGemm -benchtime 200x -cpu 1
 func BenchmarkBatchedSmallGemm(b *testing.B) {
 	for _, tc := range []struct {
@@ -191,9 +196,12 @@ func BenchmarkBatchedSmallGemm(b *testing.B) {
 	}{
 		{"vit-qk-24x17x64x17", []int{8, 3, 17, 64}, []int{8, 3, 17, 64}, []int{3}, []int{3}, []int{0, 1}, []int{0, 1}},
 		{"vit-av-24x17x17x64", []int{8, 3, 17, 17}, []int{8, 3, 17, 64}, []int{3}, []int{2}, []int{0, 1}, []int{0, 1}},
+		{"vit-dk-24x17x17x64", []int{8, 3, 17, 17}, []int{8, 3, 17, 64}, []int{2}, []int{2}, []int{0, 1}, []int{0, 1}},
 		{"vit-dv-24x64x17x17", []int{8, 3, 17, 64}, []int{8, 3, 17, 17}, []int{2}, []int{2}, []int{0, 1}, []int{0, 1}},
-		{"swin-qk-96x49x32x49", []int{96, 49, 32}, []int{96, 49, 32}, []int{2}, []int{2}, []int{0}, []int{0}},
-		{"swin-av-96x49x49x32", []int{96, 49, 49}, []int{96, 49, 32}, []int{2}, []int{1}, []int{0}, []int{0}},
+		{"swin-qk-96x49x32x49", []int{8, 12, 49, 32}, []int{8, 12, 49, 32}, []int{3}, []int{3}, []int{0, 1}, []int{0, 1}},
+		{"swin-av-96x49x49x32", []int{8, 12, 49, 49}, []int{8, 12, 49, 32}, []int{3}, []int{2}, []int{0, 1}, []int{0, 1}},
+		{"swin-dk-96x49x49x32", []int{8, 12, 49, 49}, []int{8, 12, 49, 32}, []int{2}, []int{2}, []int{0, 1}, []int{0, 1}},
+		{"swin-dv-96x32x49x49", []int{8, 12, 49, 32}, []int{8, 12, 49, 49}, []int{2}, []int{2}, []int{0, 1}, []int{0, 1}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			rng := rand.New(rand.NewSource(1))

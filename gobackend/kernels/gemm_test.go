@@ -368,3 +368,83 @@ func TestGemmSplitKReusesPartialSums(t *testing.T) {
 		}
 	}
 }
+
+// A small product whose transpose the tiles pad less (attention's v gradient, head dim × tokens) is
+// computed as B·Aᵀ per head and transposed into out, with the bits of the product computed as asked:
+// every output adds the same products in the same order. Each attention form a step emits (per-head
+// operands as the step lays them out) and shapes around the tile edges, one worker and two.
+func TestGemmSwappedMatchesDirect(t *testing.T) {
+	if gemmNarrowKernel == nil {
+		t.Skip("no narrow kernel on this CPU")
+	}
+	prev := SetSplitMinNs(0)
+	defer SetSplitMinNs(prev)
+	type form struct {
+		lhsDims, rhsDims []int
+		lc, rc           []int
+		swaps            bool // Must be computed swapped (the others may be).
+	}
+	forms := []form{
+		{[]int{8, 3, 17, 64}, []int{8, 3, 17, 64}, []int{3}, []int{3}, false}, // q·kᵀ
+		{[]int{8, 3, 17, 17}, []int{8, 3, 17, 64}, []int{3}, []int{2}, false}, // weights·v
+		{[]int{8, 3, 17, 17}, []int{8, 3, 17, 64}, []int{2}, []int{2}, false}, // k's gradient
+		{[]int{8, 3, 17, 64}, []int{8, 3, 17, 17}, []int{2}, []int{2}, true},  // v's gradient, transposed
+		{[]int{2, 5, 49, 32}, []int{2, 5, 49, 49}, []int{2}, []int{2}, true},  // Swin-T's
+		{[]int{3, 40, 9}, []int{3, 40, 33}, []int{1}, []int{1}, false},
+		{[]int{3, 9, 40}, []int{3, 37, 9}, []int{1}, []int{2}, false},
+	}
+	for _, m := range []int{7, 20, 33, 64} {
+		for _, n := range []int{5, 15, 17, 31} {
+			forms = append(forms, form{[]int{4, 3, m}, []int{4, 3, n}, []int{1}, []int{1}, false})
+		}
+	}
+	rng := rand.New(rand.NewSource(41))
+	swapped := 0
+	for _, f := range forms {
+		lhs, rhs := randTT(rng, f.lhsDims...), randTT(rng, f.rhsDims...)
+		batchAxes := []int{0}
+		if len(f.lhsDims) == 4 {
+			batchAxes = []int{0, 1}
+		}
+		for _, threads := range []int{1, 2} {
+			var outs [2][]float32
+			for i := range outs {
+				l := newGemmOperand(toF32(lhs), f.lhsDims, f.lc, batchAxes)
+				r := newGemmOperand(toF32(rhs), f.rhsDims, f.rc, batchAxes)
+				p, ok := NewDotProblem(toF32(lhs), toF32(rhs), f.lhsDims, f.rhsDims, f.lc, batchAxes, f.rc, batchAxes,
+					len(l.batchOff), len(l.crossOff), len(r.crossOff), len(l.kOff))
+				if !ok {
+					t.Fatal("NewDotProblem refused the product")
+				}
+				p.threads = threads
+				out := make([]float32, p.batch*p.m*p.n)
+				for j := range out {
+					out[j] = float32(math.NaN()) // Every value must be written.
+				}
+				if i == 1 {
+					p.kernel = productKernel[float32](p.m, p.n) // As asked: a given kernel is never swapped.
+				} else {
+					kern := productKernel[float32](p.m, p.n)
+					if got := p.swapWins(out, kern, threads); f.swaps && !got {
+						t.Fatalf("%v×%v: swapWins %v, want %v", f.lhsDims, f.rhsDims, got, f.swaps)
+					} else if got {
+						swapped++
+					}
+				}
+				p.Run(out)
+				outs[i] = out
+			}
+			want := refDotGeneral(lhs, rhs, dotCase{lhsDims: f.lhsDims, rhsDims: f.rhsDims, lhsContract: f.lc, rhsContract: f.rc,
+				lhsBatch: batchAxes, rhsBatch: batchAxes})
+			for i, w := range toF32(want) {
+				if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) || math.Abs(float64(outs[0][i]-w)) > 1e-3 {
+					t.Fatalf("%v×%v threads %d: output %d swapped %v, as asked %v, reference %v", f.lhsDims, f.rhsDims, threads, i,
+						outs[0][i], outs[1][i], w)
+				}
+			}
+		}
+	}
+	if swapped < 6 {
+		t.Fatalf("only %d products were swapped", swapped)
+	}
+}
