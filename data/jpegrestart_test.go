@@ -6,6 +6,9 @@ import (
 	"image/color"
 	"image/jpeg"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -268,5 +271,63 @@ func TestPackRestartMarkers(t *testing.T) {
 	}
 	if jpegs == 0 {
 		t.Fatal("no JPEG in the tree")
+	}
+}
+
+// TestPackWorkersSameShards: packing with one worker and with several writes the same bytes, resized
+// and recoded or not; with several damaged files the pack stops naming the first of them in order,
+// and a source that fails to read stops it with the source's error.
+func TestPackWorkersSameShards(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, []string{"a", "b", "c"}, 6, 40, 33)
+	src, err := OpenImageFolder(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []PackOptions{{RestartMCUs: 1}, {Resize: 20, RestartMCUs: 1}, {}} {
+		var want [][]byte
+		for _, workers := range []int{1, 4} {
+			opts.Workers, opts.ShardSize = workers, 3000
+			out := t.TempDir()
+			paths, err := Pack(src, out, "x", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]byte
+			for _, p := range paths {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, b)
+			}
+			if want == nil {
+				want = got
+			} else if !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("%+v: %d workers wrote other shards than 1", opts, workers)
+			}
+		}
+	}
+	var damaged []string
+	for _, name := range []string{filepath.Join("b", "img03.JPEG"), filepath.Join("c", "img01.JPEG"), filepath.Join("a", "img05.JPEG")} {
+		p := filepath.Join(root, name)
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(p, raw[:len(raw)/3], 0o644)
+		damaged = append(damaged, p)
+	}
+	src, _ = OpenImageFolder(root)
+	for range 5 {
+		_, err := Pack(src, t.TempDir(), "x", PackOptions{Workers: 4})
+		if err == nil || !strings.Contains(err.Error(), damaged[2]+" does not decode") {
+			t.Fatalf("three damaged files: %v, want the first in order (%s)", err, damaged[2])
+		}
+	}
+	gone := filepath.Join(root, "a", "img00.png") // before every damaged file
+	os.Remove(gone)
+	if _, err := Pack(src, t.TempDir(), "x", PackOptions{Workers: 4}); err == nil || !strings.Contains(err.Error(), gone) {
+		t.Fatalf("a file gone after the listing: %v, want the source's error naming %s", err, gone)
 	}
 }

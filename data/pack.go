@@ -8,8 +8,10 @@ import (
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // MaxShards bounds the shards one Pack writes: a shard size far below the images' (`--shard-size 1`)
@@ -36,6 +38,8 @@ type PackOptions struct {
 	// Overwrite lets Pack write into a non-empty outDir: once the new shards are complete they replace
 	// the *.shard files there (other files are left alone). Without it a non-empty outDir is refused.
 	Overwrite bool
+	// Workers check, resize and recode the images, in parallel and in order (0: GOMAXPROCS).
+	Workers int
 	// Progress, if set, is called after each example with the number done, the total and the bytes written.
 	Progress func(done, total int, bytes int64)
 }
@@ -101,9 +105,8 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 		}
 		return nil, err
 	}
-	var buf []byte
-	var dec, tmp, out []uint8
-	var eb bytes.Buffer
+	examples := packExamples(src, kind, h, w, c, opts)
+	defer examples.stop()
 	for i := range src.Len() {
 		if sw == nil {
 			if len(tmpPaths) == MaxShards {
@@ -117,44 +120,17 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 			}
 			tmpPaths = append(tmpPaths, p)
 		}
-		ex, err := src.Example(i, buf)
-		if err != nil {
-			return fail(err)
+		it := <-examples.items
+		<-it.done
+		if it.err != nil {
+			return fail(it.err)
 		}
-		payload := ex.Pixels
-		if kind == ShardEncoded {
-			buf = ex.Encoded
-			payload = ex.Encoded
-			img, _, err := DecodeImage(ex.Encoded, opts.MaxImagePixels)
-			if errors.Is(err, ErrTooManyPixels) {
-				return fail(fmt.Errorf("data: pack: %s: %w", src.Describe(i), err))
-			}
-			if err != nil {
-				return fail(fmt.Errorf("data: pack: %s does not decode: %w (JPEG and PNG are supported)", src.Describe(i), err))
-			}
-			if b := img.Bounds(); opts.Resize > 0 && min(b.Dx(), b.Dy()) > opts.Resize {
-				p := toPixelsInto(img, 3, dec)
-				dec = p.pix
-				nw, nh, err := resizedSize(p.w, p.h, float64(opts.Resize), opts.MaxImagePixels)
-				if err != nil {
-					return fail(fmt.Errorf("data: pack: %s: %w", src.Describe(i), err))
-				}
-				r := resize(p, nw, nh, Bilinear, &tmp, &out)
-				eb.Reset()
-				if err := jpeg.Encode(&eb, pixelsImage(r), &jpeg.Options{Quality: opts.Quality}); err != nil {
-					return fail(fmt.Errorf("data: pack: encoding %s: %w", src.Describe(i), err))
-				}
-				payload = eb.Bytes()
-			}
-			if opts.RestartMCUs > 0 {
-				if marked, ok, _ := AddRestartMarkers(payload, opts.RestartMCUs); ok {
-					payload = marked
-				}
-			}
-		} else if ex.Height != h || ex.Width != w || ex.Channels != c {
-			return fail(fmt.Errorf("data: pack: %s is %dx%dx%d, the set is %dx%dx%d", src.Describe(i), ex.Height, ex.Width, ex.Channels, h, w, c))
+		if it.fail != nil {
+			examples.stop() // src is not read while its Describe names the example
+			return fail(it.fail(src.Describe(i)))
 		}
-		if err := sw.Add(ex.Label, payload); err != nil {
+		payload := it.payload
+		if err := sw.Add(it.label, payload); err != nil {
 			return fail(err)
 		}
 		written += int64(len(payload)) + shardIndexEntry
@@ -192,6 +168,130 @@ func Pack(src Source, outDir, prefix string, opts PackOptions) ([]string, error)
 		}
 	}
 	return paths, nil
+}
+
+// packItem is one example as a shard stores it, or what stops the pack: err, the source's error
+// reading it, or fail, which makes the error to report from the example's description.
+type packItem struct {
+	label   int32
+	payload []byte
+	err     error
+	fail    func(desc string) error
+	done    chan struct{} // closed once the fields are set
+}
+
+// packPipeline reads a source's examples in order on one goroutine and checks, resizes and recodes
+// them on several (the decoding and recoding are most of a pack's CPU); items carries them in order.
+type packPipeline struct {
+	items    chan *packItem
+	quit     chan struct{}
+	readDone chan struct{}
+	once     sync.Once
+}
+
+// stop ends the pipeline and waits until the source is no longer being read.
+func (p *packPipeline) stop() {
+	p.once.Do(func() { close(p.quit) })
+	<-p.readDone
+}
+
+// packExamples starts the pipeline over src for a shard of kind (h, w, c: the pixel shape, or the
+// resize bound), with opts.Workers workers (GOMAXPROCS if 0).
+func packExamples(src Source, kind ShardKind, h, w, c int, opts PackOptions) *packPipeline {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	p := &packPipeline{items: make(chan *packItem, 4*workers), quit: make(chan struct{}), readDone: make(chan struct{})}
+	type job struct {
+		ex   Example
+		item *packItem
+	}
+	jobs := make(chan job, workers)
+	go func() {
+		defer close(p.readDone)
+		defer close(jobs)
+		for i := range src.Len() {
+			it := &packItem{done: make(chan struct{})}
+			select {
+			case p.items <- it:
+			case <-p.quit:
+				return
+			}
+			ex, err := src.Example(i, nil)
+			if err != nil {
+				it.err = err
+				close(it.done)
+				return
+			}
+			select {
+			case jobs <- job{ex, it}:
+			case <-p.quit:
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			var s packScratch
+			for j := range jobs {
+				j.item.label = j.ex.Label
+				j.item.payload, j.item.fail = s.pack(j.ex, kind, h, w, c, opts)
+				close(j.item.done)
+			}
+		}()
+	}
+	return p
+}
+
+// packScratch is a pack worker's buffers.
+type packScratch struct {
+	dec, tmp, out []uint8
+}
+
+// pack returns ex's payload as a shard of kind stores it: pixels checked against the set's shape;
+// encoded bytes checked to decode, resized and re-encoded when opts.Resize asks, and recoded with
+// restart markers when opts.RestartMCUs does. On failure fail, given the example's description,
+// makes the error to report.
+func (s *packScratch) pack(ex Example, kind ShardKind, h, w, c int, opts PackOptions) (payload []byte, fail func(desc string) error) {
+	if kind != ShardEncoded {
+		if ex.Height != h || ex.Width != w || ex.Channels != c {
+			return nil, func(desc string) error {
+				return fmt.Errorf("data: pack: %s is %dx%dx%d, the set is %dx%dx%d", desc, ex.Height, ex.Width, ex.Channels, h, w, c)
+			}
+		}
+		return ex.Pixels, nil
+	}
+	payload = ex.Encoded
+	img, _, err := DecodeImage(ex.Encoded, opts.MaxImagePixels)
+	if errors.Is(err, ErrTooManyPixels) {
+		return nil, func(desc string) error { return fmt.Errorf("data: pack: %s: %w", desc, err) }
+	}
+	if err != nil {
+		return nil, func(desc string) error {
+			return fmt.Errorf("data: pack: %s does not decode: %w (JPEG and PNG are supported)", desc, err)
+		}
+	}
+	if b := img.Bounds(); opts.Resize > 0 && min(b.Dx(), b.Dy()) > opts.Resize {
+		p := toPixelsInto(img, 3, s.dec)
+		s.dec = p.pix
+		nw, nh, err := resizedSize(p.w, p.h, float64(opts.Resize), opts.MaxImagePixels)
+		if err != nil {
+			return nil, func(desc string) error { return fmt.Errorf("data: pack: %s: %w", desc, err) }
+		}
+		r := resize(p, nw, nh, Bilinear, &s.tmp, &s.out)
+		var eb bytes.Buffer
+		if err := jpeg.Encode(&eb, pixelsImage(r), &jpeg.Options{Quality: opts.Quality}); err != nil {
+			return nil, func(desc string) error { return fmt.Errorf("data: pack: encoding %s: %w", desc, err) }
+		}
+		payload = eb.Bytes()
+	}
+	if opts.RestartMCUs > 0 {
+		if marked, ok, _ := AddRestartMarkers(payload, opts.RestartMCUs); ok {
+			payload = marked
+		}
+	}
+	return payload, nil
 }
 
 // pixelsImage wraps 8-bit pixels as an image for the encoders.
