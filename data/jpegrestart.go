@@ -580,3 +580,17 @@ func (d *turboDecoder) spliceRegion(b []byte, denom, sw, sh, x0, y0, x1, y1, pf,
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// JPEGRestartInterval returns the restart interval, in MCUs, of the single-scan baseline JPEG b (0
+// when it has no restart markers); ok is false for a JPEG whose crops are not decoded from their
+// restart pieces (progressive, arithmetic-coded, several scans), or for bytes that are not a JPEG.
+func JPEGRestartInterval(b []byte) (mcus int, ok bool) {
+	var l jpegLayout
+	if parseJPEGLayout(&l, b, false) != nil {
+		return 0, false
+	}
+	if _, _, grid := l.spliceGrid(); l.restart != 0 && !grid {
+		return l.restart, false
+	}
+	return l.restart, true
+}

@@ -59,6 +59,9 @@ func TestAddRestartMarkersSamePixels(t *testing.T) {
 	for name, b := range restartTestJPEGs(t) {
 		for _, minMCUs := range []int{1, 2, 5} {
 			out, ok, err := AddRestartMarkers(b, minMCUs)
+			if n, ok := JPEGRestartInterval(b); ok != (name != "prog420") || n != 0 {
+				t.Fatalf("%s: JPEGRestartInterval %d, %v", name, n, ok)
+			}
 			if name == "prog420" {
 				if ok || err != nil || !bytes.Equal(out, b) {
 					t.Fatalf("progressive %s: ok %v, err %v, changed %v: want it left as it is", name, ok, err, !bytes.Equal(out, b))
@@ -77,6 +80,9 @@ func TestAddRestartMarkersSamePixels(t *testing.T) {
 			}
 			if want := restartInterval(orig.mcusX, minMCUs); l.restart != want || l.restart < min(minMCUs, orig.mcusX) || orig.mcusX%l.restart != 0 {
 				t.Fatalf("%s, %d MCUs: interval %d, want %d (a divisor of the row's %d MCUs)", name, minMCUs, l.restart, want, orig.mcusX)
+			}
+			if n, ok := JPEGRestartInterval(out); !ok || n != l.restart {
+				t.Fatalf("%s: JPEGRestartInterval of the recoded JPEG %d, %v; want %d", name, n, ok, l.restart)
 			}
 			starts, ends, ok := l.restartPieces(out, nil, nil)
 			if want := (l.mcusX*l.mcusY + l.restart - 1) / l.restart; !ok || len(starts) != want || len(ends) != want {

@@ -443,6 +443,11 @@ func dataInspectMain(positional []string, stdout io.Writer) error {
 			if cfg, format, err := image.DecodeConfig(bytes.NewReader(ex.Encoded)); err == nil {
 				what += fmt.Sprintf(" of %s, %dx%d", format, cfg.Width, cfg.Height)
 			}
+			if mcus, ok := data.JPEGRestartInterval(ex.Encoded); ok && mcus > 0 {
+				what += fmt.Sprintf(", restart markers every %d MCUs (a crop decodes only its pieces)", mcus)
+			} else if ok {
+				what += ", no restart markers (`trainer data pack` adds them)"
+			}
 		}
 		fmt.Fprintf(stdout, "record %d: label %d, %s\n", i, ex.Label, what)
 	}

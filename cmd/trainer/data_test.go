@@ -269,3 +269,43 @@ func TestDataPackRefusesAmbiguousFolders(t *testing.T) {
 		t.Errorf("a JPEG of height 0: %v, want it refused naming the file", err)
 	}
 }
+
+// TestDataPackRestartMarkers: pack recodes JPEGs with restart markers by default and inspect says
+// so; --restart-mcus 0 stores them as they are, and inspect says they have none.
+func TestDataPackRestartMarkers(t *testing.T) {
+	tree := t.TempDir()
+	dir := filepath.Join(tree, "n01")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, 48, 40))
+	for p := range img.Pix {
+		img.Pix[p] = uint8(p * 7)
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "0.jpg"), b.Bytes(), 0o644)
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "of jpeg, 48x40, restart markers every 1 MCUs"},
+		{[]string{"--restart-mcus", "0"}, "of jpeg, 48x40, no restart markers"},
+		{[]string{"--restart-mcus", "2"}, "of jpeg, 48x40, restart markers every 3 MCUs"},
+	} {
+		out := t.TempDir()
+		var stdout bytes.Buffer
+		if err := cmdData(append([]string{"pack", tree, out}, c.flags...), io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmdData([]string{"inspect", out}, &stdout, io.Discard); err != nil || !strings.Contains(stdout.String(), c.want) {
+			t.Errorf("pack %v, inspect: %v\n%s\nwant %q", c.flags, err, stdout.String(), c.want)
+		}
+	}
+	if err := cmdData([]string{"pack", tree, t.TempDir(), "--restart-mcus", "-1"}, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "restart MCUs -1") {
+		t.Errorf("--restart-mcus -1: %v", err)
+	}
+}
