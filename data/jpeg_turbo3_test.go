@@ -76,3 +76,6 @@ func TestJPEGTurboJPEG3Crop(t *testing.T) {
 		}
 	}
 }
+
+// turboHasV3 reports whether the loaded TurboJPEG library has the TurboJPEG 3 API.
+func turboHasV3() bool { return loadTurbo().v3 != nil }
