@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -57,19 +58,40 @@ func benchJPEGs(b testing.TB, dir string, n int) []string {
 // (scripts/pil_augment_bench.py).
 func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
 	paths := pipelineJPEGs(b)
-	for _, dec := range []string{"turbo", "turbo-fast", "go"} {
+	// The same JPEGs recoded with a restart marker after every MCU, as `trainer data pack` stores them.
+	marked := make([]string, len(paths))
+	markedDir := b.TempDir()
+	for i, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, ok, err := AddRestartMarkers(raw, 1)
+		if !ok || err != nil {
+			b.Fatalf("%s: restart markers not added (%v)", p, err)
+		}
+		marked[i] = filepath.Join(markedDir, filepath.Base(p))
+		if err := os.WriteFile(marked[i], out, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, dec := range []string{"turbo", "turbo-fast", "turbo-markers", "turbo-markers-fast", "go"} {
 		if dec != "go" && !turboLoaded() {
 			continue
 		}
+		files := paths
+		if strings.HasPrefix(dec, "turbo-markers") {
+			files = marked
+		}
 		for _, interp := range []Interp{Bilinear, Bicubic} {
 			b.Run(dec+"/"+interp.String(), func(b *testing.B) {
-				l, sc, dst := pipelineLoader(b, paths, interp)
-				l.opts.Transform.FastDecode = dec == "turbo-fast"
+				l, sc, dst := pipelineLoader(b, files, interp)
+				l.opts.Transform.FastDecode = strings.HasSuffix(dec, "-fast")
 				if dec == "go" {
 					sc.turbo, sc.noTurbo = nil, true
 				}
-				for i := range 2 * len(paths) { // grow the buffers to the largest image
-					if _, err := l.decode(sc, 0, i, i%len(paths), dst); err != nil {
+				for i := range 2 * len(files) { // grow the buffers to the largest image
+					if _, err := l.decode(sc, 0, i, i%len(files), dst); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -77,7 +99,7 @@ func BenchmarkDecodeRandomResizedCrop(b *testing.B) {
 				cpu0 := processCPU()
 				b.ResetTimer()
 				for i := range b.N {
-					if _, err := l.decode(sc, i/len(paths), i, i%len(paths), dst); err != nil {
+					if _, err := l.decode(sc, i/len(files), i, i%len(files), dst); err != nil {
 						b.Fatal(err)
 					}
 				}
