@@ -128,30 +128,46 @@ TEXT ·verticalAVX2(SB), NOSPLIT, $0-40
 TEXT ·verticalVNNI(SB), NOSPLIT, $0-40
 #include "vertical_amd64.h"
 
+// The normalisation kernels' arguments, with the 24 means (Y10-Y12) and stds (Y13-Y15) in registers;
+// 24 bytes at SI as floats in Y0-Y2; those stored at DI without the caches, and the pointers advanced.
+#define NORMARGS \
+	MOVQ    dst+0(FP), DI; \
+	MOVQ    pix+8(FP), SI; \
+	MOVQ    n+16(FP), CX; \
+	MOVQ    ms+24(FP), DX; \
+	VMOVUPS (DX), Y10; \
+	VMOVUPS 32(DX), Y11; \
+	VMOVUPS 64(DX), Y12; \
+	VMOVUPS 96(DX), Y13; \
+	VMOVUPS 128(DX), Y14; \
+	VMOVUPS 160(DX), Y15
+
+#define NORMLOAD \
+	VPMOVZXBD (SI), Y0; \
+	VPMOVZXBD 8(SI), Y1; \
+	VPMOVZXBD 16(SI), Y2; \
+	VCVTDQ2PS Y0, Y0; \
+	VCVTDQ2PS Y1, Y1; \
+	VCVTDQ2PS Y2, Y2
+
+#define NORMSTORE \
+	VMOVNTPS Y0, (DI); \
+	VMOVNTPS Y1, 32(DI); \
+	VMOVNTPS Y2, 64(DI); \
+	ADDQ     $24, SI; \
+	ADDQ     $96, DI; \
+	SUBQ     $24, CX
+
 // func normalizeAVX2(dst *float32, pix *byte, n int, ms *float32)
 // dst[i] = (float32(pix[i])/255 - m[i mod 24])/s[i mod 24] for i < n, n a multiple of 24, dst
 // 32-byte aligned; ms holds the 24 m then the 24 s. IEEE division and subtraction round exactly,
 // as Go's float32 ones do: the same floats. Streaming stores (the batch is far larger than the caches).
 TEXT ·normalizeAVX2(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), DI
-	MOVQ         pix+8(FP), SI
-	MOVQ         n+16(FP), CX
-	MOVQ         ms+24(FP), DX
-	VMOVUPS      (DX), Y10
-	VMOVUPS      32(DX), Y11
-	VMOVUPS      64(DX), Y12
-	VMOVUPS      96(DX), Y13
-	VMOVUPS      128(DX), Y14
-	VMOVUPS      160(DX), Y15
+	NORMARGS
 	VBROADCASTSS f255<>(SB), Y9
 
 nloop:
-	VPMOVZXBD (SI), Y0
-	VPMOVZXBD 8(SI), Y1
-	VPMOVZXBD 16(SI), Y2
-	VCVTDQ2PS Y0, Y0
-	VCVTDQ2PS Y1, Y1
-	VCVTDQ2PS Y2, Y2
+	NORMLOAD
 	VDIVPS    Y9, Y0, Y0
 	VDIVPS    Y9, Y1, Y1
 	VDIVPS    Y9, Y2, Y2
@@ -161,12 +177,7 @@ nloop:
 	VDIVPS    Y13, Y0, Y0
 	VDIVPS    Y14, Y1, Y1
 	VDIVPS    Y15, Y2, Y2
-	VMOVNTPS  Y0, (DI)
-	VMOVNTPS  Y1, 32(DI)
-	VMOVNTPS  Y2, 64(DI)
-	ADDQ      $24, SI
-	ADDQ      $96, DI
-	SUBQ      $24, CX
+	NORMSTORE
 	JNZ       nloop
 	SFENCE
 	VZEROUPPER
@@ -181,26 +192,12 @@ GLOBL f255<>(SB), RODATA|NOPTR, $4
 // quotient a/b for such b and a's range; NewNormalizer checks every input byte of every channel
 // against Go's division before choosing this kernel). ms holds the 24 m, 24 s, 24 1/s.
 TEXT ·normalizeFMA(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), DI
-	MOVQ         pix+8(FP), SI
-	MOVQ         n+16(FP), CX
-	MOVQ         ms+24(FP), DX
-	VMOVUPS      (DX), Y10
-	VMOVUPS      32(DX), Y11
-	VMOVUPS      64(DX), Y12
-	VMOVUPS      96(DX), Y13
-	VMOVUPS      128(DX), Y14
-	VMOVUPS      160(DX), Y15
+	NORMARGS
 	VBROADCASTSS f255<>(SB), Y6
 	VBROADCASTSS r255<>(SB), Y7
 
 floop:
-	VPMOVZXBD    (SI), Y0
-	VPMOVZXBD    8(SI), Y1
-	VPMOVZXBD    16(SI), Y2
-	VCVTDQ2PS    Y0, Y0
-	VCVTDQ2PS    Y1, Y1
-	VCVTDQ2PS    Y2, Y2
+	NORMLOAD
 	// t = v/255: q = v·(1/255), r = v - q·255 (exact), t = q + r·(1/255).
 	VMULPS       Y7, Y0, Y3
 	VMULPS       Y7, Y1, Y4
@@ -224,12 +221,7 @@ floop:
 	VFMADD231PS  192(DX), Y3, Y0
 	VFMADD231PS  224(DX), Y4, Y1
 	VFMADD231PS  256(DX), Y5, Y2
-	VMOVNTPS     Y0, (DI)
-	VMOVNTPS     Y1, 32(DI)
-	VMOVNTPS     Y2, 64(DI)
-	ADDQ         $24, SI
-	ADDQ         $96, DI
-	SUBQ         $24, CX
+	NORMSTORE
 	JNZ          floop
 	SFENCE
 	VZEROUPPER
