@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Restart markers let a RandomResizedCrop decode only the rows and columns its box needs.
@@ -352,7 +353,7 @@ func AddRestartMarkers(b []byte, minMCUs int) (out []byte, ok bool, err error) {
 				pred[ci] += extend(r.bits(uint(s)), s)
 				diff := pred[ci] - newPred[ci]
 				newPred[ci] = pred[ci]
-				ns := magnitudeBits(diff)
+				ns := byte(bits.Len32(uint32(max(diff, -diff)))) // |diff|'s bits: JPEG's SSSS category
 				if ns > 11 || dc.size[ns] == 0 {
 					return b, false, nil
 				}
@@ -413,19 +414,6 @@ func extend(v uint32, s byte) int32 {
 		return int32(v) - (1<<s - 1)
 	}
 	return int32(v)
-}
-
-// magnitudeBits is the number of bits of |v| (JPEG's SSSS category).
-func magnitudeBits(v int32) byte {
-	if v < 0 {
-		v = -v
-	}
-	n := byte(0)
-	for v > 0 {
-		n++
-		v >>= 1
-	}
-	return n
 }
 
 // restartPieces finds the offsets of every restart interval's data in b (l's layout): starts[i]
