@@ -44,8 +44,7 @@ func fastDotBF16(backend *simplego.Backend, p dotParams, lhsFlat, rhsFlat []bflo
 	}
 	out32 := make([]float32, p.batch*p.lhsCross*p.rhsCross)
 	prob.Run(out32)
-	output := backend.NewBuffer(shapes.Make(dtypes.BFloat16, p.batch, p.lhsCross, p.rhsCross))
-	outFlat, err := backend.BufferData(output)
+	output, outFlat, err := newOutput(backend, shapes.Make(dtypes.BFloat16, p.batch, p.lhsCross, p.rhsCross))
 	if err != nil {
 		return nil, false, err
 	}

@@ -43,8 +43,7 @@ func execFastConcatenate(backend *simplego.Backend, node *simplego.Node, inputs 
 		return orig(backend, node, inputs, inputsOwned)
 	}
 	outer := kernels.Prod(outShape.Dimensions[:axis])
-	output := backend.NewBuffer(outShape)
-	outFlat, err := backend.BufferData(output)
+	output, outFlat, err := newOutput(backend, outShape)
 	if err != nil {
 		return nil, err
 	}

@@ -48,8 +48,7 @@ func execFusedConv(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 		}
 	}
 	outShape := nodeShape(node)
-	output := backend.NewBuffer(outShape)
-	outFlat, err := backend.BufferData(output)
+	output, outFlat, err := newOutput(backend, outShape)
 	if err != nil {
 		return nil, err
 	}

@@ -71,8 +71,7 @@ func fastDot[T kernels.Float](backend *simplego.Backend, p dotParams, lhsFlat, r
 	if !ok {
 		return nil, false, nil
 	}
-	output := backend.NewBuffer(shapes.Make(dt, p.batch, p.lhsCross, p.rhsCross))
-	outFlat, err := backend.BufferData(output)
+	output, outFlat, err := newOutput(backend, shapes.Make(dt, p.batch, p.lhsCross, p.rhsCross))
 	if err != nil {
 		return nil, false, err
 	}

@@ -848,8 +848,7 @@ func execFastGreaterThan(backend *simplego.Backend, node *simplego.Node, inputs 
 	if err1 != nil || err2 != nil || ra > 1 || rb > 1 {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	output := backend.NewBuffer(outShape)
-	outAny, err := backend.BufferData(output)
+	output, outAny, err := newOutput(backend, outShape)
 	if err != nil {
 		return nil, err
 	}
@@ -895,8 +894,7 @@ func execFastEqual(backend *simplego.Backend, node *simplego.Node, inputs []*sim
 		return orig(backend, node, inputs, inputsOwned)
 	}
 	loop := newStridedLoop(outShape.Dimensions, kernels.RowMajorStrides(outShape.Dimensions), sa, sb)
-	output := backend.NewBuffer(outShape)
-	outAny, err := backend.BufferData(output)
+	output, outAny, err := newOutput(backend, outShape)
 	if err != nil {
 		return nil, err
 	}
@@ -962,8 +960,7 @@ func execFastArgMinMax(backend *simplego.Backend, node *simplego.Node, inputs []
 	if err != nil {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	output := backend.NewBuffer(outShape)
-	outAny, err := backend.BufferData(output)
+	output, outAny, err := newOutput(backend, outShape)
 	if err != nil {
 		return nil, err
 	}
@@ -1008,8 +1005,7 @@ func execFastConvertDType(backend *simplego.Backend, node *simplego.Node, inputs
 	if err != nil {
 		return orig(backend, node, inputs, inputsOwned)
 	}
-	output := backend.NewBuffer(outShape)
-	outAny, err := backend.BufferData(output)
+	output, outAny, err := newOutput(backend, outShape)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
 // simplego executes each node with a function from its executor table (simplego_internals.go). The
@@ -126,4 +127,11 @@ func ownsFastOps(sg *simplego.Backend) bool {
 		}
 	}
 	return false
+}
+
+// newOutput returns a fresh simplego buffer of shape for an executor's result, with its flat data.
+func newOutput(backend *simplego.Backend, shape shapes.Shape) (*simplego.Buffer, any, error) {
+	output := backend.NewBuffer(shape)
+	data, err := backend.BufferData(output)
+	return output, data, err
 }

@@ -84,8 +84,7 @@ func execReduceWindow(backend *simplego.Backend, node *simplego.Node, inputs []*
 	if len(spec.window) != xShape.Rank() || outShape.Rank() != xShape.Rank() {
 		return nil, errors.Errorf("ReduceWindow: operand %s, output %s, window %v", xShape, outShape, spec.window)
 	}
-	output := backend.NewBuffer(outShape)
-	outFlat, err := backend.BufferData(output)
+	output, outFlat, err := newOutput(backend, outShape)
 	if err != nil {
 		return nil, err
 	}

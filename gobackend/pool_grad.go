@@ -95,8 +95,7 @@ func execSelectAndScatter(backend *simplego.Backend, node *simplego.Node, inputs
 	if srcShape.Rank() != xShape.Rank() || len(spec.window) != xShape.Rank() {
 		return nil, errors.Errorf("SelectAndScatter: operand %s, source %s, window %v", xShape, srcShape, spec.window)
 	}
-	output := backend.NewBuffer(xShape)
-	outFlat, err := backend.BufferData(output)
+	output, outFlat, err := newOutput(backend, xShape)
 	if err != nil {
 		return nil, err
 	}
