@@ -122,12 +122,7 @@ func TestFastBinaryMatchesSimplego(t *testing.T) {
 			if keepInput {
 				outs = append(outs, x)
 			}
-			for i, o := range outs {
-				if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
-					return nil, err
-				}
-			}
-			return outs, nil
+			return asFloat64(b, outs)
 		}
 		x, y := specialTT(rng, lDims...), specialTT(rng, rDims...)
 		got, want := runOps(t, fast, build, x, y), runOps(t, slow, build, x, y)
@@ -227,12 +222,7 @@ func TestFastArgMinMaxAndBoolsMatchSimplego(t *testing.T) {
 				return nil, err
 			}
 			outs := []backends.Op{arg, mask}
-			for i, o := range outs {
-				if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
-					return nil, err
-				}
-			}
-			return outs, nil
+			return asFloat64(b, outs)
 		}
 		x := specialTT(rng, dims...)
 		for i := range x.data {
@@ -454,12 +444,7 @@ func TestFastLogisticMatchesSimplego(t *testing.T) {
 			if keepInput {
 				outs = append(outs, x)
 			}
-			for i, o := range outs {
-				if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
-					return nil, err
-				}
-			}
-			return outs, nil
+			return asFloat64(b, outs)
 		}
 		x := specialTT(rng, dims...)
 		for i := range x.data {
@@ -697,3 +682,14 @@ func goFusesMulAdd() bool { return mulAdd(fmaX, fmaY, fmaZ) != 0 }
 
 //go:noinline
 func mulAdd(x, y, z float64) float64 { return x*y + z }
+
+// asFloat64 converts every op of outs to float64, as runOps compares them.
+func asFloat64(b backends.Builder, outs []backends.Op) ([]backends.Op, error) {
+	for i, o := range outs {
+		var err error
+		if outs[i], err = b.ConvertDType(o, dtypes.Float64); err != nil {
+			return nil, err
+		}
+	}
+	return outs, nil
+}
