@@ -32,6 +32,36 @@ GLOBL rbias<>(SB), RODATA|NOPTR, $4
 // Straight-line bodies for one register (2 pixels) of a group, for 1-5 tap pairs: R its result,
 // Y9 the hi sum, q the offsets' displacement in BX, w the weights' in DX. Lane 0 reads at SI+AX,
 // lane 1 at SI+R14.
+// The normalisation kernels' arguments, with the 24 means (Y10-Y12) and stds (Y13-Y15) in registers;
+// 24 bytes at SI as floats in Y0-Y2; those stored at DI without the caches, and the pointers advanced.
+#define NORMARGS \
+	MOVQ    dst+0(FP), DI; \
+	MOVQ    pix+8(FP), SI; \
+	MOVQ    n+16(FP), CX; \
+	MOVQ    ms+24(FP), DX; \
+	VMOVUPS (DX), Y10; \
+	VMOVUPS 32(DX), Y11; \
+	VMOVUPS 64(DX), Y12; \
+	VMOVUPS 96(DX), Y13; \
+	VMOVUPS 128(DX), Y14; \
+	VMOVUPS 160(DX), Y15
+
+#define NORMLOAD \
+	VPMOVZXBD (SI), Y0; \
+	VPMOVZXBD 8(SI), Y1; \
+	VPMOVZXBD 16(SI), Y2; \
+	VCVTDQ2PS Y0, Y0; \
+	VCVTDQ2PS Y1, Y1; \
+	VCVTDQ2PS Y2, Y2
+
+#define NORMSTORE \
+	VMOVNTPS Y0, (DI); \
+	VMOVNTPS Y1, 32(DI); \
+	VMOVNTPS Y2, 64(DI); \
+	ADDQ     $24, SI; \
+	ADDQ     $96, DI; \
+	SUBQ     $24, CX
+
 // acc += the word-pair products of m and src (VPMADDWD into tmp, then VPADDD); redefined as one
 // VPDPWSSD for the VNNI kernels below.
 #define MADD(m, src, acc, tmp) VPMADDWD m, src, tmp; VPADDD tmp, acc, acc
@@ -127,36 +157,6 @@ TEXT ·verticalAVX2(SB), NOSPLIT, $0-40
 // Pair: A int64 at 0, B int64 at 8, Lo int32 at 16, Hi int32 at 20 (24 bytes).
 TEXT ·verticalVNNI(SB), NOSPLIT, $0-40
 #include "vertical_amd64.h"
-
-// The normalisation kernels' arguments, with the 24 means (Y10-Y12) and stds (Y13-Y15) in registers;
-// 24 bytes at SI as floats in Y0-Y2; those stored at DI without the caches, and the pointers advanced.
-#define NORMARGS \
-	MOVQ    dst+0(FP), DI; \
-	MOVQ    pix+8(FP), SI; \
-	MOVQ    n+16(FP), CX; \
-	MOVQ    ms+24(FP), DX; \
-	VMOVUPS (DX), Y10; \
-	VMOVUPS 32(DX), Y11; \
-	VMOVUPS 64(DX), Y12; \
-	VMOVUPS 96(DX), Y13; \
-	VMOVUPS 128(DX), Y14; \
-	VMOVUPS 160(DX), Y15
-
-#define NORMLOAD \
-	VPMOVZXBD (SI), Y0; \
-	VPMOVZXBD 8(SI), Y1; \
-	VPMOVZXBD 16(SI), Y2; \
-	VCVTDQ2PS Y0, Y0; \
-	VCVTDQ2PS Y1, Y1; \
-	VCVTDQ2PS Y2, Y2
-
-#define NORMSTORE \
-	VMOVNTPS Y0, (DI); \
-	VMOVNTPS Y1, 32(DI); \
-	VMOVNTPS Y2, 64(DI); \
-	ADDQ     $24, SI; \
-	ADDQ     $96, DI; \
-	SUBQ     $24, CX
 
 // func normalizeAVX2(dst *float32, pix *byte, n int, ms *float32)
 // dst[i] = (float32(pix[i])/255 - m[i mod 24])/s[i mod 24] for i < n, n a multiple of 24, dst
