@@ -29,9 +29,6 @@ GLOBL hcompact<>(SB), RODATA|NOPTR, $32
 DATA rbias<>+0(SB)/4, $0x00200000
 GLOBL rbias<>(SB), RODATA|NOPTR, $4
 
-// Straight-line bodies for one register (2 pixels) of a group, for 1-5 tap pairs: R its result,
-// Y9 the hi sum, q the offsets' displacement in BX, w the weights' in DX. Lane 0 reads at SI+AX,
-// lane 1 at SI+R14.
 // The normalisation kernels' arguments, with the 24 means (Y10-Y12) and stds (Y13-Y15) in registers;
 // 24 bytes at SI as floats in Y0-Y2; those stored at DI without the caches, and the pointers advanced.
 #define NORMARGS \
@@ -66,6 +63,9 @@ GLOBL rbias<>(SB), RODATA|NOPTR, $4
 // VPDPWSSD for the VNNI kernels below.
 #define MADD(m, src, acc, tmp) VPMADDWD m, src, tmp; VPADDD tmp, acc, acc
 
+// Straight-line bodies for one register (2 pixels) of a group, for 1-5 tap pairs: R its result,
+// Y9 the hi sum, q the offsets' displacement in BX, w the weights' in DX. Lane 0 reads at SI+AX,
+// lane 1 at SI+R14.
 #define HLOAD(off) \
 	VMOVDQU     off(SI)(AX*1), X6; \
 	VINSERTI128 $1, off(SI)(R14*1), Y6, Y6
